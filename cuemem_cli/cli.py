@@ -1,0 +1,270 @@
+"""The `cuemem` command: parse options, call `Memory` and the pipeline modules, print.
+
+Exit codes: 0 success; 1 an error cuemem explains (bad input, missing model, …); 2 a usage error;
+3 ingest finished but left turns pending or skipped invalid lines.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import config
+from .errors import CuememError
+
+app = typer.Typer(
+    name="cuemem",
+    help="Long-term memory for conversations: cues → turn graph → compact evidence for any LLM.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+convert_app = typer.Typer(help="Convert benchmark and chat exports to cuemem's message JSONL (stdout).",
+                          no_args_is_help=True)
+app.add_typer(convert_app, name="convert")
+
+EXIT_PARTIAL = 3
+
+
+class State:
+    db: Optional[str] = None
+
+
+state = State()
+
+
+def fail(exc: CuememError) -> typer.Exit:
+    from .render import err
+
+    err.print(f"[bold red]error:[/bold red] {_plain(exc.message)}", soft_wrap=True)
+    if exc.hint:
+        err.print(f"[dim]hint:[/dim] {_plain(exc.hint)}", soft_wrap=True)
+    return typer.Exit(exc.exit_code)
+
+
+def _plain(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _memory(**kwargs):
+    from .memory import Memory
+
+    return Memory(config.db_path(state.db), **kwargs)
+
+
+@app.callback()
+def main(
+    db: Optional[str] = typer.Option(None, "--db", help="Database file (default: $CUEMEM_DB, else the per-user data dir).",
+                                     metavar="PATH"),
+) -> None:
+    state.db = db
+
+
+# ------------------------------------------------------------------ ingest
+@app.command()
+def ingest(
+    file: str = typer.Argument(..., help="Message JSONL file, or - for standard input."),
+    conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
+                                               help="Conversation for lines that name none."),
+    extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules) or llm."),
+    extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
+    embedder: Optional[str] = typer.Option(None, help="onnx (default) or sentence-transformers[:MODEL]."),
+    window: Optional[int] = typer.Option(None, help="Temporal window w built into the graph (new DB only; default 2)."),
+    sem_k: Optional[int] = typer.Option(None, help="Semantic neighbours k per cue built into the graph (new DB only; default 5)."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file."""
+    from dataclasses import asdict
+
+    from .render import ingest_progress, render_ingest_report, write_json
+
+    show_progress = sys.stderr.isatty() and not json_out
+    try:
+        with _memory(embedder=embedder, extractor=extractor, extract_model=extract_model) as memory:
+            with ingest_progress(show_progress) as progress:
+                report = memory.ingest_file(file, conversation, skip_invalid, progress=progress, window=window,
+                                            sem_k=sem_k)
+    except CuememError as exc:
+        raise fail(exc)
+    data = asdict(report)
+    data["seconds"] = round(report.seconds, 3)
+    data["stage_seconds"] = {k: round(v, 3) for k, v in report.stage_seconds.items()}
+    data["db"] = str(config.db_path(state.db))
+    if json_out:
+        write_json(data)
+    else:
+        render_ingest_report(data)
+    if report.pending or report.invalid:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+# --------------------------------------------------------------------- ask
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
+                                               help="Conversation to search (required when the DB holds several)."),
+    top_m: int = typer.Option(20, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
+    window: int = typer.Option(1, min=0, help="Temporal neighbours per side (≤ the window built)."),
+    sem_k: int = typer.Option(2, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
+    budget: int = typer.Option(2000, min=50, help="Evidence budget in tokens (≈ characters / 4)."),
+    no_graph: bool = typer.Option(False, "--no-graph", help="Anchors only: no graph expansion (the paper's ablation)."),
+    as_of: Optional[str] = typer.Option(None, help="Question time (default: now)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m",
+                                        help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
+    context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),
+    embedder: Optional[str] = typer.Option(None, help="Query embedder; must match the DB's model."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Answer a question from memory, showing the evidence turns it used."""
+    from .reconstruct import Settings
+    from .render import context_json, render_answer, render_evidence, write_json
+
+    settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph)
+    chosen_model = config.answer_model(model)
+    streamed = {"any": False}
+
+    def on_token(token: str) -> None:
+        streamed["any"] = True
+        sys.stdout.write(token)
+        sys.stdout.flush()
+
+    try:
+        with _memory(embedder=embedder) as memory:
+            if context_only:
+                context = memory.context(question, conversation, settings, as_of)
+                answer = None
+            else:
+                stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
+                result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream)
+                context, answer = result.context, result.answer
+    except CuememError as exc:
+        raise fail(exc)
+    if json_out:
+        write_json(context_json(context, answer))
+        return
+    if streamed["any"]:
+        sys.stdout.write("\n")
+    elif answer is not None:
+        render_answer(answer)
+    render_evidence(context)
+
+
+# ----------------------------------------------------------- inspect-graph
+@app.command("inspect-graph")
+def inspect_graph(
+    conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    turn: Optional[str] = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours."),
+    fmt: str = typer.Option("table", "--format", help="table, json, dot (Graphviz) or graphml (Gephi)."),
+) -> None:
+    """Show what memory holds: per-conversation counts, one turn's neighbourhood, or the whole graph."""
+    from . import inspect_graph as inspector
+    from .render import graph_dot, graph_graphml, out, render_graph_summary, render_turn, write_json
+
+    if fmt not in ("table", "json", "dot", "graphml"):
+        raise typer.BadParameter("use table, json, dot or graphml", param_hint="--format")
+    try:
+        with _memory() as memory:
+            store = memory.store
+            if turn is not None:
+                detail = inspector.turn_detail(store, conversation, turn)
+                if fmt == "json":
+                    write_json(detail)
+                else:
+                    render_turn(detail)
+                return
+            if fmt in ("dot", "graphml"):
+                name, turns, edges = inspector.graph_of(store, conversation)
+                out.file.write(graph_dot(name, turns, edges) if fmt == "dot" else graph_graphml(name, turns, edges))
+                return
+            summary = inspector.summary(store, conversation)
+    except CuememError as exc:
+        raise fail(exc)
+    if fmt == "json":
+        write_json(summary)
+    else:
+        render_graph_summary(summary["conversations"], summary["settings"])
+
+
+# ---------------------------------------------------------------- convert
+def _convert(kind: str, file: str) -> None:
+    from .convert import CONVERTERS, load_json
+
+    try:
+        data = load_json(file)
+        import orjson
+
+        write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
+        for message in CONVERTERS[kind](data):
+            line = orjson.dumps(message.to_json()) + b"\n"
+            if write:
+                write(line)
+            else:
+                sys.stdout.write(line.decode())
+        sys.stdout.flush()
+    except CuememError as exc:
+        raise fail(exc)
+    except BrokenPipeError:
+        sys.stderr.close()
+
+
+@convert_app.command("locomo")
+def convert_locomo(file: str = typer.Argument(..., help="LoCoMo JSON, e.g. locomo10.json.")) -> None:
+    """LoCoMo → JSONL (ids are LoCoMo dia_ids such as D1:3; image turns keep their caption)."""
+    _convert("locomo", file)
+
+
+@convert_app.command("longmemeval")
+def convert_longmemeval(file: str = typer.Argument(..., help="LongMemEval JSON (e.g. longmemeval_s.json).")) -> None:
+    """LongMemEval → JSONL (one conversation per question id; ids are SESSION:INDEX)."""
+    _convert("longmemeval", file)
+
+
+@convert_app.command("openai")
+def convert_openai(file: str = typer.Argument(..., help="Chat-completions messages JSON or JSONL.")) -> None:
+    """OpenAI chat-completions `messages` → JSONL."""
+    _convert("openai", file)
+
+
+# ---------------------------------------------------------------- extract
+@app.command()
+def extract(
+    pending: bool = typer.Option(False, "--pending", help="Retry the turns whose LLM extraction failed."),
+    extract_model: Optional[str] = typer.Option(None, help="litellm model (default: the one that failed)."),
+    conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Re-run cue extraction for pending turns and link them into the graph."""
+    from .render import err, write_json
+
+    if not pending:
+        raise typer.BadParameter("only --pending is supported: it retries failed extractions", param_hint="--pending")
+    try:
+        with _memory() as memory:
+            from .extract_llm import retry_pending
+
+            report = retry_pending(memory, extract_model, conversation)
+    except CuememError as exc:
+        raise fail(exc)
+    if json_out:
+        write_json(report)
+    else:
+        err.print(f"completed {report['completed']} pending turns; {len(report['still_pending'])} still pending")
+    if report["still_pending"]:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

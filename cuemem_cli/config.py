@@ -1,0 +1,26 @@
+"""Settings from flags and environment; no I/O beyond reading the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+APP_NAME = "cuemem"
+
+
+def default_db_path() -> Path:
+    """The per-user data directory of the platform (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA%)."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir(APP_NAME, appauthor=False)) / "memory.db"
+
+
+def db_path(flag: str | None) -> Path:
+    """--db, else $CUEMEM_DB, else the per-user default."""
+    chosen = flag or os.environ.get("CUEMEM_DB")
+    return Path(chosen).expanduser() if chosen else default_db_path()
+
+
+def answer_model(flag: str | None) -> str | None:
+    """--model, else $CUEMEM_MODEL; None means answer offline."""
+    return flag or os.environ.get("CUEMEM_MODEL") or None

@@ -1,0 +1,258 @@
+"""Converters from benchmark and chat-export formats to our `Message` records.
+
+Each converter takes the already-loaded JSON value and yields messages in
+chronological order, so `cuemem convert` can write them out as our JSONL. No database
+is involved. Shape problems raise `CuememError` naming the format and the place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import CuememError, InputError
+from .records import Message
+from .timeparse import parse_time
+
+Converter = Callable[[Any], Iterator[Message]]
+
+_BOM = b"\xef\xbb\xbf"
+_LOCOMO_SESSION = re.compile(r"session_(\d+)")
+_OPENAI_SKIPPED_ROLES = frozenset({"system", "developer", "tool", "function"})
+_OPENAI_TEXT_PARTS = ("text", "input_text", "output_text")  # a tuple: `in` must not hash odd JSON
+_OPENAI_TIME_KEYS = ("timestamp", "created", "time")
+_JSON_HINT = "the file must be one JSON document, or JSONL (one JSON value per line)"
+
+
+def load_json(path: str | Path) -> Any:
+    """Read a JSON file. JSONL (one JSON value per line) is returned as the list of its values.
+
+    A `.jsonl` name always means JSONL. Otherwise a file that is not one JSON document
+    but whose first line is one is read as JSONL too (chat exports often are, whatever
+    their name); if the first line is not JSON either, the error of the whole-document
+    parse is reported, since its line number is the useful one.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CuememError(f"{path}: no such file", hint="check the path") from None
+    except IsADirectoryError:
+        raise CuememError(f"{path}: is a directory, expected a JSON file") from None
+    except OSError as exc:
+        raise CuememError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = data.removeprefix(_BOM)
+    if path.suffix.lower() == ".jsonl":
+        return _load_lines(path, data)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if _first_line_is_json(data):
+            return _load_lines(path, data)
+        raise InputError(
+            str(path), exc.lineno, f"invalid JSON at column {exc.colno}: {exc.msg}", hint=_JSON_HINT
+        ) from None
+
+
+def _first_line_is_json(data: bytes) -> bool:
+    first = data.lstrip().split(b"\n", 1)[0]
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _load_lines(path: Path, data: bytes) -> list[Any]:
+    values = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            values.append(orjson.loads(raw))
+        except orjson.JSONDecodeError as exc:
+            message = f"invalid JSON at column {exc.colno}: {exc.msg}"
+            raise InputError(str(path), number, message, hint="each line must be one JSON value") from None
+    return values
+
+
+def locomo(data: Any) -> Iterator[Message]:
+    """LoCoMo (`locomo10.json`): one conversation per sample, turns keep their `dia_id`.
+
+    Every turn of a session gets the session's date-time. Image turns have their BLIP
+    caption appended as `text + " [shares a photo: CAPTION]"` so the photo stays
+    searchable. Sessions are the `session_N` lists in numeric order; `session_N_date_time`
+    keys without a session (conv-26 has some) are ignored.
+    """
+    samples = _expect_list("locomo", "top level", data, "a list of samples")
+    for index, sample in enumerate(samples):
+        where = f"sample {index}"
+        if not isinstance(sample, dict) or "sample_id" not in sample:
+            raise _shape_error("locomo", where, "expected an object with 'sample_id' and 'conversation'")
+        conversation_id = str(sample["sample_id"])
+        conversation = sample.get("conversation")
+        if not isinstance(conversation, dict):
+            raise _shape_error("locomo", conversation_id, "'conversation' must be an object")
+        numbers = sorted(int(m[1]) for key in conversation if (m := _LOCOMO_SESSION.fullmatch(key)))
+        for number in numbers:
+            session_where = f"{conversation_id} session {number}"
+            turns = _expect_list("locomo", session_where, conversation[f"session_{number}"], "a list of turns")
+            raw_time = conversation.get(f"session_{number}_date_time")
+            time = _parse("locomo", session_where, raw_time) if raw_time is not None else None
+            for turn in turns:
+                if not isinstance(turn, dict) or "dia_id" not in turn:
+                    raise _shape_error("locomo", session_where, "expected turns with 'dia_id', 'speaker' and 'text'")
+                text = str(turn.get("text") or "")
+                caption = turn.get("blip_caption")
+                if caption:
+                    text = f"{text} [shares a photo: {caption}]".lstrip()
+                if not text.strip():
+                    continue
+                yield Message(
+                    conversation=conversation_id,
+                    text=text,
+                    source_id=str(turn["dia_id"]),
+                    session=str(number),
+                    time=time,
+                    speaker=turn.get("speaker"),
+                )
+
+
+def longmemeval(data: Any) -> Iterator[Message]:
+    """LongMemEval: one conversation per question, holding that question's haystack.
+
+    Sessions are ordered by (time, original index): the data is sorted by day but not
+    always by time within a day. Turn ids are `SESSION_ID:INDEX` (0-based index within
+    the session, counted before skipping empty turns so ids match the source).
+    `has_answer` is kept in `extra` when present.
+    """
+    questions = _expect_list("longmemeval", "top level", data, "a list of questions")
+    for index, question in enumerate(questions):
+        if not isinstance(question, dict) or "question_id" not in question:
+            raise _shape_error("longmemeval", f"question {index}", "expected an object with 'question_id'")
+        conversation_id = str(question["question_id"])
+        ids, dates, sessions = (
+            _expect_list("longmemeval", conversation_id, question.get(key), f"a list in {key!r}")
+            for key in ("haystack_session_ids", "haystack_dates", "haystack_sessions")
+        )
+        if not len(ids) == len(dates) == len(sessions):
+            problem = "haystack_session_ids, haystack_dates and haystack_sessions differ in length"
+            raise _shape_error("longmemeval", conversation_id, problem)
+        times = [_parse("longmemeval", f"{conversation_id} session {sid}", date) for sid, date in zip(ids, dates)]
+        for position in sorted(range(len(ids)), key=lambda i: (times[i], i)):
+            session_id = str(ids[position])
+            where = f"{conversation_id} session {session_id}"
+            turns = _expect_list("longmemeval", where, sessions[position], "a list of messages")
+            for turn_index, turn in enumerate(turns):
+                if not isinstance(turn, dict) or "role" not in turn:
+                    raise _shape_error("longmemeval", where, "expected messages with 'role' and 'content'")
+                text = turn.get("content")
+                if not isinstance(text, str) or not text.strip():
+                    continue
+                extra = {"has_answer": turn["has_answer"]} if "has_answer" in turn else {}
+                yield Message(
+                    conversation=conversation_id,
+                    text=text,
+                    source_id=f"{session_id}:{turn_index}",
+                    session=session_id,
+                    time=times[position],
+                    speaker=turn["role"],
+                    role=turn["role"],
+                    extra=extra,
+                )
+
+
+def openai(data: Any) -> Iterator[Message]:
+    """OpenAI chat-completions messages: `{"messages": [...]}`, a list of those, or a bare list.
+
+    A conversation is named by its "conversation" or "id" field, else "chat-1", "chat-2"...
+    System, developer, tool and function messages and empty ones are skipped; ids are
+    positions in the original list, so they stay stable. Content may be a string or a
+    list of parts, of which the text parts are joined. An optional "timestamp",
+    "created" or "time" field on a message gives its time.
+    """
+    for name, messages in _openai_conversations(data):
+        for position, message in enumerate(messages):
+            where = f"{name} message {position}"
+            if not isinstance(message, dict) or "role" not in message:
+                raise _shape_error("openai", where, "expected an object with 'role' and 'content'")
+            role = str(message["role"])
+            if role in _OPENAI_SKIPPED_ROLES:
+                continue
+            text = _openai_text("openai", where, message.get("content"))
+            if not text.strip():
+                continue
+            raw_time = next((message[key] for key in _OPENAI_TIME_KEYS if message.get(key) is not None), None)
+            yield Message(
+                conversation=name,
+                text=text,
+                source_id=str(position),
+                time=_parse("openai", where, raw_time) if raw_time is not None else None,
+                speaker=role,
+                role=role,
+            )
+
+
+def _openai_conversations(data: Any) -> Iterator[tuple[str, list[Any]]]:
+    if isinstance(data, dict):
+        data = [data]
+    what = "an object with 'messages', a list of them, or a list of messages"
+    items = _expect_list("openai", "top level", data, what)
+    if not items:
+        return
+    is_conversation = [isinstance(item, dict) and "messages" in item for item in items]
+    if not any(is_conversation):
+        yield "chat-1", items
+        return
+    if not all(is_conversation):
+        raise _shape_error("openai", "top level", "mixes conversations ({'messages': [...]}) with bare messages")
+    for number, item in enumerate(items, 1):
+        name = next((item[key] for key in ("conversation", "id") if item.get(key) is not None), f"chat-{number}")
+        yield str(name), _expect_list("openai", str(name), item["messages"], "'messages' as a list")
+
+
+def _openai_text(fmt: str, where: str, content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and part.get("type") in _OPENAI_TEXT_PARTS:
+                text = part.get("text")
+                if isinstance(text, str):
+                    parts.append(text)
+        return "\n".join(part for part in parts if part.strip())
+    raise _shape_error(fmt, where, "'content' must be a string or a list of parts")
+
+
+def _parse(fmt: str, where: str, value: Any) -> str:
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise _shape_error(fmt, where, f"bad time: {exc}") from None
+
+
+def _expect_list(fmt: str, where: str, value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise _shape_error(fmt, where, f"expected {what}")
+    return value
+
+
+def _shape_error(fmt: str, where: str, problem: str) -> CuememError:
+    hint = f"is this really a {fmt} file? `cuemem convert --help` lists the formats"
+    return CuememError(f"{fmt}: {where}: {problem}", hint=hint)
+
+
+CONVERTERS: dict[str, Converter] = {
+    "locomo": locomo,
+    "longmemeval": longmemeval,
+    "openai": openai,
+}

@@ -1,0 +1,38 @@
+"""Library errors. Library code raises these and never exits; the CLI maps them to exit codes."""
+
+from __future__ import annotations
+
+
+class CuememError(Exception):
+    """An error a user can act on: `message` says what is wrong, `hint` what to do."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message}\n{self.hint}" if self.hint else self.message
+
+
+class InputError(CuememError):
+    """Bad input at a known place: renders as `FILE:LINE: what is wrong`."""
+
+    def __init__(self, path: str, line: int, message: str, hint: str | None = None):
+        self.path = path
+        self.line = line
+        super().__init__(f"{path}:{line}: {message}", hint)
+
+
+class ModelMismatch(CuememError):
+    """The database was built with another embedding model."""
+
+
+class LLMError(CuememError):
+    """A model call failed after its retries."""
+
+
+class StoreError(CuememError):
+    """The database file cannot be used as a cuemem store."""

@@ -1,0 +1,340 @@
+"""Read message JSONL, then store turns → cues → vectors → edges in atomic batches.
+
+Input is read twice: a first pass validates every line (so a bad line anywhere rejects the whole run
+before anything is written), a second pass ingests. Standard input is spooled to a temporary file
+for that, so memory stays flat whatever the input size.
+
+Each batch commits in one transaction; a crash loses at most the batch in flight, and rerunning the
+same command skips what is already stored (turn identity: conversation + `id`, else a hash of time,
+speaker and text), so the result is the same as one clean run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import numpy as np
+import orjson
+
+from .errors import CuememError, InputError
+from .graph import NeighbourIndex, semantic_edges, temporal_edges
+from .records import Message, Triple, Turn
+from .store import NewTurn, Store
+from .timeparse import parse_time
+
+DEFAULT_WINDOW = 2  # temporal edges built; `ask` may use fewer
+DEFAULT_SEM_K = 5  # semantic neighbours built per cue; `ask` may use fewer
+BATCH_TURNS = 256
+
+_FIELD_ALIASES = {
+    "text": ("text", "content", "message", "utterance"),
+    "time": ("time", "timestamp", "date", "datetime", "created_at"),
+    "speaker": ("speaker", "name", "author", "sender"),
+    "conversation": ("conversation", "conversation_id", "conv"),
+    "session": ("session", "session_id"),
+    "role": ("role",),
+    "id": ("id", "turn_id", "dia_id", "message_id"),
+}
+_KNOWN = {alias for aliases in _FIELD_ALIASES.values() for alias in aliases}
+
+
+@dataclass
+class IngestReport:
+    lines: int = 0
+    turns_added: int = 0
+    turns_existing: int = 0
+    invalid: list[str] = field(default_factory=list)
+    cues: int = 0
+    temporal_edges: int = 0
+    semantic_edges: int = 0
+    pending: list[str] = field(default_factory=list)
+    conversations: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + seconds
+
+
+# ------------------------------------------------------------------ reading
+def _pick(record: dict[str, Any], key: str) -> Any:
+    for alias in _FIELD_ALIASES[key]:
+        value = record.get(alias)
+        if value is not None:
+            return value
+    return None
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None) -> Message | None:
+    """One JSONL line → Message; None for a blank line; InputError naming FILE:LINE otherwise."""
+    if not raw.strip():
+        return None
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InputError(path, line, f"not valid JSON ({exc.args[0].split(':')[0]})",
+                         "each line must be one JSON object; see 'Input format' in the README") from None
+    if not isinstance(record, dict):
+        raise InputError(path, line, f"expected a JSON object, got {type(record).__name__}")
+    text = _pick(record, "text")
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(path, line, "missing or empty 'text' (or 'content')",
+                         "every message needs its text; use --skip-invalid to skip such lines")
+    conv = _as_text(_pick(record, "conversation")) or conversation
+    if not conv:
+        raise InputError(path, line, "no conversation: the line has no 'conversation' field",
+                         "add one, or pass --conversation NAME")
+    raw_time = _pick(record, "time")
+    iso = None
+    if raw_time is not None:
+        try:
+            iso = parse_time(str(raw_time))
+        except ValueError as exc:
+            raise InputError(path, line, f"cannot read time {str(raw_time)[:60]!r}: {exc}",
+                             "use ISO 8601 (2023-05-08T13:56:00) or e.g. '1:56 pm on 8 May, 2023'") from None
+    fields: dict[str, str | None] = {}
+    for key in ("speaker", "session", "role", "id"):
+        value = _pick(record, key)
+        if value is not None and _as_text(value) is None:
+            raise InputError(path, line, f"'{key}' must be a string or a number")
+        fields[key] = _as_text(value)
+    extra = {k: v for k, v in record.items() if k not in _KNOWN}
+    return Message(
+        conversation=conv, text=text, source_id=fields["id"], session=fields["session"], time=iso,
+        speaker=fields["speaker"], role=fields["role"], extra=extra, line=line,
+    )
+
+
+def open_input(path: str) -> tuple[IO[bytes], str]:
+    """A re-readable binary handle on FILE or on standard input (`-`), and its display name."""
+    if path == "-":
+        spool = tempfile.TemporaryFile()
+        stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())
+        while chunk := stdin.read(1 << 20):
+            spool.write(chunk)
+        spool.seek(0)
+        return spool, "<stdin>"
+    try:
+        return open(path, "rb"), path
+    except OSError as exc:
+        raise CuememError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def read_messages(handle: IO[bytes], name: str, conversation: str | None, report: IngestReport | None = None,
+                  skip_invalid: bool = False) -> Iterator[Message]:
+    """Messages in input order; with `skip_invalid`, bad lines are recorded in `report` instead."""
+    handle.seek(0)
+    for number, raw in enumerate(handle, start=1):
+        try:
+            message = parse_line(raw, name, number, conversation)
+        except InputError as exc:
+            if not skip_invalid:
+                raise
+            if report is not None:
+                report.invalid.append(exc.message)
+            continue
+        if message is not None:
+            yield message
+
+
+def validate(handle: IO[bytes], name: str, conversation: str | None, skip_invalid: bool) -> IngestReport:
+    """First pass: raise on the first bad line (or collect them all with `skip_invalid`)."""
+    report = IngestReport()
+    for _ in read_messages(handle, name, conversation, report, skip_invalid):
+        report.lines += 1
+    return report
+
+
+# ---------------------------------------------------------------- identity
+def content_hash(message: Message) -> str:
+    """Hash of what a cue extractor sees: speaker, time and text (the extraction cache key)."""
+    payload = f"{message.speaker or ''}\x1f{message.time or ''}\x1f{message.text}"
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def source_id_of(message: Message) -> str:
+    return message.source_id if message.source_id is not None else f"h:{content_hash(message)[:16]}"
+
+
+# ------------------------------------------------------------------ writing
+@dataclass
+class _Conversation:
+    id: int
+    next_position: int
+    index: NeighbourIndex
+
+
+class Ingestor:
+    """Writes messages into a store: turns, cues (via an extractor), vectors, then graph edges."""
+
+    def __init__(self, store: Store, extractor, embedder, window: int | None = None, sem_k: int | None = None):
+        self.store = store
+        self.extractor = extractor
+        self.embedder = embedder
+        self.window, self.sem_k = self._graph_settings(window, sem_k)
+        self._conversations: dict[str, _Conversation] = {}
+
+    def _graph_settings(self, window: int | None, sem_k: int | None) -> tuple[int, int]:
+        stored_w = self.store.get_meta("graph_window")
+        stored_k = self.store.get_meta("graph_sem_k")
+        if stored_w is None:
+            w = DEFAULT_WINDOW if window is None else window
+            k = DEFAULT_SEM_K if sem_k is None else sem_k
+            if w < 0 or k < 0:
+                raise CuememError("--window and --sem-k must be ≥ 0")
+            with self.store.transaction():
+                self.store.set_meta("graph_window", str(w))
+                self.store.set_meta("graph_sem_k", str(k))
+            return w, k
+        w, k = int(stored_w), int(stored_k)
+        if (window is not None and window != w) or (sem_k is not None and sem_k != k):
+            raise CuememError(
+                f"this database's graph was built with window={w}, sem_k={k}; edges of one graph must agree",
+                "leave --window/--sem-k out (ask accepts smaller values per question), or use a new --db",
+            )
+        return w, k
+
+    def _conversation(self, name: str) -> _Conversation:
+        conv = self._conversations.get(name)
+        if conv is None:
+            cid = self.store.conversation_id(name, create=True)
+            conv = _Conversation(cid, self.store.next_position(cid),
+                                 NeighbourIndex.load(self.store, cid, self.embedder.dim))
+            self._conversations[name] = conv
+        return conv
+
+    def run(self, messages: Iterable[Message], report: IngestReport,
+            progress: Callable[[int, int, int], None] | None = None, batch_turns: int = BATCH_TURNS) -> IngestReport:
+        started = time.perf_counter()
+        self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
+        batch: list[Message] = []
+        for message in messages:
+            batch.append(message)
+            if len(batch) >= batch_turns:
+                self._write_batch(batch, report)
+                batch = []
+                if progress:
+                    progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+        if batch:
+            self._write_batch(batch, report)
+        if progress:
+            progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _new_turns(self, batch: list[Message], report: IngestReport) -> list[tuple[Message, str, str]]:
+        """Drop turns already stored (or repeated inside the batch); keep (message, source id, hash)."""
+        by_conv: dict[str, list[tuple[Message, str, str]]] = {}
+        for m in batch:
+            by_conv.setdefault(m.conversation, []).append((m, source_id_of(m), content_hash(m)))
+        fresh = []
+        for name, items in by_conv.items():
+            cid = self.store.conversation_id(name)
+            known = self.store.known_source_ids(cid, [sid for _, sid, _ in items]) if cid else set()
+            for item in items:
+                if item[1] in known:
+                    report.turns_existing += 1
+                    continue
+                known.add(item[1])
+                fresh.append(item)
+        return fresh
+
+    def _write_batch(self, batch: list[Message], report: IngestReport) -> None:
+        t0 = time.perf_counter()
+        fresh = self._new_turns(batch, report)
+        if not fresh:
+            return
+        results = self.extractor.extract([m for m, _, _ in fresh])
+        t1 = time.perf_counter()
+        report.add_time("extract", t1 - t0)
+        texts = [triple.text() for triples in results if triples for triple in triples]
+        vectors = self.embedder.embed(texts)
+        t2 = time.perf_counter()
+        report.add_time("embed", t2 - t1)
+        with self.store.transaction():
+            self._store_batch(fresh, results, vectors, report)
+        report.add_time("store+graph", time.perf_counter() - t2)
+
+    def _store_batch(self, fresh, results: list[list[Triple] | None], vectors: np.ndarray,
+                     report: IngestReport) -> None:
+        row = 0
+        staged = []
+        for (message, sid, digest), triples in zip(fresh, results):
+            conv = self._conversation(message.conversation)
+            if message.conversation not in report.conversations:
+                report.conversations.append(message.conversation)
+            position = conv.next_position
+            conv.next_position += 1
+            [turn_id] = self.store.insert_turns([NewTurn(
+                conv.id, position, sid, message.text, digest, message.session, message.time,
+                message.speaker, message.role, message.extra, "pending" if triples is None else "done")])
+            report.turns_added += 1
+            if triples is None:
+                report.pending.append(f"{message.conversation}/{sid}")
+            triples = triples or []
+            cue_vectors = vectors[row : row + len(triples)]
+            row += len(triples)
+            self._add_cues(conv, turn_id, triples, cue_vectors, report)
+            staged.append((conv, turn_id, position, cue_vectors))
+        self._link(staged, report, temporal=True)
+
+    def complete_pending(self, turns: list[Turn], results: list[list[Triple] | None], report: IngestReport) -> None:
+        """Give stored pending turns the cues a retry extracted, and link them semantically.
+
+        Their temporal edges exist already. Their semantic edges point, as always, to earlier turns;
+        later turns, ingested while these had no cues, do not link back to them.
+        """
+        done = [(turn, triples) for turn, triples in zip(turns, results) if triples is not None]
+        vectors = self.embedder.embed([t.text() for _, triples in done for t in triples])
+        row = 0
+        with self.store.transaction():
+            staged = []
+            for turn, triples in done:
+                conv = self._conversation(turn.conversation)
+                cue_vectors = vectors[row : row + len(triples)]
+                row += len(triples)
+                self._add_cues(conv, turn.id, triples, cue_vectors, report)
+                staged.append((conv, turn.id, turn.position, cue_vectors))
+            self.store.set_status([turn.id for turn, _ in done], "done")
+            self._link(staged, report, temporal=False)
+
+    def _add_cues(self, conv: _Conversation, turn_id: int, triples: list[Triple], vectors: np.ndarray,
+                  report: IngestReport) -> None:
+        cue_ids = self.store.insert_cues(conv.id, [(turn_id, t.subject, t.relation, t.object, t.kind) for t in triples])
+        self.store.insert_vectors(conv.id, cue_ids, vectors)
+        report.cues += len(cue_ids)
+
+    def _link(self, staged, report: IngestReport, temporal: bool) -> None:
+        """Temporal and semantic edges for the turns just written, per conversation."""
+        by_conv: dict[int, list] = {}
+        for conv, turn_id, position, vecs in staged:
+            by_conv.setdefault(conv.id, []).append((conv, turn_id, position, vecs))
+        for cid, items in by_conv.items():
+            conv = items[0][0]
+            if temporal:
+                edges = temporal_edges(self.store, cid, [(tid, pos) for _, tid, pos, _ in items], self.window)
+                self.store.insert_edges(edges)
+                report.temporal_edges += len(edges)
+            turn_ids = np.array([tid for _, tid, _, v in items for _ in range(len(v))], dtype=np.int64)
+            positions = np.array([pos for _, _, pos, v in items for _ in range(len(v))], dtype=np.int64)
+            vecs = [v for *_, v in items if len(v)]
+            matrix = np.vstack(vecs) if vecs else np.zeros((0, self.embedder.dim), dtype=np.float32)
+            semantic = semantic_edges(conv.index, turn_ids, positions, matrix, self.sem_k)
+            self.store.insert_edges(semantic)
+            report.semantic_edges += len(semantic)
+            conv.index.add(turn_ids, positions, matrix)

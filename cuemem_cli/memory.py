@@ -1,0 +1,154 @@
+"""`Memory`: the engine behind the CLI, importable by programs and agents.
+
+    from cuemem_cli import Memory
+    memory = Memory("chat.db")
+    memory.add([{"speaker": "Maya", "text": "I moved to Denver last month.", "time": "2024-03-02"}],
+               conversation="maya")
+    print(memory.ask("Where does Maya live?", conversation="maya").answer.text)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import CuememError
+from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
+from .records import Answer, Context, Message
+from .reconstruct import Settings, reconstruct, resolve_conversation
+from .store import Store
+from .timeparse import parse_time
+
+
+@dataclass(frozen=True)
+class Result:
+    context: Context
+    answer: Answer
+
+
+def make_extractor(name: str, model: str | None = None, store: Store | None = None):
+    """`spacy` (offline rules) or `llm` (any litellm model, cached in the store)."""
+    if name == "spacy":
+        from .extract import SpacyExtractor
+
+        return SpacyExtractor()
+    if name == "llm":
+        if not model:
+            raise CuememError("--extractor llm needs a model", "pass --extract-model MODEL (any litellm model)")
+        from .extract_llm import LLMExtractor
+
+        return LLMExtractor(model, store=store)
+    raise CuememError(f"unknown extractor {name!r}", "use 'spacy' or 'llm'")
+
+
+class Memory:
+    """One cuemem database file. Heavy parts (spaCy, the embedder, litellm) load on first use."""
+
+    def __init__(self, path: str | Path, embedder: str | Any | None = None, extractor: str = "spacy",
+                 extract_model: str | None = None):
+        self.path = Path(path)
+        self._embedder_spec = embedder
+        self._embedder = None if embedder is None or isinstance(embedder, str) else embedder
+        self._extractor_name = extractor
+        self._extract_model = extract_model
+        self._store: Store | None = None
+
+    # ----------------------------------------------------------- resources
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store.open(self.path)
+        return self._store
+
+    def embedder(self, quick_start: bool = False):
+        if self._embedder is None:
+            from .embed import get_embedder
+
+            self._embedder = get_embedder(self._embedder_spec, quick_start=quick_start)
+        return self._embedder
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --------------------------------------------------------------- write
+    def ingest_file(self, path: str, conversation: str | None = None, skip_invalid: bool = False,
+                    progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
+                    sem_k: int | None = None) -> IngestReport:
+        """Validate the whole file (or stdin, `-`) first; then write it in atomic batches."""
+        handle, name = open_input(path)
+        with handle:
+            report = validate(handle, name, conversation, skip_invalid)
+            messages = read_messages(handle, name, conversation, None, skip_invalid)
+            return self._ingestor(window, sem_k).run(messages, report, progress)
+
+    def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
+            window: int | None = None, sem_k: int | None = None) -> IngestReport:
+        """Add messages (dicts in the JSONL format, or Message records); all are checked before any is stored."""
+        parsed: list[Message] = []
+        for number, item in enumerate(messages, start=1):
+            if isinstance(item, Message):
+                parsed.append(item)
+                continue
+            message = parse_line(orjson.dumps(item), "<messages>", number, conversation)
+            if message is not None:
+                parsed.append(message)
+        report = IngestReport(lines=len(parsed))
+        return self._ingestor(window, sem_k).run(parsed, report)
+
+    def _ingestor(self, window: int | None, sem_k: int | None) -> Ingestor:
+        extractor = make_extractor(self._extractor_name, self._extract_model, self.store)
+        if self._extract_model:
+            with self.store.transaction():
+                self.store.set_meta("extract_model", self._extract_model)
+        return Ingestor(self.store, extractor, self.embedder(), window, sem_k)
+
+    # ---------------------------------------------------------------- read
+    def context(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
+                as_of: str | None = None) -> Context:
+        """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours."""
+        as_of_iso = _as_of(as_of)
+        return reconstruct(self.store, self.embedder(quick_start=True), question, conversation, settings, as_of_iso)
+
+    def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
+            as_of: str | None = None, model: str | None = None, priority: bool = True,
+            on_token: Callable[[str], None] | None = None, record_retrieval: bool = True) -> Result:
+        """Answer with `model` (any litellm model) or, without one, extractively and offline."""
+        from .answer import answer_extractively, answer_with_model
+
+        context = self.context(question, conversation, settings, as_of)
+        if record_retrieval and context.evidence:
+            cid, _ = resolve_conversation(self.store, context.conversation)
+            with self.store.transaction():
+                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence],
+                                          datetime.now().isoformat(timespec="seconds"))
+        if model:
+            answer = answer_with_model(context, model, priority=priority, on_token=on_token)
+        else:
+            answer = answer_extractively(context, self.embedder(quick_start=True))
+        return Result(context, answer)
+
+    def conversations(self) -> list[str]:
+        return self.store.conversation_names()
+
+
+def _as_of(value: str | None) -> str:
+    if value is None:
+        return datetime.now().replace(microsecond=0).isoformat()
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise CuememError(f"--as-of: cannot read time {value!r}: {exc}",
+                          "use ISO 8601 (2023-05-08T13:56:00) or e.g. '8 May 2023'") from None

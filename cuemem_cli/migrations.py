@@ -1,0 +1,69 @@
+"""Numbered schema migrations. Each runs once, in its own transaction, recorded in `_migrations`.
+
+Never edit a released migration: add a new one. The schema version of a database is the number of
+migrations recorded in it; a database recording a migration this code does not know was written by a
+newer cuemem and is refused.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "m001_initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE conversations (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE turns (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+            position INTEGER NOT NULL,
+            source_id TEXT NOT NULL,
+            session TEXT,
+            time TEXT,
+            speaker TEXT,
+            role TEXT,
+            text TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            extra TEXT,
+            status TEXT NOT NULL DEFAULT 'done' CHECK (status IN ('done', 'pending')),
+            last_retrieved_at TEXT,
+            UNIQUE (conversation_id, source_id),
+            UNIQUE (conversation_id, position)
+        );
+        CREATE INDEX turns_time ON turns(conversation_id, time);
+        CREATE TABLE cues (
+            id INTEGER PRIMARY KEY,
+            turn_id INTEGER NOT NULL REFERENCES turns(id),
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id),
+            subject TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            object TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'triple'
+        );
+        CREATE INDEX cues_turn ON cues(turn_id);
+        CREATE INDEX cues_conversation ON cues(conversation_id);
+        CREATE TABLE edges (
+            src INTEGER NOT NULL REFERENCES turns(id),
+            dst INTEGER NOT NULL REFERENCES turns(id),
+            kind TEXT NOT NULL CHECK (kind IN ('temporal', 'semantic')),
+            weight REAL NOT NULL,
+            rank INTEGER NOT NULL,
+            PRIMARY KEY (src, kind, dst)
+        ) WITHOUT ROWID;
+        CREATE INDEX edges_dst ON edges(dst, kind);
+        CREATE TABLE extraction_cache (
+            model TEXT NOT NULL,
+            prompt_version TEXT NOT NULL,
+            turn_hash TEXT NOT NULL,
+            triples TEXT NOT NULL,
+            PRIMARY KEY (model, prompt_version, turn_hash)
+        ) WITHOUT ROWID;
+        CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1);
+        CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1);
+        """,
+    ),
+]

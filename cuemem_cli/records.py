@@ -1,0 +1,133 @@
+"""Frozen records that cross module boundaries; their field names are the JSON contract."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, asdict
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Message:
+    """One validated input line: a dialogue turn before it is stored.
+
+    `time` is an ISO 8601 string (naive local time, as written in the source) or None.
+    `extra` keeps fields the source had beyond ours (e.g. LongMemEval's `has_answer`).
+    """
+
+    conversation: str
+    text: str
+    source_id: str | None = None
+    session: str | None = None
+    time: str | None = None
+    speaker: str | None = None
+    role: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    line: int = 0  # 1-based line in the input, for error messages
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSONL record `cuemem ingest` reads (what `convert` writes)."""
+        out: dict[str, Any] = {"conversation": self.conversation}
+        for key in ("session", "time", "speaker", "role"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out["text"] = self.text
+        if self.source_id is not None:
+            out["id"] = self.source_id
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A stored turn. `position` is its chronological index within the conversation."""
+
+    id: int
+    conversation: str
+    position: int
+    source_id: str
+    text: str
+    session: str | None = None
+    time: str | None = None
+    speaker: str | None = None
+    role: str | None = None
+
+
+@dataclass(frozen=True)
+class Triple:
+    """A cue as extracted, before it is stored: (subject, relation, object)."""
+
+    subject: str
+    relation: str
+    object: str
+    kind: str = "triple"  # triple | date | statement
+
+    def text(self) -> str:
+        """What gets embedded."""
+        return " ".join(part for part in (self.subject, self.relation, self.object) if part)
+
+
+@dataclass(frozen=True)
+class Cue:
+    id: int
+    turn_id: int
+    subject: str
+    relation: str
+    object: str
+    kind: str = "triple"
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: int
+    dst: int
+    kind: str  # temporal | semantic
+    weight: float
+
+
+@dataclass(frozen=True)
+class ScoredCue:
+    subject: str
+    relation: str
+    object: str
+    score: float
+    turn: str  # source_id of the cue's turn
+    kind: str = "triple"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    source_id: str
+    time: str | None
+    speaker: str | None
+    text: str
+    via: str  # anchor | temporal | semantic
+    session: str | None = None
+    position: int = 0
+    score: float = 0.0
+    cue: str | None = None  # the matched cue, rendered, for anchors
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Context:
+    question: str
+    conversation: str
+    as_of: str | None
+    cues: tuple[ScoredCue, ...]
+    evidence: tuple[Evidence, ...]
+    tokens: int
+    timings_ms: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str | None
+    kind: str | None  # llm | extractive | None
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    timing_ms: float = 0.0
+
+
+def to_dict(record: Any) -> dict[str, Any]:
+    return asdict(record)

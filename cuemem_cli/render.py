@@ -1,0 +1,194 @@
+"""Everything cuemem prints: rich for people, JSON for pipelines, DOT/GraphML for graph tools.
+
+Data goes to stdout, progress and errors to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+from xml.sax.saxutils import escape as xml_escape
+
+import orjson
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+
+from .records import Answer, Context, Turn
+from .timeparse import format_human
+
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+_VIA_STYLE = {"anchor": "bold green", "temporal": "cyan", "semantic": "magenta"}
+
+
+def write_json(data: Any) -> None:
+    """One JSON document on stdout: indented on a terminal, one line in a pipe."""
+    option = orjson.OPT_INDENT_2 if sys.stdout.isatty() else 0
+    sys.stdout.write(orjson.dumps(data, option=option | orjson.OPT_NON_STR_KEYS).decode() + "\n")
+    sys.stdout.flush()
+
+
+def context_json(context: Context, answer: Answer | None) -> dict[str, Any]:
+    data = asdict(context)
+    return {
+        "question": context.question,
+        "conversation": context.conversation,
+        "as_of": context.as_of,
+        "answer": answer.text if answer else None,
+        "answer_kind": answer.kind if answer else None,
+        "model": answer.model if answer else None,
+        "usage": answer.usage if answer else {},
+        "cues": data["cues"],
+        "evidence": data["evidence"],
+        "tokens": context.tokens,
+        "timings_ms": {**context.timings_ms, **({"answer": answer.timing_ms} if answer and answer.timing_ms else {})},
+    }
+
+
+def render_answer(answer: Answer) -> None:
+    if answer.kind == "llm":
+        title = f"Answer · {answer.model}"
+    elif answer.kind == "extractive":
+        title = "Best-matching sentence · extractive, no model configured (--model or CUEMEM_MODEL for a real answer)"
+    else:
+        title = "No answer"
+    out.print(Panel(escape(answer.text or "nothing in memory matches this question"), title=title,
+                    title_align="left", border_style="green" if answer.kind == "llm" else "yellow"))
+
+
+def render_evidence(context: Context) -> None:
+    table = Table(title=f"Evidence · {context.conversation} · {len(context.evidence)} turns · ~{context.tokens} tokens",
+                  title_justify="left", show_lines=False, expand=True)
+    table.add_column("turn", no_wrap=True)
+    table.add_column("time", no_wrap=True)
+    table.add_column("speaker", no_wrap=True)
+    table.add_column("via", no_wrap=True)
+    table.add_column("text", ratio=1)
+    for ev in context.evidence:
+        text = escape(ev.text)
+        if ev.cue:
+            text += f"\n[dim]cue {escape(ev.cue)} · {ev.score:.2f}[/dim]"
+        table.add_row(escape(ev.source_id), format_human(ev.time) if ev.time else "", escape(ev.speaker or ""),
+                      f"[{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]", text)
+    out.print(table)
+    timing = ", ".join(f"{k} {v:.1f} ms" for k, v in context.timings_ms.items())
+    err.print(f"[dim]{timing}[/dim]")
+
+
+@contextmanager
+def ingest_progress(enabled: bool):
+    """A rich progress bar (turns, cues, turns/s) on a terminal; nothing when piped."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"),
+                  TextColumn("{task.fields[cues]} cues"), TextColumn("{task.fields[rate]} turns/s"),
+                  TimeRemainingColumn(), console=err, transient=False) as progress:
+        task = progress.add_task("ingest", total=None, cues=0, rate="–")
+
+        def update(done: int, cues: int, total: int) -> None:
+            elapsed = progress.tasks[0].elapsed or 1e-9
+            progress.update(task, total=total, completed=done, cues=cues, rate=f"{done / elapsed:.0f}")
+
+        yield update
+
+
+def render_ingest_report(report: dict[str, Any]) -> None:
+    err.print(
+        f"[green]ingested[/green] {report['turns_added']} new turns ({report['turns_existing']} already stored) "
+        f"from {report['lines']} lines into {len(report['conversations'])} conversation(s): "
+        f"{report['cues']} cues, {report['temporal_edges']} temporal and {report['semantic_edges']} semantic edges "
+        f"in {report['seconds']:.1f} s"
+    )
+    for line in report["invalid"][:20]:
+        err.print(f"[yellow]skipped[/yellow] {escape(line)}")
+    if len(report["invalid"]) > 20:
+        err.print(f"[yellow]… and {len(report['invalid']) - 20} more invalid lines[/yellow]")
+    if report["pending"]:
+        err.print(f"[yellow]{len(report['pending'])} turns are pending[/yellow] (their cue extraction failed); "
+                  "retry with: cuemem extract --pending")
+
+
+def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:
+    table = Table(title="Memory", title_justify="left")
+    for col in ("conversation", "turns", "cues", "temporal", "semantic", "degree min/mean/max",
+                "turns w/o cues", "pending", "from", "to"):
+        table.add_column(col, justify="right" if col not in ("conversation", "from", "to") else "left")
+    for s in stats:
+        d = s["degree"]
+        table.add_row(escape(s["conversation"]), str(s["turns"]), str(s["cues"]), str(s["temporal_edges"]),
+                      str(s["semantic_edges"]), f"{d['min']}/{d['mean']}/{d['max']}", str(s["turns_without_cues"]),
+                      str(s["pending_turns"]), format_human(s["first_time"]) if s["first_time"] else "",
+                      format_human(s["last_time"]) if s["last_time"] else "")
+    out.print(table)
+    out.print(" · ".join(f"{k} {escape(str(v))}" for k, v in settings.items()))
+
+
+def render_turn(detail: dict[str, Any]) -> None:
+    turn = detail["turn"]
+    when = format_human(turn["time"]) if turn["time"] else "time unknown"
+    out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {when} · {escape(turn['speaker'] or '')}",
+                    title_align="left"))
+    for cue in detail["cues"]:
+        out.print(f"  cue [{cue['kind']}] ({escape(cue['subject'])}, {escape(cue['relation'])}, {escape(cue['object'])})")
+    if not detail["cues"]:
+        out.print("  [dim]no cues[/dim]")
+    table = Table(title="Neighbours", title_justify="left")
+    for col in ("direction", "kind", "turn", "weight", "rank", "text"):
+        table.add_column(col)
+    for n in detail["neighbours"]:
+        table.add_row(n["direction"], n["kind"], escape(n["turn"]), f"{n['weight']:.3f}", str(n["rank"]),
+                      escape(n["text"][:80]))
+    out.print(table)
+
+
+def graph_dot(name: str, turns: Iterable[Turn], edges: Iterable[tuple]) -> str:
+    """Graphviz DOT: one node per turn, temporal edges grey, semantic edges coloured by weight."""
+    def q(value: str) -> str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+    lines = [f"digraph {q(name)} {{", "  node [shape=box, fontsize=10];"]
+    for t in turns:
+        label = f"{t.source_id}\\n{(t.speaker or '')}: {t.text[:40]}"
+        lines.append(f"  {t.id} [label={q(label)}];")
+    for src, dst, kind, weight, rank in edges:
+        style = 'color="grey"' if kind == "temporal" else f'color="purple", penwidth={1 + 2 * weight:.2f}'
+        lines.append(f'  {src} -> {dst} [kind="{kind}", weight={weight:.4f}, rank={rank}, {style}];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def graph_graphml(name: str, turns: Iterable[Turn], edges: Iterable[tuple]) -> str:
+    """GraphML that Gephi and networkx open: node and edge attributes declared as keys."""
+    parts = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        '<graphml xmlns="http://graphml.graphdrawing.org/xmlns">',
+        '  <key id="source_id" for="node" attr.name="source_id" attr.type="string"/>',
+        '  <key id="speaker" for="node" attr.name="speaker" attr.type="string"/>',
+        '  <key id="time" for="node" attr.name="time" attr.type="string"/>',
+        '  <key id="text" for="node" attr.name="text" attr.type="string"/>',
+        '  <key id="position" for="node" attr.name="position" attr.type="int"/>',
+        '  <key id="kind" for="edge" attr.name="kind" attr.type="string"/>',
+        '  <key id="weight" for="edge" attr.name="weight" attr.type="double"/>',
+        '  <key id="rank" for="edge" attr.name="rank" attr.type="int"/>',
+        f'  <graph id="{xml_escape(name)}" edgedefault="directed">',
+    ]
+    for t in turns:
+        parts.append(f'    <node id="t{t.id}">')
+        for key, value in (("source_id", t.source_id), ("speaker", t.speaker or ""), ("time", t.time or ""),
+                           ("text", t.text), ("position", str(t.position))):
+            parts.append(f'      <data key="{key}">{xml_escape(value)}</data>')
+        parts.append("    </node>")
+    for i, (src, dst, kind, weight, rank) in enumerate(edges):
+        parts.append(f'    <edge id="e{i}" source="t{src}" target="t{dst}"><data key="kind">{kind}</data>'
+                     f'<data key="weight">{weight}</data><data key="rank">{rank}</data></edge>')
+    parts += ["  </graph>", "</graphml>"]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,485 @@
+"""The one place that runs SQL: connection, migrations, and every query cuemem makes.
+
+SQLite comes from `pysqlite3` because this Python's stdlib sqlite3 cannot load extensions; sqlite-vec
+provides the `vec0` table of cue vectors, partitioned by conversation so a KNN never leaves it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+import orjson
+
+from .errors import ModelMismatch, StoreError
+from .migrations import MIGRATIONS
+from .records import Cue, Turn
+
+APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+_TURN_COLUMNS = "t.id, c.name, t.position, t.source_id, t.text, t.session, t.time, t.speaker, t.role"
+
+
+def _connect_module():
+    """pysqlite3 where installed (it can load extensions); else a stdlib that can."""
+    try:
+        from pysqlite3 import dbapi2 as sqlite3
+    except ImportError:  # pragma: no cover - depends on the platform
+        import sqlite3
+    return sqlite3
+
+
+sqlite3 = _connect_module()
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+
+
+def _turn(row: Sequence[Any]) -> Turn:
+    return Turn(
+        id=row[0], conversation=row[1], position=row[2], source_id=row[3], text=row[4],
+        session=row[5], time=row[6], speaker=row[7], role=row[8],
+    )
+
+
+@dataclass(frozen=True)
+class NewTurn:
+    """A turn ready to insert: ingest has assigned its position and identity."""
+
+    conversation_id: int
+    position: int
+    source_id: str
+    text: str
+    content_hash: str
+    session: str | None
+    time: str | None
+    speaker: str | None
+    role: str | None
+    extra: dict[str, Any]
+    status: str = "done"
+
+
+class Store:
+    """A cuemem SQLite file. Open it with `Store.open(path)`; it migrates on open."""
+
+    def __init__(self, conn, path: str):
+        self.conn = conn
+        self.path = path
+
+    # ----------------------------------------------------------------- opening
+    @classmethod
+    def open(cls, path: str | os.PathLike, create: bool = True, readonly: bool = False) -> "Store":
+        path = str(path)
+        exists = os.path.exists(path) and os.path.getsize(path) > 0
+        if exists:
+            with open(path, "rb") as fh:
+                if fh.read(16) != SQLITE_HEADER:
+                    raise StoreError(
+                        f"{path} is not a SQLite database; cuemem left it untouched",
+                        "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
+                    )
+        elif not create:
+            raise StoreError(f"no cuemem database at {path}", "ingest something first: cuemem ingest FILE")
+        else:
+            _create_private_file(path)
+        try:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn.enable_load_extension(True)
+            import sqlite_vec
+
+            sqlite_vec.load(conn)
+            conn.enable_load_extension(False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open {path}: {exc}") from exc
+        store = cls(conn, path)
+        store._check_owner(exists)
+        if not readonly:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA secure_delete=ON")
+        store._migrate()
+        return store
+
+    def _check_owner(self, existed: bool) -> None:
+        app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
+        if app_id == APPLICATION_ID:
+            return
+        tables = self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if existed and tables:
+            self.conn.close()
+            raise StoreError(
+                f"{self.path} is a SQLite database but not a cuemem one; cuemem left it untouched",
+                "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
+            )
+        self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+
+    def _migrate(self) -> None:
+        self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        applied = [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY name")]
+        known = [name for name, _ in MIGRATIONS]
+        unknown = [name for name in applied if name not in known]
+        if unknown:
+            self.conn.close()
+            raise StoreError(
+                f"{self.path} was written by a newer cuemem (schema {len(applied)}, this one knows "
+                f"{len(known)}: unknown migration {unknown[0]}); cuemem left it untouched",
+                "upgrade cuemem: pip install -U cuemem",
+            )
+        pending = [(name, sql) for name, sql in MIGRATIONS if name not in applied]
+        if pending and applied:
+            shutil.copy2(self.path, f"{self.path}.bak-schema{len(applied)}")
+        for name, sql in pending:
+            with self.transaction():
+                for statement in _split_sql(sql):
+                    self.conn.execute(statement)
+                self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now_iso()))
+
+    def schema_version(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM _migrations").fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic unit: everything inside commits together or not at all."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # ---------------------------------------------------------------- metadata
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.conn.execute("SELECT key, value FROM meta ORDER BY key"))
+
+    def bind_embedder(self, model_id: str, dim: int, backend: str) -> None:
+        """Record the embedding model on first use; refuse a different one afterwards."""
+        stored = self.get_meta("embedding_model")
+        if stored is None:
+            with self.transaction():
+                self.set_meta("embedding_model", model_id)
+                self.set_meta("embedding_dim", str(dim))
+                self.set_meta("embedding_backend", backend)
+                self.conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS cue_vectors USING vec0("
+                    "cue_id INTEGER PRIMARY KEY, conversation_id INTEGER PARTITION KEY, "
+                    f"embedding float[{int(dim)}] distance_metric=cosine)"
+                )
+            return
+        self.check_embedder(model_id, dim)
+
+    def check_embedder(self, model_id: str, dim: int) -> None:
+        stored = self.get_meta("embedding_model")
+        stored_dim = int(self.get_meta("embedding_dim") or 0)
+        if stored is not None and (stored != model_id or stored_dim != dim):
+            raise ModelMismatch(
+                f"{self.path} was built with the embedding model {stored} ({stored_dim}-d); "
+                f"this run uses {model_id} ({dim}-d), whose vectors are not comparable",
+                f"use an embedder for {stored}, or ingest into a new database with --db",
+            )
+
+    def has_vectors(self) -> bool:
+        return self.get_meta("embedding_model") is not None
+
+    # ----------------------------------------------------------- conversations
+    def conversation_id(self, name: str, create: bool = False) -> int | None:
+        row = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,)).fetchone()
+        if row:
+            return row[0]
+        if not create:
+            return None
+        cur = self.conn.execute("INSERT INTO conversations(name, created_at) VALUES (?, ?)", (name, now_iso()))
+        return cur.lastrowid
+
+    def conversation_names(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT name FROM conversations ORDER BY id")]
+
+    # ------------------------------------------------------------------- turns
+    def known_source_ids(self, conversation_id: int, source_ids: Sequence[str]) -> set[str]:
+        if not source_ids:
+            return set()
+        rows = self.conn.execute(
+            "SELECT source_id FROM turns WHERE conversation_id = ? AND source_id IN (SELECT value FROM json_each(?))",
+            (conversation_id, orjson.dumps(list(source_ids)).decode()),
+        )
+        return {r[0] for r in rows}
+
+    def next_position(self, conversation_id: int) -> int:
+        row = self.conn.execute(
+            "SELECT coalesce(max(position), -1) + 1 FROM turns WHERE conversation_id = ?", (conversation_id,)
+        ).fetchone()
+        return row[0]
+
+    def insert_turns(self, turns: Sequence[NewTurn]) -> list[int]:
+        ids = []
+        for t in turns:
+            cur = self.conn.execute(
+                "INSERT INTO turns(conversation_id, position, source_id, session, time, speaker, role, text,"
+                " content_hash, extra, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (t.conversation_id, t.position, t.source_id, t.session, t.time, t.speaker, t.role, t.text,
+                 t.content_hash, orjson.dumps(t.extra).decode() if t.extra else None, t.status),
+            )
+            ids.append(cur.lastrowid)
+            self.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, t.text))
+        return ids
+
+    def turns(self, conversation_id: int) -> list[Turn]:
+        rows = self.conn.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            " WHERE t.conversation_id = ? ORDER BY t.position",
+            (conversation_id,),
+        )
+        return [_turn(r) for r in rows]
+
+    def turns_by_id(self, turn_ids: Iterable[int]) -> dict[int, Turn]:
+        rows = self.conn.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            " WHERE t.id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(list(turn_ids)).decode(),),
+        )
+        return {r[0]: _turn(r) for r in rows}
+
+    def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
+        row = self.conn.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            " WHERE t.conversation_id = ? AND t.source_id = ?",
+            (conversation_id, source_id),
+        ).fetchone()
+        return _turn(row) if row else None
+
+    def turns_at_positions(self, conversation_id: int, low: int, high: int) -> list[tuple[int, int]]:
+        """(turn id, position) for positions in [low, high], for temporal edges."""
+        return self.conn.execute(
+            "SELECT id, position FROM turns WHERE conversation_id = ? AND position BETWEEN ? AND ? ORDER BY position",
+            (conversation_id, low, high),
+        ).fetchall()
+
+    def set_status(self, turn_ids: Sequence[int], status: str) -> None:
+        self.conn.execute(
+            "UPDATE turns SET status = ? WHERE id IN (SELECT value FROM json_each(?))",
+            (status, orjson.dumps(list(turn_ids)).decode()),
+        )
+
+    def pending_turns(self, conversation_id: int | None = None) -> list[tuple[Turn, str]]:
+        """Turns whose LLM extraction failed, with their content hash."""
+        rows = self.conn.execute(
+            f"SELECT {_TURN_COLUMNS}, t.content_hash FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            " WHERE t.status = 'pending' AND (?1 IS NULL OR t.conversation_id = ?1) ORDER BY t.conversation_id, t.position",
+            (conversation_id,),
+        )
+        return [(_turn(r), r[9]) for r in rows]
+
+    def mark_retrieved(self, conversation_id: int, source_ids: Sequence[str], when: str) -> None:
+        """Record that `ask` used these turns (the LRU forgetting policy reads it)."""
+        self.conn.execute(
+            "UPDATE turns SET last_retrieved_at = ? WHERE conversation_id = ? AND source_id IN"
+            " (SELECT value FROM json_each(?))",
+            (when, conversation_id, orjson.dumps(list(source_ids)).decode()),
+        )
+
+    # -------------------------------------------------------------------- cues
+    def insert_cues(self, conversation_id: int, rows: Sequence[tuple[int, str, str, str, str]]) -> list[int]:
+        """rows: (turn_id, subject, relation, object, kind) → new cue ids, in order."""
+        ids = []
+        for turn_id, subject, relation, obj, kind in rows:
+            cur = self.conn.execute(
+                "INSERT INTO cues(turn_id, conversation_id, subject, relation, object, kind) VALUES (?, ?, ?, ?, ?, ?)",
+                (turn_id, conversation_id, subject, relation, obj, kind),
+            )
+            ids.append(cur.lastrowid)
+            self.conn.execute(
+                "INSERT INTO cues_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, f"{subject} {relation} {obj}")
+            )
+        return ids
+
+    def cues_of_turns(self, turn_ids: Iterable[int]) -> dict[int, list[Cue]]:
+        out: dict[int, list[Cue]] = {}
+        rows = self.conn.execute(
+            "SELECT id, turn_id, subject, relation, object, kind FROM cues"
+            " WHERE turn_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            (orjson.dumps(list(turn_ids)).decode(),),
+        )
+        for r in rows:
+            out.setdefault(r[1], []).append(Cue(*r))
+        return out
+
+    def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
+        self.conn.executemany(
+            "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
+            [(cid, conversation_id, vec.astype(np.float32).tobytes()) for cid, vec in zip(cue_ids, vectors)],
+        )
+
+    def conversation_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix)."""
+        rows = self.conn.execute(
+            "SELECT v.cue_id, c.turn_id, t.position, v.embedding FROM cue_vectors v"
+            " JOIN cues c ON c.id = v.cue_id JOIN turns t ON t.id = c.turn_id"
+            " WHERE v.conversation_id = ? ORDER BY v.cue_id",
+            (conversation_id,),
+        ).fetchall()
+        if not rows:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty, np.zeros((0, dim), dtype=np.float32)
+        cue_ids = np.array([r[0] for r in rows], dtype=np.int64)
+        turn_ids = np.array([r[1] for r in rows], dtype=np.int64)
+        positions = np.array([r[2] for r in rows], dtype=np.int64)
+        matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        return cue_ids, turn_ids, positions, matrix
+
+    def knn_cues(self, conversation_id: int, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
+        """Top-k cues of one conversation by cosine similarity (vec0 partition search)."""
+        rows = self.conn.execute(
+            "WITH hits AS (SELECT cue_id, distance FROM cue_vectors"
+            "  WHERE embedding MATCH ? AND k = ? AND conversation_id = ?)"
+            " SELECT c.id, c.turn_id, c.subject, c.relation, c.object, c.kind, 1.0 - hits.distance"
+            " FROM hits JOIN cues c ON c.id = hits.cue_id ORDER BY hits.distance",
+            (vector.astype(np.float32).tobytes(), min(int(k), 4096), conversation_id),
+        )
+        return [(Cue(*r[:6]), float(r[6])) for r in rows]
+
+    def search_cues_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[Cue, float]]:
+        """Lexical cue search (BM25; higher is better), limited to one conversation."""
+        rows = self.conn.execute(
+            "SELECT c.id, c.turn_id, c.subject, c.relation, c.object, c.kind, -bm25(cues_fts) AS s"
+            " FROM cues_fts JOIN cues c ON c.id = cues_fts.rowid"
+            " WHERE cues_fts MATCH ? AND c.conversation_id = ? ORDER BY s DESC LIMIT ?",
+            (query, conversation_id, limit),
+        )
+        return [(Cue(*r[:6]), float(r[6])) for r in rows]
+
+    def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
+        """Lexical turn search (BM25; higher is better), limited to one conversation."""
+        rows = self.conn.execute(
+            "SELECT t.id, -bm25(turns_fts) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
+            " WHERE turns_fts MATCH ? AND t.conversation_id = ? ORDER BY s DESC LIMIT ?",
+            (query, conversation_id, limit),
+        )
+        return [(r[0], float(r[1])) for r in rows]
+
+    # ------------------------------------------------------------------- edges
+    def insert_edges(self, rows: Iterable[tuple[int, int, str, float, int]]) -> int:
+        """rows: (src, dst, kind, weight, rank). A repeated edge keeps its best weight and rank."""
+        cur = self.conn.executemany(
+            "INSERT INTO edges(src, dst, kind, weight, rank) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (src, kind, dst) DO UPDATE SET weight = max(weight, excluded.weight),"
+            " rank = min(rank, excluded.rank)",
+            list(rows),
+        )
+        return cur.rowcount
+
+    def neighbours(self, turn_ids: Sequence[int], window: int, sem_k: int) -> list[tuple[int, int, str, float]]:
+        """One hop from `turn_ids`: (anchor, neighbour, kind, weight).
+
+        Temporal edges within `window` positions; semantic edges of rank ≤ `sem_k`, followed in both
+        directions (see graph.py for why).
+        """
+        return self.conn.execute(
+            "WITH a(id) AS (SELECT value FROM json_each(?1))"
+            " SELECT e.src, e.dst, e.kind, e.weight FROM edges e JOIN a ON e.src = a.id"
+            "  JOIN turns s ON s.id = e.src JOIN turns d ON d.id = e.dst"
+            "  WHERE (e.kind = 'temporal' AND abs(s.position - d.position) <= ?2)"
+            "     OR (e.kind = 'semantic' AND e.rank <= ?3)"
+            " UNION ALL"
+            " SELECT e.dst, e.src, e.kind, e.weight FROM edges e JOIN a ON e.dst = a.id"
+            "  WHERE e.kind = 'semantic' AND e.rank <= ?3",
+            (orjson.dumps(list(turn_ids)).decode(), window, sem_k),
+        ).fetchall()
+
+    def edges_of(self, turn_id: int) -> list[tuple[int, int, str, float, int]]:
+        return self.conn.execute(
+            "SELECT src, dst, kind, weight, rank FROM edges WHERE src = ?1 OR dst = ?1 ORDER BY kind, weight DESC",
+            (turn_id,),
+        ).fetchall()
+
+    def all_edges(self, conversation_id: int) -> list[tuple[int, int, str, float, int]]:
+        return self.conn.execute(
+            "SELECT e.src, e.dst, e.kind, e.weight, e.rank FROM edges e JOIN turns t ON t.id = e.src"
+            " WHERE t.conversation_id = ? ORDER BY e.src, e.kind, e.dst",
+            (conversation_id,),
+        ).fetchall()
+
+    # ------------------------------------------------------------------- stats
+    def conversation_stats(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute(
+            """
+            SELECT c.name,
+                   (SELECT count(*) FROM turns t WHERE t.conversation_id = c.id),
+                   (SELECT count(*) FROM cues q WHERE q.conversation_id = c.id),
+                   (SELECT count(*) FROM edges e JOIN turns t ON t.id = e.src
+                      WHERE t.conversation_id = c.id AND e.kind = 'temporal'),
+                   (SELECT count(*) FROM edges e JOIN turns t ON t.id = e.src
+                      WHERE t.conversation_id = c.id AND e.kind = 'semantic'),
+                   (SELECT count(*) FROM turns t WHERE t.conversation_id = c.id
+                      AND NOT EXISTS (SELECT 1 FROM cues q WHERE q.turn_id = t.id)),
+                   (SELECT count(*) FROM turns t WHERE t.conversation_id = c.id AND t.status = 'pending'),
+                   (SELECT min(time) FROM turns t WHERE t.conversation_id = c.id),
+                   (SELECT max(time) FROM turns t WHERE t.conversation_id = c.id)
+            FROM conversations c ORDER BY c.id
+            """
+        ).fetchall()
+        keys = ("conversation", "turns", "cues", "temporal_edges", "semantic_edges", "turns_without_cues",
+                "pending_turns", "first_time", "last_time")
+        return [dict(zip(keys, r)) for r in rows]
+
+    def degree_stats(self, conversation_id: int) -> dict[str, float]:
+        """Undirected degree over both edge kinds: min, mean, max per turn."""
+        row = self.conn.execute(
+            """
+            WITH deg AS (
+              SELECT t.id, (SELECT count(*) FROM edges e WHERE e.src = t.id OR e.dst = t.id) AS d
+              FROM turns t WHERE t.conversation_id = ?)
+            SELECT coalesce(min(d), 0), coalesce(avg(d), 0.0), coalesce(max(d), 0) FROM deg
+            """,
+            (conversation_id,),
+        ).fetchone()
+        return {"min": row[0], "mean": round(row[1], 2), "max": row[2]}
+
+    # ------------------------------------------------------- extraction cache
+    def cached_triples(self, model: str, prompt_version: str, turn_hash: str) -> list[list[str]] | None:
+        row = self.conn.execute(
+            "SELECT triples FROM extraction_cache WHERE model = ? AND prompt_version = ? AND turn_hash = ?",
+            (model, prompt_version, turn_hash),
+        ).fetchone()
+        return orjson.loads(row[0]) if row else None
+
+    def cache_triples(self, model: str, prompt_version: str, turn_hash: str, triples: list[list[str]]) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO extraction_cache VALUES (?, ?, ?, ?)",
+            (model, prompt_version, turn_hash, orjson.dumps(triples).decode()),
+        )
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _create_private_file(path: str) -> None:
+    """Create the DB file 0600 (and a missing parent 0700) before SQLite touches it."""
+    parent = Path(path).expanduser().resolve().parent
+    if not parent.exists():
+        parent.mkdir(parents=True, mode=0o700)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)

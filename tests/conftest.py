@@ -1,0 +1,135 @@
+"""Shared fixtures: throwaway databases, real models loaded once, a fake LLM registered in litellm."""
+
+from __future__ import annotations
+
+import os
+
+# Before Typer, rich or litellm are imported: plain help, wide output, no network look-ups.
+os.environ["_TYPER_FORCE_DISABLE_TERMINAL"] = "1"
+os.environ["TERMINAL_WIDTH"] = "200"
+os.environ["LITELLM_OFFLINE_MODE"] = "true"
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "sample_dialogues"
+LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    """Every test gets its own default DB and no answer model from the environment."""
+    monkeypatch.setenv("CUEMEM_DB", str(tmp_path / "memory.db"))
+    monkeypatch.delenv("CUEMEM_MODEL", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _loopback_only(monkeypatch):
+    """Tests may talk to 127.0.0.1 only: a remote call is a bug in the test or the code."""
+    real_connect = socket.socket.connect
+
+    def guarded(sock, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and host not in ("127.0.0.1", "::1", "localhost") and sock.family != socket.AF_UNIX:
+            raise OSError(f"test tried to reach {host}: tests are offline")
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture
+def db_path(tmp_path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def store(db_path):
+    from cuemem_cli.store import Store
+
+    s = Store.open(db_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from cuemem_cli.embed import OnnxMiniLM
+
+    return OnnxMiniLM()
+
+
+@pytest.fixture(scope="session")
+def spacy_extractor():
+    from cuemem_cli.extract import SpacyExtractor
+
+    return SpacyExtractor()
+
+
+@pytest.fixture
+def runner():
+    from typer.testing import CliRunner
+
+    return CliRunner()
+
+
+@pytest.fixture
+def cli(runner):
+    """Run the real `cuemem` app: cli("ask", "q", "--json") → Result (stdout and stderr apart)."""
+    from cuemem_cli.cli import app
+
+    def invoke(*args: str, input: str | None = None):
+        return runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def locomo_path() -> Path:
+    if not LOCOMO.exists():
+        pytest.skip(f"LoCoMo data not found at {LOCOMO} (it lives in ../shared beside the repo)")
+    return LOCOMO
+
+
+class FakeLLM:
+    """A litellm CustomLLM that answers from a script and records every request it receives."""
+
+    def __init__(self):
+        self.requests: list[list[dict]] = []
+        self.script: list = []
+        self.default: Callable[[list[dict]], str] | None = None
+
+    def handler(self):
+        import litellm
+
+        fake = self
+
+        class Handler(litellm.CustomLLM):
+            def completion(self, *args, **kwargs):
+                messages = kwargs["messages"]
+                fake.requests.append(messages)
+                step = fake.script.pop(0) if fake.script else fake.default
+                if isinstance(step, BaseException):
+                    raise step
+                reply = step(messages) if callable(step) else step
+                return litellm.completion(model="gpt-4o-mini", messages=messages, mock_response=reply)
+
+        return Handler()
+
+
+@pytest.fixture
+def fake_llm(monkeypatch):
+    """Register `fake/...` models in litellm's own provider map for the duration of a test."""
+    import litellm
+
+    fake = FakeLLM()
+    monkeypatch.setattr(litellm, "custom_provider_map", [{"provider": "fake", "custom_handler": fake.handler()}])
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()
+    yield fake

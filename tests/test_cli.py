@@ -1,0 +1,213 @@
+"""The real CLI end to end on the sample dialogues: ingest, ask, inspect-graph, errors."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from conftest import SAMPLES
+
+MAYA = SAMPLES / "maya_and_leo.jsonl"
+SAM = SAMPLES / "assistant_chat.jsonl"
+
+
+@pytest.fixture(scope="module")
+def maya_db(tmp_path_factory):
+    """The Maya & Leo sample ingested once, through the CLI, for the read-only tests."""
+    from typer.testing import CliRunner
+
+    from cuemem_cli.cli import app
+
+    path = tmp_path_factory.mktemp("maya") / "memory.db"
+    result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(MAYA), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def ask_json(cli, db, *args):
+    result = cli("--db", str(db), "ask", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return orjson.loads(result.stdout)
+
+
+def test_ingest_summary(cli, db_path):
+    result = cli("--db", str(db_path), "ingest", str(MAYA), "--json")
+    assert result.exit_code == 0, result.stderr
+    report = orjson.loads(result.stdout)
+    assert report["turns_added"] == 84 and report["conversations"] == ["maya-and-leo"]
+    assert report["cues"] > 84 and report["semantic_edges"] > 0
+    assert report["temporal_edges"] == 2 * (83 + 82)  # w = 2, both directions
+
+
+@pytest.mark.parametrize(
+    "question, needed",
+    [
+        ("What breed is the dog Maya adopted?", {"s2:9"}),
+        ("When did Leo start his new job?", {"s2:14"}),
+        ("What did Biscuit eat?", {"s3:2"}),
+        ("When is Leo visiting Maya in Denver?", {"s4:12"}),
+    ],
+)
+def test_ask_finds_the_turn_that_answers(cli, maya_db, question, needed):
+    data = ask_json(cli, maya_db, question, "--context-only")
+    ids = [e["source_id"] for e in data["evidence"]]
+    assert needed <= set(ids)
+    positions = [e["position"] for e in data["evidence"]]
+    assert positions == sorted(positions), "evidence is chronological"
+    assert data["answer"] is None and data["answer_kind"] is None
+    assert data["tokens"] <= 2000
+    assert {"subject", "relation", "object", "score", "turn"} <= set(data["cues"][0])
+    assert {"source_id", "time", "speaker", "text", "via"} <= set(data["evidence"][0])
+
+
+def test_graph_brings_in_turns_that_anchors_alone_miss(cli, maya_db):
+    """The spread fact: the breed turn and the adoption turn arrive together only through the graph."""
+    question = "What breed is the dog Maya adopted?"
+    with_graph = ask_json(cli, maya_db, question, "--context-only", "--top-m", "3")
+    anchors_only = ask_json(cli, maya_db, question, "--context-only", "--top-m", "3", "--no-graph")
+    assert {e["via"] for e in anchors_only["evidence"]} == {"anchor"}
+    assert len(with_graph["evidence"]) > len(anchors_only["evidence"])
+    assert {"temporal", "semantic"} & {e["via"] for e in with_graph["evidence"]}
+
+
+def test_budget_is_respected(cli, maya_db):
+    data = ask_json(cli, maya_db, "Where does Maya live now?", "--context-only", "--budget", "200")
+    assert 0 < data["tokens"] <= 200
+    assert sum(e["tokens"] for e in data["evidence"]) == data["tokens"]
+
+
+def test_offline_ask_gives_a_labelled_extractive_answer(cli, maya_db):
+    data = ask_json(cli, maya_db, "What is the name of Maya's dog?")
+    assert data["answer_kind"] == "extractive" and data["model"] is None
+    assert data["answer"]
+    result = cli("--db", str(maya_db), "ask", "What is the name of Maya's dog?")
+    assert result.exit_code == 0
+    assert "extractive" in result.stdout and "Evidence" in result.stdout
+
+
+def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
+    fake_llm.default = "Denver."
+    data = ask_json(cli, maya_db, "Where does Maya live now?", "--model", "fake/answerer",
+                    "--as-of", "2023-10-09")
+    assert data["answer"] == "Denver." and data["answer_kind"] == "llm" and data["model"] == "fake/answerer"
+    prompt = fake_llm.requests[0][1]["content"]
+    assert "Question time: 9 October 2023" in prompt
+    assert all(f"[{e['source_id']}]" in prompt for e in data["evidence"])
+
+
+def test_cuemem_model_env_is_the_default_model(cli, maya_db, fake_llm, monkeypatch):
+    monkeypatch.setenv("CUEMEM_MODEL", "fake/from-env")
+    fake_llm.default = "Portland"
+    data = ask_json(cli, maya_db, "Where did Maya live in March 2023?")
+    assert data["model"] == "fake/from-env"
+
+
+def test_several_conversations_need_a_choice(cli, db_path):
+    assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
+    assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
+    result = cli("--db", str(db_path), "ask", "What is Sam's diet?")
+    assert result.exit_code == 1
+    assert "maya-and-leo" in result.stderr and "assistant-chat" in result.stderr and "--conversation" in result.stderr
+    data = ask_json(cli, db_path, "What is Sam's diet?", "--conversation", "assistant-chat", "--context-only")
+    assert all(e["source_id"].startswith("s") for e in data["evidence"])
+    assert data["conversation"] == "assistant-chat"
+
+
+def test_reingest_adds_nothing_and_appending_adds_only_new(cli, db_path, tmp_path):
+    lines = MAYA.read_bytes().splitlines(keepends=True)
+    first = tmp_path / "first.jsonl"
+    first.write_bytes(b"".join(lines[:50]))
+    assert cli("--db", str(db_path), "ingest", str(first)).exit_code == 0
+    again = orjson.loads(cli("--db", str(db_path), "ingest", str(first), "--json").stdout)
+    assert again["turns_added"] == 0 and again["turns_existing"] == 50
+    full = orjson.loads(cli("--db", str(db_path), "ingest", str(MAYA), "--json").stdout)
+    assert full["turns_added"] == 34 and full["turns_existing"] == 50
+    detail = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--turn", lines_id(lines[50]), "--format",
+                              "json").stdout)
+    assert any(n["kind"] == "temporal" and n["turn"] == lines_id(lines[49]) for n in detail["neighbours"])
+
+
+def lines_id(line: bytes) -> str:
+    return orjson.loads(line)["id"]
+
+
+def test_invalid_jsonl_names_the_line_and_writes_nothing(cli, db_path, tmp_path):
+    assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
+    bad = tmp_path / "bad.jsonl"
+    good = MAYA.read_text().splitlines()
+    bad.write_text("\n".join(good[:5] + ['{"conversation": "x", "text": "ok", "time": "not a time at all"}'] + good[5:]))
+    result = cli("--db", str(db_path), "ingest", str(bad))
+    assert result.exit_code == 1
+    assert f"{bad}:6:" in result.stderr and "time" in result.stderr
+    summary = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--format", "json").stdout)
+    assert [c["conversation"] for c in summary["conversations"]] == ["assistant-chat"]
+    assert summary["conversations"][0]["turns"] == 43
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("{not json", "not valid JSON"),
+        ('{"conversation": "x", "speaker": "a"}', "missing or empty 'text'"),
+        ('["a list"]', "expected a JSON object"),
+        ('{"text": "no conversation"}', "no conversation"),
+    ],
+)
+def test_each_kind_of_bad_line(cli, db_path, tmp_path, line, message):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"conversation": "x", "text": "fine"}\n' + line + "\n")
+    result = cli("--db", str(db_path), "ingest", str(bad))
+    assert result.exit_code == 1
+    assert f"{bad}:2: {message}" in result.stderr
+
+
+def test_skip_invalid_reports_and_skips(cli, db_path, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"conversation": "x", "text": "I moved to Denver."}\n{oops\n{"conversation": "x", "text": "hi"}\n')
+    result = cli("--db", str(db_path), "ingest", str(bad), "--skip-invalid", "--json")
+    assert result.exit_code == 3
+    report = orjson.loads(result.stdout)
+    assert report["turns_added"] == 2 and len(report["invalid"]) == 1 and ":2:" in report["invalid"][0]
+
+
+def test_stdin_and_default_conversation(cli, db_path):
+    data = '{"text": "I adopted a beagle named Biscuit.", "speaker": "Maya", "time": "8 May 2023"}\n'
+    result = cli("--db", str(db_path), "ingest", "-", "--conversation", "piped", "--json", input=data)
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["conversations"] == ["piped"]
+
+
+def test_inspect_graph_formats(cli, maya_db):
+    summary = orjson.loads(cli("--db", str(maya_db), "inspect-graph", "--format", "json").stdout)
+    assert summary["settings"]["graph_window"] == 2 and summary["settings"]["graph_sem_k"] == 5
+    assert summary["settings"]["embedding_model"] == "all-MiniLM-L6-v2"
+    conv = summary["conversations"][0]
+    assert conv["turns"] == 84 and conv["temporal_edges"] > 0 and conv["semantic_edges"] > 0
+    assert conv["degree"]["max"] >= conv["degree"]["mean"] >= conv["degree"]["min"]
+    dot = cli("--db", str(maya_db), "inspect-graph", "--format", "dot").stdout
+    assert dot.startswith('digraph "maya-and-leo"') and 'kind="semantic"' in dot
+    graphml = cli("--db", str(maya_db), "inspect-graph", "--format", "graphml").stdout
+    import xml.dom.minidom
+
+    assert len(xml.dom.minidom.parseString(graphml).getElementsByTagName("node")) == 84
+    table = cli("--db", str(maya_db), "inspect-graph")
+    assert table.exit_code == 0 and "maya-and-leo" in table.stdout
+    turn = orjson.loads(cli("--db", str(maya_db), "inspect-graph", "--turn", "s2:9", "--format", "json").stdout)
+    assert "beagle" in turn["turn"]["text"] and turn["cues"]
+    missing = cli("--db", str(maya_db), "inspect-graph", "--turn", "nope")
+    assert missing.exit_code == 1 and "no turn 'nope'" in missing.stderr
+
+
+def test_usage_errors_exit_2(cli, maya_db):
+    assert cli("--db", str(maya_db), "inspect-graph", "--format", "pdf").exit_code == 2
+    assert cli("--db", str(maya_db), "ask", "q", "--top-m", "0").exit_code == 2
+
+
+def test_query_time_settings_beyond_the_built_graph_are_refused(cli, maya_db):
+    result = cli("--db", str(maya_db), "ask", "q", "--window", "5")
+    assert result.exit_code == 1 and "window=2" in result.stderr
+
+
+def test_empty_memory_says_what_to_do(cli, db_path):
+    result = cli("--db", str(db_path), "ask", "anything")
+    assert result.exit_code == 1 and "ingest" in result.stderr

@@ -1,0 +1,111 @@
+"""The store: file safety, migrations, model guard, vec0 search within one conversation."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from cuemem_cli.errors import ModelMismatch, StoreError
+from cuemem_cli.migrations import MIGRATIONS
+from cuemem_cli.store import Store, sqlite3
+
+
+def test_new_db_is_private_wal_and_migrated(tmp_path):
+    path = tmp_path / "sub" / "memory.db"
+    store = Store.open(path)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.schema_version() == len(MIGRATIONS)
+    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"meta", "conversations", "turns", "cues", "edges", "extraction_cache", "_migrations"} <= tables
+    store.close()
+
+
+def test_reopen_does_not_migrate_twice(db_path):
+    Store.open(db_path).close()
+    store = Store.open(db_path)
+    assert store.conn.execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_refuses_a_file_that_is_not_sqlite_and_leaves_it_untouched(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"my precious notes\n" * 10)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a SQLite database"):
+        Store.open(path)
+    assert path.read_bytes() == before
+    assert not (tmp_path / "notes.db-wal").exists()
+
+
+def test_refuses_a_foreign_sqlite_database(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t(x)")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not a cuemem one"):
+        Store.open(path)
+    assert path.read_bytes() == before
+
+
+def test_refuses_a_newer_schema(db_path):
+    store = Store.open(db_path)
+    store.conn.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 'now')")
+    store.close()
+    with pytest.raises(StoreError, match="newer cuemem"):
+        Store.open(db_path)
+
+
+def test_older_schema_is_backed_up_then_migrated(db_path, monkeypatch):
+    from cuemem_cli import migrations
+
+    Store.open(db_path).close()
+    monkeypatch.setattr(migrations, "MIGRATIONS", MIGRATIONS + [("m900_test", "CREATE TABLE added_later (x)")])
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", migrations.MIGRATIONS)
+    store = Store.open(db_path)
+    assert store.schema_version() == len(MIGRATIONS) + 1
+    backup = db_path.parent / f"{db_path.name}.bak-schema{len(MIGRATIONS)}"
+    assert backup.exists()
+    old = sqlite3.connect(backup)
+    assert old.execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_embedding_model_is_recorded_and_guarded(store):
+    store.bind_embedder("all-MiniLM-L6-v2", 384, "onnx")
+    store.bind_embedder("all-MiniLM-L6-v2", 384, "sentence-transformers")  # same space: fine
+    with pytest.raises(ModelMismatch, match="all-MiniLM-L6-v2"):
+        store.bind_embedder("bge-small", 384, "onnx")
+    with pytest.raises(ModelMismatch):
+        store.check_embedder("all-MiniLM-L6-v2", 768)
+
+
+def test_knn_stays_inside_its_conversation(store):
+    store.bind_embedder("m", 4, "test")
+    from cuemem_cli.store import NewTurn
+
+    with store.transaction():
+        ids = {}
+        for name in ("a", "b"):
+            cid = store.conversation_id(name, create=True)
+            [tid] = store.insert_turns([NewTurn(cid, 0, "t0", "same text", "h", None, None, None, None, {})])
+            cue_ids = store.insert_cues(cid, [(tid, "x", "y", "z", "triple")])
+            store.insert_vectors(cid, cue_ids, np.array([[1, 0, 0, 0]], dtype=np.float32))
+            ids[name] = cid
+    hits = store.knn_cues(ids["a"], np.array([1, 0, 0, 0], dtype=np.float32), 10)
+    assert len(hits) == 1
+    assert hits[0][1] == pytest.approx(1.0)
+    turn = store.turns_by_id([hits[0][0].turn_id])[hits[0][0].turn_id]
+    assert turn.conversation == "a"
+
+
+def test_transaction_rolls_back_everything(store):
+    with pytest.raises(RuntimeError):
+        with store.transaction():
+            store.conversation_id("x", create=True)
+            raise RuntimeError("boom")
+    assert store.conversation_names() == []
