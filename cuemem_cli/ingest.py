@@ -26,6 +26,7 @@ import orjson
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
+from .statements import statement_cues
 from .store import NewTurn, Store
 from .timeparse import parse_time
 
@@ -259,7 +260,7 @@ class Ingestor:
         fresh = self._new_turns(batch, report)
         if not fresh:
             return
-        results = self.extractor.extract([m for m, _, _ in fresh])
+        results = self._with_statements([m for m, _, _ in fresh], self.extractor.extract([m for m, _, _ in fresh]))
         t1 = time.perf_counter()
         report.add_time("extract", t1 - t0)
         texts = [triple.text() for triples in results if triples for triple in triples]
@@ -299,6 +300,7 @@ class Ingestor:
         Their temporal edges exist already. Their semantic edges point, as always, to earlier turns;
         later turns, ingested while these had no cues, do not link back to them.
         """
+        results = self._with_statements(turns, results)
         done = [(turn, triples) for turn, triples in zip(turns, results) if triples is not None]
         vectors = self.embedder.embed([t.text() for _, triples in done for t in triples])
         row = 0
@@ -312,6 +314,12 @@ class Ingestor:
                 staged.append((conv, turn.id, turn.position, cue_vectors))
             self.store.set_status([turn.id for turn, _ in done], "done")
             self._link(staged, report, temporal=False)
+
+    @staticmethod
+    def _with_statements(turns, results: list[list[Triple] | None]) -> list[list[Triple] | None]:
+        """Extracted triples plus one statement cue per sentence (see statements.py); pending stays None."""
+        return [None if triples is None else triples + statement_cues(turn.speaker, turn.text)
+                for turn, triples in zip(turns, results)]
 
     def _add_cues(self, conv: _Conversation, turn_id: int, triples: list[Triple], vectors: np.ndarray,
                   report: IngestReport) -> None:

@@ -63,7 +63,9 @@ class Triple:
     kind: str = "triple"  # triple | date | statement
 
     def text(self) -> str:
-        """What gets embedded."""
+        """What gets embedded: the triple as a phrase, a statement as `speaker: sentence`."""
+        if self.kind == "statement":
+            return f"{self.subject}: {self.object}"
         return " ".join(part for part in (self.subject, self.relation, self.object) if part)
 
 

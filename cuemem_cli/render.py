@@ -121,7 +121,8 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
     table = Table(title="Memory", title_justify="left")
     for col in ("conversation", "turns", "cues", "temporal", "semantic", "degree min/mean/max",
                 "turns w/o cues", "pending", "from", "to"):
-        table.add_column(col, justify="right" if col not in ("conversation", "from", "to") else "left")
+        table.add_column(col, justify="right" if col not in ("conversation", "from", "to") else "left",
+                         no_wrap=col == "conversation")
     for s in stats:
         d = s["degree"]
         table.add_row(escape(s["conversation"]), str(s["turns"]), str(s["cues"]), str(s["temporal_edges"]),

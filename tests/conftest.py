@@ -7,6 +7,7 @@ import os
 # Before Typer, rich or litellm are imported: plain help, wide output, no network look-ups.
 os.environ["_TYPER_FORCE_DISABLE_TERMINAL"] = "1"
 os.environ["TERMINAL_WIDTH"] = "200"
+os.environ["COLUMNS"] = "200"  # rich sizes tables by it
 os.environ["LITELLM_OFFLINE_MODE"] = "true"
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["HF_HUB_OFFLINE"] = "1"
