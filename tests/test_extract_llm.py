@@ -102,7 +102,7 @@ def test_cli_ingest_reports_pending_and_extract_pending_completes_them(fake_llm,
     assert result.exit_code == 3, result.stderr
     report = orjson.loads(result.stdout)
     assert report["pending"] == ["c/5"] and report["turns_added"] == 12
-    assert report["cues"] == 11
+    assert report["cues"] == 2 * 11  # per extracted turn: the LLM's triple and one statement cue
 
     result = cli("--db", str(db_path), "inspect-graph", "--format", "json")
     assert orjson.loads(result.stdout)["conversations"][0]["pending_turns"] == 1
@@ -114,7 +114,7 @@ def test_cli_ingest_reports_pending_and_extract_pending_completes_them(fake_llm,
     done = orjson.loads(result.stdout)
     assert done["completed"] == 1 and done["still_pending"] == [] and done["model"] == "fake/x"
     detail = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--turn", "5", "--format", "json").stdout)
-    assert len(detail["cues"]) == 1
+    assert sorted(c["kind"] for c in detail["cues"]) == ["statement", "triple"]
     assert any(n["kind"] == "semantic" and n["direction"] == "out" for n in detail["neighbours"])
     summary = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--format", "json").stdout)
     assert summary["conversations"][0]["pending_turns"] == 0

