@@ -26,7 +26,7 @@ import orjson
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
-from .statements import statement_cues
+from .statements import cue_text, statement_cues
 from .store import NewTurn, Store
 from .timeparse import parse_time
 
@@ -263,7 +263,8 @@ class Ingestor:
         results = self._with_statements([m for m, _, _ in fresh], self.extractor.extract([m for m, _, _ in fresh]))
         t1 = time.perf_counter()
         report.add_time("extract", t1 - t0)
-        texts = [triple.text() for triples in results if triples for triple in triples]
+        texts = [cue_text(triple, m.speaker) for (m, _, _), triples in zip(fresh, results) if triples
+                 for triple in triples]
         vectors = self.embedder.embed(texts)
         t2 = time.perf_counter()
         report.add_time("embed", t2 - t1)
@@ -302,7 +303,7 @@ class Ingestor:
         """
         results = self._with_statements(turns, results)
         done = [(turn, triples) for turn, triples in zip(turns, results) if triples is not None]
-        vectors = self.embedder.embed([t.text() for _, triples in done for t in triples])
+        vectors = self.embedder.embed([cue_text(t, turn.speaker) for turn, triples in done for t in triples])
         row = 0
         with self.store.transaction():
             staged = []

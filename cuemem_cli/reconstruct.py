@@ -8,11 +8,13 @@ estimated as ceil(characters / 4) of the evidence line as the answer prompt show
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass
 
 from .errors import CuememError
 from .records import Context, Cue, Evidence, ScoredCue, Turn
+from .statements import without_names
 from .store import Store
 from .timeparse import format_human
 
@@ -30,16 +32,29 @@ class Settings:
     sem_k: int = DEFAULT_SEM_K
     budget: int = DEFAULT_BUDGET
     graph: bool = True
+    lexical: bool = False
+    rrf_k: int = 60
+    neighbour_weight: float = 1.0
+    anchors_first: bool = True
+    speaker_boost: float = 0.0
 
 
 def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def evidence_line(turn: Turn) -> str:
-    """How a turn is shown to the answer model: id, absolute time, speaker, text."""
-    when = format_human(turn.time) if turn.time else "time unknown"
-    return f"[{turn.source_id}] {when} | {turn.speaker or turn.role or 'unknown'}: {turn.text}"
+def evidence_line(source_id: str, time: str | None, speaker: str | None, text: str) -> str:
+    """How a turn is shown to the answer model, and what the budget counts: `[id] date · speaker: text`.
+
+    The date is absolute and without time of day: questions ask on which day, and every token spent
+    on a prefix is one less for evidence.
+    """
+    when = format_human(time, with_time=False) if time else "date unknown"
+    return f"[{source_id}] {when} · {speaker or 'unknown'}: {text}"
+
+
+def turn_cost(turn: Turn) -> int:
+    return estimate_tokens(evidence_line(turn.source_id, turn.time, turn.speaker or turn.role, turn.text))
 
 
 def resolve_conversation(store: Store, conversation: str | None) -> tuple[int, str]:
@@ -57,6 +72,42 @@ def resolve_conversation(store: Store, conversation: str | None) -> tuple[int, s
         raise CuememError(f"no conversation named {conversation!r}",
                           f"known: {', '.join(names[:20])}")
     return cid, conversation
+
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_STOPWORDS = frozenset(
+    "a an the and or but if of at by for with about to from in on into over after before is are was were be been "
+    "being do does did done have has had having i me my we our you your he him his she her it its they them their "
+    "what which who whom whose when where why how this that these those there here as than then so not no can could "
+    "would should will shall may might must just also very any some all each".split()
+)
+
+
+def fts_query(question: str) -> str:
+    """A safe FTS5 query from free text: content words, each quoted, OR-ed (BM25 ranks the matches)."""
+    words = [w.lower().strip("'-") for w in _WORD.findall(question)]
+    terms = dict.fromkeys(w for w in words if w and w not in _STOPWORDS and len(w) > 1)
+    return " OR ".join(f'"{w}"' for w in terms)
+
+
+def _dense_scores(hits: list[tuple[Cue, float]]) -> tuple[dict[int, float], dict[int, Cue]]:
+    """Turn score = its best cue's similarity; remember that cue to show why the turn was chosen."""
+    score: dict[int, float] = {}
+    best: dict[int, Cue] = {}
+    for cue, sim in hits:
+        if sim > score.get(cue.turn_id, -2.0):
+            score[cue.turn_id] = sim
+            best[cue.turn_id] = cue
+    return score, best
+
+
+def _fuse(rankings: list[dict[int, float]], k: int) -> dict[int, float]:
+    """Reciprocal-rank fusion: robust to the different scales of cosine and BM25."""
+    fused: dict[int, float] = {}
+    for scores in rankings:
+        for rank, tid in enumerate(sorted(scores, key=scores.get, reverse=True), start=1):
+            fused[tid] = fused.get(tid, 0.0) + 1.0 / (k + rank)
+    return fused
 
 
 def _render_cue(cue: Cue) -> str:
@@ -78,26 +129,31 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
         )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    vector = embedder.embed([question])[0]
+    speakers = store.speakers(cid)
+    mentioned = {name for name in speakers if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)}
+    vector = embedder.embed([without_names(question, speakers) or question])[0]
     t1 = time.perf_counter()
     timings["embed_query"] = (t1 - t0) * 1000
     hits = store.knn_cues(cid, vector, settings.top_m)
+    anchor_score, anchor_cue = _dense_scores(hits)
+    if mentioned and settings.speaker_boost:
+        speaker_of = store.speaker_of_turns(list(anchor_score))
+        anchor_score = {tid: s + (settings.speaker_boost if speaker_of.get(tid) in mentioned else 0.0)
+                        for tid, s in anchor_score.items()}
+    if settings.lexical:
+        lexical = store.search_turns_fts(cid, fts_query(question), settings.top_m) if fts_query(question) else []
+        anchor_score = _fuse([anchor_score, dict(lexical)], settings.rrf_k)
     t2 = time.perf_counter()
     timings["cue_search"] = (t2 - t1) * 1000
 
-    anchor_score: dict[int, float] = {}
-    anchor_cue: dict[int, Cue] = {}
-    for cue, score in hits:
-        if score > anchor_score.get(cue.turn_id, -2.0):
-            anchor_score[cue.turn_id] = score
-            anchor_cue[cue.turn_id] = cue
     via: dict[int, str] = {tid: "anchor" for tid in anchor_score}
     priority: dict[int, float] = dict(anchor_score)
     if settings.graph and anchor_score:
         for src, dst, kind, weight in store.neighbours(list(anchor_score), settings.window, settings.sem_k):
             if dst in anchor_score:
                 continue
-            score = anchor_score[src] * weight * (TEMPORAL_DISCOUNT if kind == "temporal" else 1.0)
+            score = anchor_score[src] * settings.neighbour_weight * (
+                TEMPORAL_DISCOUNT if kind == "temporal" else weight)
             if score > priority.get(dst, -2.0):
                 priority[dst] = score
                 via[dst] = kind
@@ -107,9 +163,10 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
 
     chosen: list[tuple[Turn, int]] = []
     used = 0
-    ranked = sorted(priority, key=lambda tid: (via[tid] != "anchor", -priority[tid], turns[tid].position))
+    ranked = sorted(priority, key=lambda tid: (settings.anchors_first and via[tid] != "anchor", -priority[tid],
+                                               turns[tid].position))
     for tid in ranked:
-        cost = estimate_tokens(evidence_line(turns[tid]))
+        cost = turn_cost(turns[tid])
         if used + cost > settings.budget:
             continue
         chosen.append((turns[tid], cost))
@@ -119,7 +176,8 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
         Evidence(
             source_id=t.source_id, time=t.time, speaker=t.speaker, text=t.text, via=via[t.id],
             session=t.session, position=t.position, score=round(priority[t.id], 4),
-            cue=_render_cue(anchor_cue[t.id]) if t.id in anchor_cue else None, tokens=cost,
+            cue=_render_cue(anchor_cue[t.id]) if t.id in anchor_cue and via[t.id] == "anchor" else None,
+            tokens=cost,
         )
         for t, cost in chosen
     )

@@ -261,6 +261,15 @@ class Store:
         )
         return {r[0]: _turn(r) for r in rows}
 
+    def speakers(self, conversation_id: int) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT speaker FROM turns WHERE conversation_id = ? AND speaker IS NOT NULL", (conversation_id,))]
+
+    def speaker_of_turns(self, turn_ids: Sequence[int]) -> dict[int, str | None]:
+        return dict(self.conn.execute(
+            "SELECT id, speaker FROM turns WHERE id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(list(turn_ids)).decode(),)))
+
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
         row = self.conn.execute(
             f"SELECT {_TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
@@ -469,6 +478,138 @@ class Store:
             "INSERT OR REPLACE INTO extraction_cache VALUES (?, ?, ?, ?)",
             (model, prompt_version, turn_hash, orjson.dumps(triples).decode()),
         )
+
+    # ------------------------------------------------- forget, scrub, export
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every query inside sees the same committed state (WAL), and takes no write lock."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    def forget_selection(self, conversation_id: int | None, session: str | None, source_ids: Sequence[str] | None,
+                         before: str | None, decay_cutoff: str | None, lru: int | None) -> list[tuple[int, str]]:
+        """(turn id, conversation name) of the turns a forget selects; see forget.py for the policies.
+
+        Selectors combine with AND; LRU ranks within what they select, per conversation: the `lru` most
+        recently retrieved turns are kept (never-retrieved ones rank last, newer positions first).
+        """
+        return self.conn.execute(
+            """
+            WITH candidates AS (
+              SELECT t.id, t.conversation_id, t.position, t.last_retrieved_at FROM turns t
+              JOIN conversations c ON c.id = t.conversation_id
+              WHERE (?1 IS NULL OR t.conversation_id = ?1)
+                AND (?2 IS NULL OR t.session = ?2)
+                AND (?3 IS NULL OR t.source_id IN (SELECT value FROM json_each(?3)))
+                AND (?4 IS NULL OR t.time < ?4)
+                AND (?5 IS NULL OR (coalesce(t.time, c.created_at) < ?5
+                                    AND (t.last_retrieved_at IS NULL OR t.last_retrieved_at < ?5)))),
+            ranked AS (
+              SELECT id, conversation_id, row_number() OVER (
+                PARTITION BY conversation_id
+                ORDER BY last_retrieved_at IS NULL, last_retrieved_at DESC, position DESC) AS recency
+              FROM candidates)
+            SELECT r.id, c.name FROM ranked r JOIN conversations c ON c.id = r.conversation_id
+            WHERE ?6 IS NULL OR r.recency > ?6 ORDER BY r.conversation_id, r.id
+            """,
+            (conversation_id, session, orjson.dumps(list(source_ids)).decode() if source_ids is not None else None,
+             before, decay_cutoff, lru),
+        ).fetchall()
+
+    def forget_counts(self, turn_ids: Sequence[int]) -> dict[str, int]:
+        """What deleting these turns would take with it (a dry run)."""
+        ids = orjson.dumps(list(turn_ids)).decode()
+        one = lambda sql: self.conn.execute(sql, (ids,)).fetchone()[0]  # noqa: E731
+        return {
+            "cues": one("SELECT count(*) FROM cues WHERE turn_id IN (SELECT value FROM json_each(?1))"),
+            "vectors": one("SELECT count(*) FROM cue_vectors WHERE cue_id IN"
+                           " (SELECT id FROM cues WHERE turn_id IN (SELECT value FROM json_each(?1)))")
+            if self.has_vectors() else 0,
+            "edges": one("SELECT count(*) FROM edges WHERE src IN (SELECT value FROM json_each(?1))"
+                         " OR dst IN (SELECT value FROM json_each(?1))"),
+            "extraction_cache": one(
+                "SELECT count(*) FROM extraction_cache WHERE turn_hash IN"
+                " (SELECT content_hash FROM turns WHERE id IN (SELECT value FROM json_each(?1)))"
+                " AND turn_hash NOT IN"
+                " (SELECT content_hash FROM turns WHERE id NOT IN (SELECT value FROM json_each(?1)))"),
+        }
+
+    def delete_turns(self, turn_ids: Sequence[int]) -> dict[str, Any]:
+        """Remove turns and all that is theirs; call inside `transaction()`.
+
+        Order respects the foreign keys: cue vectors, cue FTS entries, cues, edges (either end), turn
+        FTS entries, turns, extraction-cache entries no remaining turn shares, then conversations left
+        empty. Both FTS indexes are merged afterwards so no deleted term survives in them.
+        """
+        counts: dict[str, Any] = {"turns": 0, "cues": 0, "vectors": 0, "edges": 0, "extraction_cache": 0,
+                                  "conversations": {}, "conversations_removed": []}
+        if not turn_ids:
+            return counts
+        ids = orjson.dumps(list(turn_ids)).decode()
+        run = self.conn.execute
+        counts["conversations"] = dict(run(
+            "SELECT c.name, count(*) FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            " WHERE t.id IN (SELECT value FROM json_each(?)) GROUP BY c.id ORDER BY c.id", (ids,)).fetchall())
+        conversation_ids = orjson.dumps([r[0] for r in run(
+            "SELECT DISTINCT conversation_id FROM turns WHERE id IN (SELECT value FROM json_each(?))",
+            (ids,))]).decode()
+        hashes = orjson.dumps([r[0] for r in run(
+            "SELECT DISTINCT content_hash FROM turns WHERE id IN (SELECT value FROM json_each(?))",
+            (ids,))]).decode()
+        cue_ids = orjson.dumps([r[0] for r in run(
+            "SELECT id FROM cues WHERE turn_id IN (SELECT value FROM json_each(?))", (ids,))]).decode()
+        if self.has_vectors():
+            counts["vectors"] = run("SELECT count(*) FROM cue_vectors WHERE cue_id IN"
+                                    " (SELECT value FROM json_each(?))", (cue_ids,)).fetchone()[0]
+            run("DELETE FROM cue_vectors WHERE cue_id IN (SELECT value FROM json_each(?))", (cue_ids,))
+        run("DELETE FROM cues_fts WHERE rowid IN (SELECT value FROM json_each(?))", (cue_ids,))
+        counts["cues"] = run("DELETE FROM cues WHERE id IN (SELECT value FROM json_each(?))", (cue_ids,)).rowcount
+        counts["edges"] = run("DELETE FROM edges WHERE src IN (SELECT value FROM json_each(?1))"
+                              " OR dst IN (SELECT value FROM json_each(?1))", (ids,)).rowcount
+        run("DELETE FROM turns_fts WHERE rowid IN (SELECT value FROM json_each(?))", (ids,))
+        counts["turns"] = run("DELETE FROM turns WHERE id IN (SELECT value FROM json_each(?))", (ids,)).rowcount
+        counts["extraction_cache"] = run(
+            "DELETE FROM extraction_cache WHERE turn_hash IN (SELECT value FROM json_each(?))"
+            " AND turn_hash NOT IN (SELECT content_hash FROM turns)", (hashes,)).rowcount
+        counts["conversations_removed"] = sorted(r[0] for r in run(
+            "DELETE FROM conversations WHERE id IN (SELECT value FROM json_each(?))"
+            " AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id) RETURNING name",
+            (conversation_ids,)).fetchall())
+        for table in ("turns_fts", "cues_fts"):
+            self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        return counts
+
+    def scrub(self) -> None:
+        """Leave no deleted byte in the file or its WAL: checkpoint and truncate the WAL, VACUUM, again."""
+        if self.conn.in_transaction:
+            raise StoreError("cannot scrub the database inside a transaction")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        self.conn.execute("VACUUM")
+        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            raise StoreError(
+                f"the forgotten data is deleted, but another process has {self.path} open, so its write-ahead "
+                "log could not be emptied and may still hold old bytes",
+                "close other cuemem processes using this database, then run: cuemem forget --vacuum --yes",
+            )
+
+    def export_turns(self, conversation_id: int | None) -> Iterator[tuple]:
+        """(id, conversation, source_id, session, time, speaker, role, text, extra, status) of every turn,
+        conversation by conversation, in position order."""
+        cursor = self.conn.execute(
+            "SELECT t.id, c.name, t.source_id, t.session, t.time, t.speaker, t.role, t.text, t.extra, t.status"
+            " FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            " WHERE ?1 IS NULL OR t.conversation_id = ?1 ORDER BY t.conversation_id, t.position",
+            (conversation_id,),
+        )
+        while rows := cursor.fetchmany(512):
+            yield from rows
 
 
 def _split_sql(script: str) -> list[str]:

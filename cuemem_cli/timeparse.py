@@ -75,11 +75,11 @@ def parse_time(value: str | int | float) -> str:
     return _parse_text(value.strip())
 
 
-def format_human(iso: str) -> str:
+def format_human(iso: str, with_time: bool = True) -> str:
     """Render a time for people and prompts: "8 May 2023, 1:56 pm", or "8 May 2023" at midnight."""
     moment = datetime.fromisoformat(parse_time(iso))
     date = f"{moment.day} {_MONTH_NAMES[moment.month - 1]} {moment.year}"
-    if (moment.hour, moment.minute, moment.second) == (0, 0, 0):
+    if not with_time or (moment.hour, moment.minute, moment.second) == (0, 0, 0):
         return date
     hour = moment.hour % 12 or 12
     half = "am" if moment.hour < 12 else "pm"
