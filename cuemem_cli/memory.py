@@ -143,6 +143,33 @@ class Memory:
     def conversations(self) -> list[str]:
         return self.store.conversation_names()
 
+    # --------------------------------------------------------- maintenance
+    def forget(self, conversation: str | None = None, session: str | None = None, turns: Iterable[str] = (),
+               before: str | None = None, decay_days: float | None = None, lru: int | None = None,
+               as_of: str | None = None, dry_run: bool = False, vacuum: bool = False,
+               confirm: Callable[[Any], bool] | None = None):
+        """Remove the selected turns with their cues, vectors and edges (see forget.py for the policies).
+
+        `confirm(report)` sees the counts first and may decline; `dry_run` only counts; `vacuum` then
+        scrubs the file and its WAL of every deleted byte. Returns a `ForgetReport`.
+        """
+        from .forget import forget, selection_from
+
+        selection = selection_from(conversation, session, tuple(turns), before, decay_days, lru, as_of)
+        return forget(self.store, selection, dry_run=dry_run, vacuum=vacuum, confirm=confirm)
+
+    def export(self, conversation: str | None = None):
+        """Turns with their cues as export records (dicts), re-importable with `import_file`."""
+        from .export import export_records
+
+        return export_records(self.store, conversation)
+
+    def import_file(self, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
+        """Re-create turns from a `cuemem export` file with their recorded cues (no extraction)."""
+        from .export import import_file
+
+        return import_file(self, path, progress)
+
 
 def _as_of(value: str | None) -> str:
     if value is None:

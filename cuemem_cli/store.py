@@ -489,8 +489,10 @@ class Store:
         self.conn.execute("BEGIN DEFERRED")
         try:
             yield
-        finally:
-            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
 
     def forget_selection(self, conversation_id: int | None, session: str | None, source_ids: Sequence[str] | None,
                          before: str | None, decay_cutoff: str | None, lru: int | None) -> list[tuple[int, str]]:

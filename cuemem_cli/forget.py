@@ -1,0 +1,197 @@
+"""Forget: remove turns with everything that belongs to them (the paper's DELETE), and scrub the file.
+
+Selectors narrow the set of turns, all of them together (AND):
+
+- `conversation`: one conversation (required with `session` or `turns` when the memory holds several);
+- `session`: one session id; `turns`: source ids (the JSONL `id`); `before`: turns whose time is earlier.
+
+Two policies then apply *within* that selection, per conversation:
+
+- decay (`decay_days=D`): forget turns older than D days before `as_of` (default now) that no `ask`
+  has used within those D days. A turn's age is its time, or, without one, when its conversation
+  was first stored.
+- LRU (`lru=N`): keep the N most recently retrieved turns of each conversation and forget the rest.
+  Turns never retrieved rank after retrieved ones, newest position first among equals.
+
+A forgotten turn takes its cues, cue vectors, lexical-index entries, its edges in both directions and
+its LLM-extraction cache entries with it, in one transaction; a conversation left without turns goes
+too. Positions are not renumbered: the neighbours of a forgotten turn simply lose their temporal
+edges to it. Deleted pages are zeroed (`secure_delete`), and the full-text indexes are merged so no
+forgotten term lingers in them; with `vacuum`, the WAL is checkpointed and truncated and the file
+rebuilt, so not one byte of the forgotten text is left in the database file or its WAL.
+
+Forgetting does not touch the files a memory was ingested from: ingesting them again brings the
+turns back.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from .errors import CuememError
+from .store import Store
+from .timeparse import parse_time
+
+
+@dataclass(frozen=True)
+class Selection:
+    conversation: str | None = None
+    session: str | None = None
+    turns: tuple[str, ...] = ()
+    before: str | None = None  # ISO 8601
+    decay_days: float | None = None
+    lru: int | None = None
+    as_of: str | None = None  # ISO 8601; the decay policy's "now"
+
+    def is_empty(self) -> bool:
+        return (self.conversation is None and self.session is None and not self.turns and self.before is None
+                and self.decay_days is None and self.lru is None)
+
+
+@dataclass
+class ForgetReport:
+    """What a forget removed (or, with `dry_run`, would remove)."""
+
+    turns: int = 0
+    cues: int = 0
+    vectors: int = 0
+    edges: int = 0
+    extraction_cache: int = 0
+    conversations: dict[str, int] = field(default_factory=dict)  # turns forgotten per conversation
+    conversations_removed: list[str] = field(default_factory=list)
+    selection: dict[str, Any] = field(default_factory=dict)
+    dry_run: bool = False
+    applied: bool = False
+    cancelled: bool = False
+    vacuumed: bool = False
+
+    def summary(self) -> str:
+        per = ", ".join(f"{name}: {n}" for name, n in self.conversations.items())
+        text = (f"{self.turns} turns ({per or 'none'}), {self.cues} cues, {self.vectors} cue vectors, "
+                f"{self.edges} edges")
+        if self.conversations_removed:
+            text += f"; conversation(s) emptied and removed: {', '.join(self.conversations_removed)}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def stdin_is_terminal() -> bool:
+    """Whether a person can answer a confirmation prompt (tests replace this)."""
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def selection_from(conversation: str | None = None, session: str | None = None, turns: Sequence[str] = (),
+                   before: str | None = None, decay_days: float | None = None, lru: int | None = None,
+                   as_of: str | None = None) -> Selection:
+    """Validate and normalise the user's selectors (times to ISO 8601)."""
+    if decay_days is not None and decay_days < 0:
+        raise CuememError("--decay must be a number of days ≥ 0")
+    if lru is not None and lru < 0:
+        raise CuememError("--lru must be ≥ 0 (the number of turns to keep per conversation)")
+    return Selection(conversation, session, tuple(turns), _iso(before, "--before") if before else None, decay_days,
+                     lru, _iso(as_of, "--as-of") if as_of else None)
+
+
+def _iso(value: str, option: str) -> str:
+    try:
+        return parse_time(value)
+    except ValueError as exc:
+        raise CuememError(f"{option}: cannot read time {value!r}: {exc}",
+                          "use ISO 8601 (2023-05-08T13:56:00) or e.g. '8 May 2023'") from None
+
+
+def _decay_cutoff(selection: Selection) -> str | None:
+    if selection.decay_days is None:
+        return None
+    now = datetime.fromisoformat(selection.as_of) if selection.as_of else datetime.now().replace(microsecond=0)
+    return (now - timedelta(days=selection.decay_days)).isoformat(timespec="seconds")
+
+
+def _scope(store: Store, selection: Selection) -> int | None:
+    """The conversation id the selection is limited to, or None for all; refuses ambiguous selections."""
+    names = store.conversation_names()
+    if selection.conversation is None:
+        if (selection.session is not None or selection.turns) and len(names) > 1:
+            raise CuememError(
+                f"--session and --turn name ids that several conversations may share; this memory holds "
+                f"{len(names)}: {', '.join(names[:20])}",
+                "say which one with --conversation NAME",
+            )
+        return None
+    cid = store.conversation_id(selection.conversation)
+    if cid is None:
+        raise CuememError(f"no conversation named {selection.conversation!r}",
+                          f"known: {', '.join(names[:20]) or 'none (this memory is empty)'}")
+    return cid
+
+
+def _select(store: Store, selection: Selection, cid: int | None) -> list[tuple[int, str]]:
+    return store.forget_selection(cid, selection.session, list(selection.turns) if selection.turns else None,
+                                  selection.before, _decay_cutoff(selection), selection.lru)
+
+
+def plan(store: Store, selection: Selection) -> tuple[list[int], ForgetReport]:
+    """The turn ids a forget would remove, and the counts of what goes with them (nothing is changed)."""
+    report = ForgetReport(selection={k: v for k, v in asdict(selection).items() if v not in (None, ())},
+                          dry_run=True)
+    cid = _scope(store, selection)
+    with store.snapshot():
+        chosen = _select(store, selection, cid)
+        ids = [tid for tid, _ in chosen]
+        report.conversations = dict(Counter(name for _, name in chosen))
+        report.turns = len(ids)
+        if ids:
+            counts = store.forget_counts(ids)
+            report.cues, report.vectors, report.edges, report.extraction_cache = (
+                counts["cues"], counts["vectors"], counts["edges"], counts["extraction_cache"])
+            totals = {row["conversation"]: row["turns"] for row in store.conversation_stats()}
+            report.conversations_removed = [name for name, n in report.conversations.items() if totals.get(name) == n]
+    return ids, report
+
+
+def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bool = False,
+           confirm: Callable[[ForgetReport], bool] | None = None) -> ForgetReport:
+    """Plan, ask `confirm` (if given), then delete in one transaction; optionally scrub the file.
+
+    Only turns that were both planned (and confirmed) and still match the selection at delete time
+    are removed, so a concurrent change can never widen what was agreed to.
+    """
+    if selection.is_empty() and not vacuum:
+        raise CuememError("nothing selected to forget",
+                          "pass --conversation, --session, --turn, --before, --decay or --lru (see --help)")
+    if selection.is_empty():
+        ids, report = [], ForgetReport(dry_run=dry_run)
+    else:
+        ids, report = plan(store, selection)
+    report.dry_run = dry_run
+    if dry_run:
+        return report
+    if ids and confirm is not None and not confirm(report):
+        report.cancelled = True
+        return report
+    if ids:
+        cid = _scope(store, selection)
+        with store.transaction():
+            agreed = set(ids)
+            now_selected = [tid for tid, _ in _select(store, selection, cid) if tid in agreed]
+            counts = store.delete_turns(now_selected)
+        report.turns, report.cues, report.vectors, report.edges = (
+            counts["turns"], counts["cues"], counts["vectors"], counts["edges"])
+        report.extraction_cache = counts["extraction_cache"]
+        report.conversations = counts["conversations"]
+        report.conversations_removed = counts["conversations_removed"]
+        report.applied = True
+    if vacuum:
+        store.scrub()
+        report.vacuumed = True
+    return report
