@@ -7,6 +7,13 @@ from pathlib import Path
 
 APP_NAME = "cuemem"
 
+# Query-time defaults of `ask` (and `Settings`), chosen by measurement on all of LoCoMo at a 2,000-token
+# budget (bench/RESULTS.md): top-m 20 → 0.729 of questions with all evidence, 30 → 0.740.
+DEFAULT_TOP_M = 30
+DEFAULT_WINDOW = 1
+DEFAULT_SEM_K = 2
+DEFAULT_BUDGET = 2000
+
 
 def default_db_path() -> Path:
     """The per-user data directory of the platform (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA%)."""

@@ -12,16 +12,13 @@ import re
 import time
 from dataclasses import dataclass
 
+from .config import DEFAULT_BUDGET, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
 from .errors import CuememError
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import Store
 from .timeparse import format_human
 
-DEFAULT_TOP_M = 20
-DEFAULT_WINDOW = 1
-DEFAULT_SEM_K = 2
-DEFAULT_BUDGET = 2000
 TEMPORAL_DISCOUNT = 0.9  # a temporal neighbour ranks a little below an equally weighted semantic one
 
 

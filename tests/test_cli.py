@@ -211,3 +211,32 @@ def test_query_time_settings_beyond_the_built_graph_are_refused(cli, maya_db):
 def test_empty_memory_says_what_to_do(cli, db_path):
     result = cli("--db", str(db_path), "ask", "anything")
     assert result.exit_code == 1 and "ingest" in result.stderr
+
+
+def test_context_only_ask_imports_no_heavy_library(maya_db):
+    """The pipeline path (`ask --context-only --json`) must stay fast: no torch, spaCy or litellm."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from typer.testing import CliRunner\n"
+        "from cuemem_cli.cli import app\n"
+        f"r = CliRunner().invoke(app, ['--db', {str(maya_db)!r}, 'ask', 'Where does Maya live?', '--context-only', '--json'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "heavy = sorted(m for m in ('torch', 'spacy', 'litellm', 'sentence_transformers') if m in sys.modules)\n"
+        "print(','.join(heavy) or 'none')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "none"
+
+
+def test_help_lists_every_command_and_the_readme_documents_them(cli):
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    result = cli("--help")
+    for command in ("ingest", "ask", "inspect-graph", "convert", "extract"):
+        assert command in result.stdout
+        assert f"cuemem {command}" in readme

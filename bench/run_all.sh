@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# All benchmarks in one go (about 10–15 minutes on 2 idle cores); writes bench/RESULTS.md and results.json.
+# Usage: bench/run_all.sh [LOCOMO_JSON] [N_CUES_FOR_THE_LARGE_TEST]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+locomo="${1:-$here/../../shared/data/locomo10.json}"
+python "$here/run_all.py" "$locomo" "${2:-1000000}"
