@@ -14,6 +14,7 @@ import typer
 
 from . import config
 from .errors import CuememError
+from .config import DEFAULT_BUDGET, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
 
 app = typer.Typer(
     name="cuemem",
@@ -26,6 +27,9 @@ app = typer.Typer(
 convert_app = typer.Typer(help="Convert benchmark and chat exports to cuemem's message JSONL (stdout).",
                           no_args_is_help=True)
 app.add_typer(convert_app, name="convert")
+from .cli_eval import eval_app  # noqa: E402  (a sub-app; heavy imports stay inside its commands)
+
+app.add_typer(eval_app, name="eval")
 
 EXIT_PARTIAL = 3
 
@@ -111,10 +115,10 @@ def ask(
     question: str = typer.Argument(..., help="The question."),
     conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
                                                help="Conversation to search (required when the DB holds several)."),
-    top_m: int = typer.Option(20, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
-    window: int = typer.Option(1, min=0, help="Temporal neighbours per side (≤ the window built)."),
-    sem_k: int = typer.Option(2, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
-    budget: int = typer.Option(2000, min=50, help="Evidence budget in tokens (≈ characters / 4)."),
+    top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
+    window: int = typer.Option(DEFAULT_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
+    sem_k: int = typer.Option(DEFAULT_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
+    budget: int = typer.Option(DEFAULT_BUDGET, min=50, help="Evidence budget in tokens (≈ characters / 4)."),
     no_graph: bool = typer.Option(False, "--no-graph", help="Anchors only: no graph expansion (the paper's ablation)."),
     as_of: Optional[str] = typer.Option(None, help="Question time (default: now)."),
     model: Optional[str] = typer.Option(None, "--model", "-m",
@@ -258,6 +262,140 @@ def extract(
     else:
         err.print(f"completed {report['completed']} pending turns; {len(report['still_pending'])} still pending")
     if report["still_pending"]:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+# ----------------------------------------------------------------- forget
+@app.command()
+def forget(
+    conversation: Optional[str] = typer.Option(
+        None, "--conversation", "-c", help="Forget this conversation (alone: all of it), or limit the other options to it."),
+    session: Optional[str] = typer.Option(
+        None, "--session", help="Forget one session (needs --conversation when the DB holds several)."),
+    turn: Optional[list[str]] = typer.Option(
+        None, "--turn", metavar="SOURCE_ID",
+        help="Forget a turn by its source id; repeatable (needs --conversation when the DB holds several)."),
+    before: Optional[str] = typer.Option(
+        None, "--before", metavar="TIME", help="Forget turns whose time is earlier than TIME (undated turns stay)."),
+    decay: Optional[float] = typer.Option(
+        None, "--decay", metavar="DAYS",
+        help="Forget turns dated over DAYS before --as-of that no ask used within those DAYS (undated turns: age "
+             "from when their conversation was stored)."),
+    lru: Optional[int] = typer.Option(
+        None, "--lru", metavar="N", help="Keep the N most recently retrieved turns of each conversation; forget the rest."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", metavar="TIME", help="The 'now' of --decay (default: now)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only count what would be forgotten."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Do not ask for confirmation (needed when stdin is not a terminal)."),
+    vacuum: bool = typer.Option(
+        False, "--vacuum", help="Then rebuild the file and empty its WAL: no byte of forgotten text stays on disk."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON report on stdout."),
+) -> None:
+    """Forget turns with their cues, vectors and edges (the paper's DELETE); selectors combine with AND.
+
+    --decay and --lru apply within what the other options select, per conversation. Turns are counted
+    first and nothing is deleted without a yes (a prompt on a terminal, else --yes). Re-ingesting the
+    source file brings forgotten turns back.
+    """
+    from . import forget as forgetting
+    from .render import err, write_json
+
+    def confirm(report) -> bool:
+        if yes:
+            return True
+        if not forgetting.stdin_is_terminal():
+            raise CuememError(
+                f"not forgetting {report.summary()}: nobody confirmed (standard input is not a terminal)",
+                "add --yes to confirm, or --dry-run to only count")
+        err.print(f"About to forget {_plain(report.summary())}.", soft_wrap=True)
+        return typer.confirm("Forget them? This cannot be undone", default=False, err=True)
+
+    try:
+        with _memory() as memory:
+            if not memory.path.exists():
+                raise CuememError(f"no cuemem database at {memory.path}", "nothing to forget")
+            report = memory.forget(conversation, session, turn or (), before, decay, lru, as_of, dry_run=dry_run,
+                                   vacuum=vacuum, confirm=confirm)
+    except CuememError as exc:
+        raise fail(exc)
+    if json_out:
+        write_json(report.to_json())
+    elif report.dry_run:
+        err.print(f"would forget {_plain(report.summary())} (dry run: nothing changed)", soft_wrap=True)
+    elif report.cancelled:
+        err.print("nothing forgotten")
+    elif report.applied:
+        err.print(f"forgot {_plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""),
+                  soft_wrap=True)
+    else:
+        err.print("nothing matches: nothing forgotten" + ("; file scrubbed" if report.vacuumed else ""))
+    if report.vacuumed:
+        db = config.db_path(state.db)
+        backups = sorted(str(p) for p in db.parent.glob(f"{db.name}.bak-schema*"))
+        if backups:
+            err.print(f"[yellow]note:[/yellow] backups made before schema upgrades still hold old data: "
+                      f"{_plain(', '.join(backups))}; delete them if you no longer need them", soft_wrap=True)
+    if report.cancelled:
+        raise typer.Exit(1)
+
+
+# ---------------------------------------------------------- export, import
+@app.command()
+def export(
+    conversation: Optional[str] = typer.Option(
+        None, "--conversation", "-c", help="Export one conversation (default: all)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                         help="Write to a new file (created 0600) instead of stdout."),
+) -> None:
+    """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
+    from .export import open_private_output, write_export
+    from .render import err
+
+    try:
+        with _memory() as memory:
+            if not memory.path.exists():
+                raise CuememError(f"no cuemem database at {memory.path}", "ingest something first: cuemem ingest FILE")
+            records = memory.export(conversation)
+            if output:
+                with open_private_output(output) as fh:
+                    count = write_export(records, fh)
+                err.print(f"exported {count} turns to {_plain(output)}")
+            else:
+                sys.stdout.flush()
+                write_export(records, sys.stdout.buffer)
+    except CuememError as exc:
+        raise fail(exc)
+    except BrokenPipeError:
+        sys.stderr.close()
+
+
+@app.command("import")
+def import_(
+    file: str = typer.Argument(..., help="A `cuemem export` file, or - for standard input."),
+    embedder: Optional[str] = typer.Option(None, help="onnx (default) or sentence-transformers[:MODEL]."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Re-create turns from a `cuemem export` file with their recorded cues (no extraction), embed and link them."""
+    from dataclasses import asdict
+
+    from .render import ingest_progress, render_ingest_report, write_json
+
+    show_progress = sys.stderr.isatty() and not json_out
+    try:
+        with _memory(embedder=embedder) as memory:
+            with ingest_progress(show_progress) as progress:
+                report = memory.import_file(file, progress=progress)
+    except CuememError as exc:
+        raise fail(exc)
+    data = asdict(report)
+    data["seconds"] = round(report.seconds, 3)
+    data["stage_seconds"] = {k: round(v, 3) for k, v in report.stage_seconds.items()}
+    data["db"] = str(config.db_path(state.db))
+    if json_out:
+        write_json(data)
+    else:
+        render_ingest_report(data)
+    if report.pending or report.invalid:
         raise typer.Exit(EXIT_PARTIAL)
 
 

@@ -85,12 +85,6 @@ class OnnxMiniLM:
             out[idx] = _normalise(pooled)
         return out
 
-    def count_tokens(self, text: str) -> int:
-        """WordPiece tokens (untruncated), the real tokenizer eval reports token counts with."""
-        if self._tokenizer is None:
-            self._load()
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
-
 
 class SentenceTransformerEmbedder:
     """sentence-transformers backend (extra `cuemem[st]`), loaded from a local folder only."""

@@ -1,0 +1,125 @@
+"""Ingested benchmark databases, cached so a second run skips ingest.
+
+One database per dataset file and ingest settings (extractor, its model, embedder, the graph's
+window and k) and per version of the ingest code: the key hashes the input file's bytes and the
+source of the ingest modules and of the cuemem modules they import, so a changed extractor never
+silently reuses stale cues, while a change elsewhere (answering, printing) keeps the cache.
+Inside, a conversation counts as done once all its messages were written (recorded in the store's
+meta table); an interrupted ingest resumes, adding only what is missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..ingest import DEFAULT_SEM_K, DEFAULT_WINDOW, IngestReport, Ingestor
+from ..memory import make_extractor
+from ..records import Message
+from ..store import Store
+
+CACHE_VERSION = "eval-cache-v1"
+_INGEST_ROOTS = ("convert", "ingest", "extract", "extract_llm", "embed")  # what turns a data file into a database
+# Imported by ingest but not deciding what it writes: the schema migrates on open, and errors and
+# the LLM call mechanics do not change cues (the extraction prompt lives in extract_llm).
+_NOT_HASHED = frozenset({"store", "migrations", "llm", "errors"})
+
+
+def default_cache_dir() -> Path:
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("cuemem", appauthor=False)) / "eval"
+
+
+def file_digest(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _local_imports(source: Path) -> set[str]:
+    """Sibling modules a module imports (`from .x import …`, `from . import x`)."""
+    names = set()
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
+    return names
+
+
+def code_digest() -> str:
+    """Hash of the ingest modules and everything they import from cuemem, found by reading their imports."""
+    package = Path(__file__).resolve().parents[1]
+    seen: set[str] = set()
+    todo = list(_INGEST_ROOTS)
+    while todo:
+        name = todo.pop()
+        source = package / f"{name}.py"
+        if name in seen or name in _NOT_HASHED or not source.exists():
+            continue
+        seen.add(name)
+        todo.extend(_local_imports(source))
+    digest = hashlib.sha256()
+    for name in sorted(seen):
+        digest.update(name.encode() + b"\0" + (package / f"{name}.py").read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    extractor: str = "spacy"
+    extract_model: str | None = None
+    embedder_id: str = ""
+    window: int = DEFAULT_WINDOW
+    sem_k: int = DEFAULT_SEM_K
+
+    def key(self, dataset: str, data_digest: str) -> str:
+        parts = [CACHE_VERSION, dataset, data_digest, code_digest(), self.extractor, self.extract_model or "",
+                 self.embedder_id, str(self.window), str(self.sem_k)]
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
+
+@dataclass
+class IngestSummary:
+    cached: list[str] = field(default_factory=list)
+    ingested: list[str] = field(default_factory=list)
+    turns_added: int = 0
+    cues: int = 0
+    pending: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _done_key(conversation: str) -> str:
+    return f"eval_ingested:{conversation}"
+
+
+def ensure_ingested(store: Store, messages: dict[str, list[Message]], build: BuildSettings, embedder,
+                    progress: Callable[[int, int], None] | None = None) -> IngestSummary:
+    """Ingest the conversations not yet complete in `store`; one Ingestor run for all of them."""
+    summary = IngestSummary()
+    todo = []
+    for name, items in messages.items():
+        if store.get_meta(_done_key(name)) == str(len(items)):
+            summary.cached.append(name)
+        else:
+            todo.append(name)
+    if not todo:
+        return summary
+    if build.extract_model:
+        with store.transaction():
+            store.set_meta("extract_model", build.extract_model)
+    ingestor = Ingestor(store, make_extractor(build.extractor, build.extract_model, store), embedder,
+                        build.window, build.sem_k)
+    total = sum(len(messages[name]) for name in todo)
+    report = IngestReport(lines=total)
+    stream = (m for name in todo for m in messages[name])
+    if progress:
+        progress(0, total)
+    ingestor.run(stream, report, (lambda done, cues, _: progress(done, total)) if progress else None)
+    with store.transaction():
+        for name in todo:
+            store.set_meta(_done_key(name), str(len(messages[name])))
+    summary.ingested, summary.turns_added, summary.cues = todo, report.turns_added, report.cues
+    summary.pending, summary.seconds = report.pending, round(report.seconds, 2)
+    return summary

@@ -1,0 +1,114 @@
+"""Per-question scores and their summary: pure functions over plain records, tested by hand.
+
+Retrieval is scored on the set of turns in the context (at the budget): recall = share of gold turns
+present; all-evidence = every gold turn present; any-evidence = at least one. NDCG uses the system's
+own ranking, binary relevance and the standard discount 1 / log2(rank + 1), cut at the context length.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def evidence_scores(gold: Iterable[str], found: Iterable[str]) -> dict[str, Any] | None:
+    """Recall / all / any of `gold` within `found`; None when there is no gold to find."""
+    gold_set = set(gold)
+    if not gold_set:
+        return None
+    hits = len(gold_set & set(found))
+    return {"recall": hits / len(gold_set), "all_evidence": hits == len(gold_set), "any_evidence": hits > 0}
+
+
+def ndcg(ranked: Sequence[str], gold: Iterable[str]) -> float | None:
+    """NDCG of a ranked list against a gold set (binary relevance), cut at the list's length."""
+    gold_set = set(gold)
+    if not gold_set:
+        return None
+    dcg = sum(1.0 / math.log2(rank + 1) for rank, item in enumerate(ranked, start=1) if item in gold_set)
+    ideal = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold_set), len(ranked)) + 1))
+    return dcg / ideal if ideal else 0.0
+
+
+def unique_in_order(items: Iterable[str | None]) -> list[str]:
+    seen: dict[str, None] = {}
+    for item in items:
+        if item is not None and item not in seen:
+            seen[item] = None
+    return list(seen)
+
+
+def longmemeval_scores(ranked_turns: Sequence[str], ranked_sessions: Sequence[str], gold_turns: Sequence[str],
+                       gold_sessions: Sequence[str]) -> dict[str, Any]:
+    """LongMemEval's turn- and session-level recall_any / recall_all and NDCG at the budget."""
+    out: dict[str, Any] = {}
+    for level, ranked, gold in (("turn", ranked_turns, gold_turns), ("session", ranked_sessions, gold_sessions)):
+        scores = evidence_scores(gold, ranked)
+        out[f"{level}_recall_any"] = None if scores is None else scores["any_evidence"]
+        out[f"{level}_recall_all"] = None if scores is None else scores["all_evidence"]
+        out[f"{level}_ndcg"] = ndcg(ranked, gold)
+    return out
+
+
+def percentiles(values: Sequence[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    arr = np.asarray(values, dtype=float)
+    return {"p50": round(float(np.percentile(arr, 50)), 2), "p95": round(float(np.percentile(arr, 95)), 2),
+            "mean": round(float(arr.mean()), 2)}
+
+
+def _mean(values: list[Any]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return round(sum(present) / len(present), 4) if present else None
+
+
+_RETRIEVAL_KEYS = ("recall", "all_evidence", "any_evidence", "turn_ndcg", "session_recall_any",
+                   "session_recall_all", "session_ndcg")
+
+
+def summarise_group(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """One summary row over the records of one system, budget and category."""
+    scored = [r["retrieval"] for r in records if r.get("retrieval")]
+    row: dict[str, Any] = {"questions": len(records), "retrieval_questions": len(scored)}
+    for key in _RETRIEVAL_KEYS:
+        if any(key in s for s in scored):
+            row[key] = _mean([s.get(key) for s in scored])
+    tokenizers = records[0]["tokens"].keys() if records else ()
+    row["tokens"] = {name: _mean([r["tokens"][name] for r in records]) for name in tokenizers}
+    row["reconstruct_ms"] = percentiles([r["latency_ms"]["reconstruct"] for r in records])
+    answered = [r["latency_ms"]["answer"] for r in records if r["latency_ms"].get("answer") is not None]
+    row["answer_ms"] = percentiles(answered)
+    judged = [r for r in records if r.get("judgement") in ("CORRECT", "WRONG", "UNPARSEABLE")]
+    row["judged"] = len(judged)
+    row["accuracy"] = round(sum(r["judgement"] == "CORRECT" for r in judged) / len(judged), 4) if judged else None
+    row["llm_tokens"] = {
+        role: sum(int((r.get("usage") or {}).get(role, {}).get("total_tokens", 0)) for r in records)
+        for role in ("answer", "judge")
+    }
+    return row
+
+
+def summarise(records: list[dict[str, Any]], systems: Sequence[str], categories: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows per (budget, system) for `overall`, each category, and `abstention` when present."""
+    groups: dict[tuple[Any, str], list[dict[str, Any]]] = {}
+    for record in records:
+        groups.setdefault((record["budget"], record["system"]), []).append(record)
+    rows = []
+    budgets = sorted({b for b, _ in groups if b is not None}) + ([None] if any(b is None for b, _ in groups) else [])
+    for budget in budgets:
+        for system in systems:
+            group = groups.get((budget, system))
+            if not group:
+                continue
+            slices = [("overall", group)] + [(c, [r for r in group if r["category"] == c]) for c in categories]
+            abstaining = [r for r in group if r.get("abstention")]
+            if abstaining and "abstention" not in categories:
+                slices.append(("abstention", abstaining))
+            for category, members in slices:
+                if members:
+                    rows.append({"budget": budget, "system": system, "category": category, **summarise_group(members)})
+    return rows

@@ -1,0 +1,258 @@
+"""The evaluation loop: load questions, ingest (cached), run every system on every question, score.
+
+Questions are the outer loop and systems the inner one, so an interrupted run (Ctrl-C) still holds
+every system's record for every question it finished: the partial summary compares like with like.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import CuememError, LLMError
+from ..reconstruct import Settings
+from ..store import Store
+from . import judge as judging
+from .cache import BuildSettings, IngestSummary, default_cache_dir, ensure_ingested, file_digest
+from .datasets import Dataset, Question, load_locomo, load_longmemeval
+from .metrics import evidence_scores, longmemeval_scores, summarise, unique_in_order
+from .systems import SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors, Retrieval, count_tokens, system
+from .tokens import TOKENIZER_LABELS, TokenCounter
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total); phase is "ingest" or "questions"
+MAX_CONSECUTIVE_LLM_ERRORS = 5
+
+
+@dataclass
+class EvalConfig:
+    dataset: str  # locomo | longmemeval
+    file: Path
+    systems: tuple[str, ...] = SYSTEMS
+    budgets: tuple[int, ...] = ()  # empty: the current default budget
+    top_m: int | None = None
+    window: int | None = None
+    sem_k: int | None = None
+    conversations: tuple[str, ...] = ()  # LoCoMo sample ids, or LongMemEval question ids
+    limit: int | None = None
+    adversarial: bool = False
+    extractor: str = "spacy"
+    extract_model: str | None = None
+    embedder: str | None = None
+    model: str | None = None  # answerer (any litellm model)
+    judge_model: str | None = None
+    priority: bool = True  # False: the answer prompt without the recency instruction
+    workers: int = 4  # parallel LLM calls per question
+    cache_dir: Path | None = None
+    rebuild: bool = False
+
+
+@dataclass
+class EvalResult:
+    summary: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"summary": self.summary, "records": self.records}
+
+
+def check(config: EvalConfig) -> None:
+    unknown = [s for s in config.systems if s not in SYSTEMS]
+    if unknown or not config.systems:
+        raise CuememError(f"unknown system {', '.join(unknown) or '(none given)'}", f"choose from {', '.join(SYSTEMS)}")
+    if any(b < 1 for b in config.budgets):
+        raise CuememError("--budget must be a positive number of tokens")
+    if config.judge_model and not config.model:
+        raise CuememError("--judge-model needs an answerer", "pass --model MODEL as well")
+    if config.dataset not in ("locomo", "longmemeval"):
+        raise CuememError(f"unknown dataset {config.dataset!r}")
+
+
+def load_dataset(config: EvalConfig) -> Dataset:
+    wanted = list(config.conversations) or None
+    if config.dataset == "locomo":
+        return load_locomo(config.file, wanted, config.limit, config.adversarial)
+    return load_longmemeval(config.file, wanted, config.limit)
+
+
+def base_settings(config: EvalConfig) -> Settings:
+    """Today's defaults with only what the flags change."""
+    changes = {k: v for k, v in (("top_m", config.top_m), ("window", config.window), ("sem_k", config.sem_k))
+               if v is not None}
+    return replace(Settings(), **changes)
+
+
+def _database(config: EvalConfig, build: BuildSettings) -> Path:
+    folder = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{config.dataset}-{build.key(config.dataset, file_digest(Path(config.file)))}.db"
+    if config.rebuild:
+        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            stale.unlink(missing_ok=True)
+        shutil.rmtree(_vector_dir(path), ignore_errors=True)
+    return path
+
+
+def _vector_dir(db: Path) -> Path:
+    return db.with_suffix(".turn-vectors")
+
+
+def make_record(dataset: Dataset, q: Question, view: ConversationView, name: str, budget: int | None,
+                found: Retrieval) -> dict[str, Any]:
+    ids = [e.source_id for e in found.context.evidence]
+    retrieval = None
+    if not q.abstention:
+        retrieval = evidence_scores(q.gold_turns, ids)
+        if dataset.name == "longmemeval":
+            sessions = unique_in_order(view.turns[view.index[sid]].session for sid in found.ranked)
+            extra = longmemeval_scores(found.ranked, sessions, q.gold_turns, q.gold_sessions)
+            turn_ndcg = extra.pop("turn_ndcg")
+            extra = {k: v for k, v in extra.items() if not k.startswith("turn_")}
+            if retrieval is not None or q.gold_sessions:
+                base = retrieval or {"recall": None, "all_evidence": None, "any_evidence": None}
+                retrieval = {**base, "turn_ndcg": turn_ndcg, **extra}
+    record = {
+        "dataset": dataset.name, "question_id": q.qid, "conversation": q.conversation, "category": q.category,
+        "abstention": q.abstention, "question": q.question, "gold_answer": q.answer, "as_of": q.as_of,
+        "system": name, "budget": budget, "gold_evidence": list(q.gold_turns),
+        "context_ids": ids, "tokens": count_tokens(view, ids), "retrieval": retrieval,
+        "latency_ms": {"reconstruct": round(found.latency_ms, 2), "answer": None, "judge": None},
+        "answer": None, "judgement": None, "usage": {},
+    }
+    if dataset.name == "longmemeval":
+        record["gold_sessions"] = list(q.gold_sessions)
+    return record
+
+
+class _QA:
+    """Answer (the `ask` prompt) and judge one record; LLM failures are recorded, and abort when persistent."""
+
+    def __init__(self, config: EvalConfig, dataset: str):
+        self.config, self.dataset = config, dataset
+        self.errors = 0
+        self.consecutive = 0
+
+    def __call__(self, q: Question, record: dict[str, Any], found: Retrieval) -> None:
+        from ..answer import answer_with_model
+
+        try:
+            answer = answer_with_model(found.context, self.config.model, priority=self.config.priority)
+            record.update(answer=answer.text, usage={"answer": answer.usage})
+            record["latency_ms"]["answer"] = answer.timing_ms
+            if self.config.judge_model:
+                kind = judging.criteria_for(self.dataset, q.category, q.abstention)
+                verdict = judging.judge(self.config.judge_model, kind, q.question, q.answer, answer.text)
+                record.update(judgement=verdict.label, judge_reply=verdict.reply, judge_criteria=kind)
+                record["usage"]["judge"] = verdict.usage
+                record["latency_ms"]["judge"] = verdict.ms
+            self.consecutive = 0
+        except LLMError as exc:
+            self.errors += 1
+            self.consecutive += 1
+            record["error"] = exc.message
+            if self.consecutive >= MAX_CONSECUTIVE_LLM_ERRORS:
+                raise
+
+
+@dataclass
+class _Progress:
+    records: list[dict[str, Any]] = field(default_factory=list)
+    done: int = 0  # questions finished (every system, every budget)
+    ingest: IngestSummary = field(default_factory=IngestSummary)
+    interrupted: bool = False
+    error: str | None = None
+
+
+def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> EvalResult:
+    """Evaluate; on KeyboardInterrupt (also from `progress`) or a model that keeps failing, return what
+    finished, marked interrupted (with the error, if any)."""
+    check(config)
+    started = time.perf_counter()
+    notify = progress or (lambda phase, done, total: None)
+    dataset = load_dataset(config)
+    settings = base_settings(config)
+    budgets = tuple(dict.fromkeys(config.budgets or (settings.budget,)))
+    if embedder is None:
+        from ..embed import get_embedder
+
+        embedder = get_embedder(config.embedder)
+    build = BuildSettings(config.extractor, config.extract_model, embedder.model_id,
+                          max(BuildSettings.window, settings.window), max(BuildSettings.sem_k, settings.sem_k))
+    db_path = _database(config, build)
+    state = _Progress()
+    qa = _QA(config, dataset.name) if config.model else None
+    store = Store.open(db_path)
+    try:
+        state.ingest = ensure_ingested(store, dataset.messages, build, embedder, lambda d, t: notify("ingest", d, t))
+        embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
+        vectors = _vector_dir(db_path)
+        env = Env(store, QueryVectors(embedder), settings, lambda view: view.matrix(
+            embedder, vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy"))
+        _questions(dataset, env, config.systems, budgets, qa, config.workers, state, notify)
+    except KeyboardInterrupt:
+        state.interrupted = True
+    except LLMError as exc:  # the model kept failing: keep what finished, say why it stopped
+        state.interrupted, state.error = True, exc.message
+    finally:
+        store.close()
+    summary = {
+        "dataset": dataset.name, "file": str(config.file), "questions": state.done,
+        "questions_selected": len(dataset.questions), "interrupted": state.interrupted, "error": state.error,
+        "systems": list(config.systems), "budgets": list(budgets),
+        "settings": {k: v for k, v in asdict(settings).items() if k != "budget"},
+        "graph_built": {"window": build.window, "sem_k": build.sem_k},
+        "extractor": config.extractor, "extract_model": config.extract_model,
+        "embedder": {"model": embedder.model_id, "backend": embedder.name},
+        "answer_model": config.model, "judge_model": config.judge_model,
+        "priority_instruction": config.priority,
+        "judge_prompt": judging.PROMPT_VERSION if config.judge_model else None,
+        "tokenizers": {name: TOKENIZER_LABELS[name] for name in _tokenizers(state.records)},
+        "categories": list(dataset.categories), "evidence_problems": dataset.problems,
+        "qa_errors": qa.errors if qa else 0,
+        "ingest": asdict(state.ingest), "database": str(db_path),
+        "elapsed_s": round(time.perf_counter() - started, 1),
+        "rows": summarise(state.records, config.systems, dataset.categories),
+    }
+    return EvalResult(summary, state.records, state.interrupted)
+
+
+def _questions(dataset: Dataset, env: Env, systems: tuple[str, ...], budgets: tuple[int, ...], qa: _QA | None,
+               workers: int, state: _Progress, notify: Progress) -> None:
+    """Every system (at every budget) on each question in turn; a question counts once all its records are done."""
+    counter = TokenCounter()
+    runners = {name: system(name) for name in systems}
+    pool = ThreadPoolExecutor(workers) if qa is not None and workers > 1 else None
+    view: ConversationView | None = None
+    notify("questions", 0, len(dataset.questions))
+    try:
+        for q in dataset.questions:
+            if view is None or view.name != q.conversation:
+                view = ConversationView(env.store, q.conversation, counter)
+            env.queries.get(q.question)
+            batch = []
+            for name, retrieve in runners.items():
+                for budget in ((None,) if name in UNBUDGETED else budgets):
+                    found = retrieve(env, view, q, budget)
+                    batch.append((make_record(dataset, q, view, name, budget, found), found))
+            if pool is not None:
+                for future in [pool.submit(qa, q, rec, found) for rec, found in batch]:
+                    future.result()
+            elif qa is not None:
+                for rec, found in batch:
+                    qa(q, rec, found)
+            state.records.extend(rec for rec, _ in batch)
+            state.done += 1
+            notify("questions", state.done, len(dataset.questions))
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _tokenizers(records: list[dict[str, Any]]) -> list[str]:
+    return list(records[0]["tokens"]) if records else ["estimate"]

@@ -1,0 +1,211 @@
+"""The systems compared: CueMem and its ablations through `reconstruct`, and three baselines.
+
+Every budgeted system fills the same budget by the same rule as `reconstruct`: turns in rank order,
+each whole or skipped, cost = `reconstruct.turn_cost`; the context is then put in
+chronological order. Latency is query-time work: the question's embedding (computed once per
+question and charged to every system that needs it), search, expansion and trimming.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..records import Context, Evidence, Turn
+from ..reconstruct import Settings, evidence_line, reconstruct, resolve_conversation, turn_cost
+from ..store import Store
+from .tokens import TokenCounter
+
+CUEMEM_SYSTEMS = {
+    "cuemem": {},
+    "no-graph": {"graph": False},  # anchors only (the paper's ablation)
+    "no-semantic": {"sem_k": 0},
+    "no-temporal": {"window": 0},
+}
+BASELINES = ("full-history", "naive-rag", "bm25")
+SYSTEMS = tuple(CUEMEM_SYSTEMS) + BASELINES
+UNBUDGETED = ("full-history",)
+
+_STOPWORDS = frozenset("""
+a about after again all also am an and any are as at be been before being both but by can could did do does
+doing during each else ever for from had has have having he her here hers herself him himself his how i if in
+into is it its itself just kind me might more most much my myself no nor not of off on once only or other our
+ours ourselves out over own same she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up upon very was we were what when where which while who whom
+whose why will with would yet you your yours yourself yourselves
+""".split())
+_WORD = re.compile(r"[^\W_]+")
+
+
+def fts_query(question: str) -> str | None:
+    """A natural-language question → a safe FTS5 query: each content word quoted, OR-ed; None if none."""
+    words = [w for w in _WORD.findall(question.lower()) if w not in _STOPWORDS]
+    unique = list(dict.fromkeys(words))
+    return " OR ".join(f'"{w}"' for w in unique) or None
+
+
+def fill(ranked: Sequence[Turn], budget: int, cost: dict[str, int]) -> list[Turn]:
+    """Take turns in rank order while they fit, skipping any that do not (reconstruct's rule)."""
+    chosen, used = [], 0
+    for turn in ranked:
+        c = cost[turn.source_id]
+        if used + c > budget:
+            continue
+        chosen.append(turn)
+        used += c
+    return chosen
+
+
+@dataclass
+class QueryVectors:
+    """Each question embedded once (timed) and reused by every system in the run."""
+
+    embedder: object
+    cache: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
+
+    def get(self, question: str) -> tuple[np.ndarray, float]:
+        if question not in self.cache:
+            t0 = time.perf_counter()
+            vector = self.embedder.embed([question])[0]
+            self.cache[question] = (vector, (time.perf_counter() - t0) * 1000)
+        return self.cache[question]
+
+
+class CachedQueryEmbedder:
+    """What `reconstruct` sees: the run's embedder, answering from `QueryVectors` when it can."""
+
+    def __init__(self, queries: QueryVectors):
+        self.queries = queries
+        inner = queries.embedder
+        self.model_id, self.dim, self.name = inner.model_id, inner.dim, inner.name
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if len(texts) == 1:
+            return self.queries.get(texts[0])[0][None, :]
+        return self.queries.embedder.embed(texts)
+
+
+class ConversationView:
+    """One conversation's turns, their token counts and (for naive RAG) their vectors, loaded once."""
+
+    def __init__(self, store: Store, name: str, counter: TokenCounter):
+        self.cid, self.name = resolve_conversation(store, name)
+        self.turns = store.turns(self.cid)
+        self.by_id = {t.id: t for t in self.turns}
+        self.index = {t.source_id: i for i, t in enumerate(self.turns)}
+        self.tokenizers = ("estimate",) + counter.names
+        self.cost = {t.source_id: turn_cost(t) for t in self.turns}
+        lines = [evidence_line(t.source_id, t.time, t.speaker or t.role, t.text) for t in self.turns]
+        self.counts = {t.source_id: {"estimate": self.cost[t.source_id], **counts}
+                       for t, counts in zip(self.turns, counter.count(lines))}
+        self._matrix: np.ndarray | None = None
+
+    def matrix(self, embedder, cache_file: Path | None) -> np.ndarray:
+        """Turn vectors ("speaker: text"), from `cache_file` when it matches, else embedded and saved."""
+        if self._matrix is None and cache_file is not None and cache_file.exists():
+            try:
+                loaded = np.load(cache_file)
+            except (OSError, ValueError):  # unreadable: embed again below
+                loaded = None
+            if loaded is not None and loaded.shape == (len(self.turns), embedder.dim):
+                self._matrix = loaded
+        if self._matrix is None:
+            texts = [f"{t.speaker or t.role or 'unknown'}: {t.text}" for t in self.turns]
+            self._matrix = embedder.embed(texts)
+            if cache_file is not None:
+                cache_file.parent.mkdir(parents=True, exist_ok=True)
+                partial = cache_file.with_name(cache_file.stem + ".partial.npy")
+                np.save(partial, self._matrix)
+                os.replace(partial, cache_file)
+        return self._matrix
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    context: Context
+    ranked: tuple[str, ...]  # source ids in the system's own rank order (for NDCG)
+    latency_ms: float
+
+
+@dataclass
+class Env:
+    """What systems share during a run."""
+
+    store: Store
+    queries: QueryVectors
+    settings: Settings  # CLI overrides applied to the current defaults
+    turn_vectors: Callable[[ConversationView], np.ndarray]
+
+
+def _context(question, view: ConversationView, turns: list[Turn], via: str, scores: dict[str, float],
+             latency: float) -> Context:
+    evidence = tuple(
+        Evidence(source_id=t.source_id, time=t.time, speaker=t.speaker or t.role, text=t.text, via=via,
+                 session=t.session, position=t.position, score=round(scores.get(t.source_id, 0.0), 4),
+                 tokens=view.cost[t.source_id])
+        for t in sorted(turns, key=lambda t: t.position)
+    )
+    return Context(question=question.question, conversation=view.name, as_of=question.as_of, cues=(),
+                   evidence=evidence, tokens=sum(e.tokens for e in evidence), timings_ms={"total": round(latency, 2)})
+
+
+def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int) -> Retrieval:
+    settings = replace(env.settings, budget=budget, **change)
+    embedder = CachedQueryEmbedder(env.queries)
+    context = reconstruct(env.store, embedder, question.question, view.name, settings, question.as_of)
+    ranked = sorted(context.evidence, key=lambda e: (e.via != "anchor", -e.score, e.position))
+    timings = context.timings_ms
+    latency = timings["total"] - timings.get("embed_query", 0.0) + env.queries.get(question.question)[1]
+    return Retrieval(context, tuple(e.source_id for e in ranked), latency)
+
+
+def naive_rag(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
+    matrix = env.turn_vectors(view)  # the index, built once per conversation like ingest: not query time
+    vector, embed_ms = env.queries.get(question.question)
+    t0 = time.perf_counter()
+    scores = matrix @ vector
+    order = np.argsort(-scores, kind="stable")
+    ranked = [view.turns[i] for i in order]
+    chosen = fill(ranked, budget, view.cost)
+    latency = embed_ms + (time.perf_counter() - t0) * 1000
+    by_sid = {t.source_id: float(scores[view.index[t.source_id]]) for t in chosen}
+    return Retrieval(_context(question, view, chosen, "retrieved", by_sid, latency),
+                     tuple(t.source_id for t in chosen), latency)
+
+
+def bm25(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
+    t0 = time.perf_counter()
+    query = fts_query(question.question)
+    hits = env.store.search_turns_fts(view.cid, query, len(view.turns)) if query else []
+    ranked = [view.by_id[tid] for tid, _ in hits if tid in view.by_id]
+    chosen = fill(ranked, budget, view.cost)
+    latency = (time.perf_counter() - t0) * 1000
+    scores = {view.by_id[tid].source_id: s for tid, s in hits if tid in view.by_id}
+    return Retrieval(_context(question, view, chosen, "retrieved", scores, latency),
+                     tuple(t.source_id for t in chosen), latency)
+
+
+def full_history(env: Env, view: ConversationView, question, budget: int | None) -> Retrieval:
+    t0 = time.perf_counter()
+    turns = env.store.turns(view.cid)
+    latency = (time.perf_counter() - t0) * 1000
+    return Retrieval(_context(question, view, turns, "history", {}, latency),
+                     tuple(t.source_id for t in turns), latency)
+
+
+def system(name: str) -> Callable[[Env, ConversationView, object, int | None], Retrieval]:
+    if name in CUEMEM_SYSTEMS:
+        change = CUEMEM_SYSTEMS[name]
+        return lambda env, view, question, budget: cuemem(change, env, view, question, budget)
+    return {"full-history": full_history, "naive-rag": naive_rag, "bm25": bm25}[name]
+
+
+def count_tokens(view: ConversationView, source_ids: Sequence[str]) -> dict[str, int]:
+    """The context's size per tokenizer: the sum over its evidence lines."""
+    return {name: sum(view.counts[sid][name] for sid in source_ids) for name in view.tokenizers}

@@ -1,0 +1,227 @@
+"""`cuemem eval`: metric arithmetic by hand, then the real evaluator on a LongMemEval fixture and a LoCoMo slice."""
+
+from __future__ import annotations
+
+import math
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cuemem_cli.evaluate.datasets import normalise_evidence
+from cuemem_cli.evaluate.metrics import evidence_scores, ndcg, summarise
+from cuemem_cli.evaluate.systems import fill, fts_query
+from cuemem_cli.records import Turn
+
+FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_eval.json"
+LME_SYSTEMS = "cuemem,no-graph,naive-rag,bm25,full-history"
+
+
+# ------------------------------------------------------------------ arithmetic
+def test_two_of_three_evidence_turns_found():
+    scores = evidence_scores(["D1:1", "D1:2", "D1:3"], ["D1:3", "D2:5", "D1:1"])
+    assert round(scores["recall"], 3) == 0.667
+    assert scores["all_evidence"] is False and scores["any_evidence"] is True
+    assert evidence_scores(["D1:1"], []) == {"recall": 0.0, "all_evidence": False, "any_evidence": False}
+    assert evidence_scores([], ["D1:1"]) is None  # nothing to find: left out of retrieval metrics
+
+
+def test_ndcg_by_hand():
+    # gold {a, c}, ranking a b c: DCG = 1 + 1/log2(4) = 1.5; ideal = 1 + 1/log2(3)
+    assert ndcg(["a", "b", "c"], ["a", "c"]) == pytest.approx(1.5 / (1 + 1 / math.log2(3)))
+    assert ndcg(["b", "a"], ["a"]) == pytest.approx(1 / math.log2(3))
+    assert ndcg(["a"], ["a", "z"]) == 1.0  # cut at the context's length: one slot, filled right
+    assert ndcg([], ["a"]) == 0.0 and ndcg(["a"], []) is None
+
+
+def _record(category, recall=None, judgement=None, abstention=False, tokens=100, ms=10.0):
+    retrieval = None if recall is None else {"recall": recall, "all_evidence": recall == 1, "any_evidence": recall > 0}
+    return {"budget": 2000, "system": "cuemem", "category": category, "abstention": abstention, "retrieval": retrieval,
+            "tokens": {"estimate": tokens, "wordpiece": tokens + 10}, "judgement": judgement,
+            "latency_ms": {"reconstruct": ms, "answer": None},
+            "usage": {"answer": {"total_tokens": 30}, "judge": {"total_tokens": 5}}}
+
+
+def test_summary_by_hand():
+    records = [_record("single-hop", 1.0, "CORRECT", tokens=100, ms=10),
+               _record("multi-hop", 2 / 3, "WRONG", tokens=200, ms=20),
+               _record("multi-hop", 0.0, "CORRECT", tokens=300, ms=30),
+               _record("adversarial", None, "CORRECT", abstention=True, tokens=400, ms=40)]
+    rows = {r["category"]: r for r in summarise(records, ["cuemem"], ["multi-hop", "single-hop", "adversarial"])}
+    overall = rows["overall"]
+    assert overall["questions"] == 4 and overall["retrieval_questions"] == 3
+    assert overall["recall"] == pytest.approx((1 + 2 / 3 + 0) / 3, abs=1e-4)
+    assert overall["all_evidence"] == pytest.approx(1 / 3, abs=1e-4) and overall["any_evidence"] == pytest.approx(2 / 3, abs=1e-4)
+    assert overall["accuracy"] == 0.75 and overall["judged"] == 4
+    assert overall["tokens"] == {"estimate": 250.0, "wordpiece": 260.0}
+    assert overall["reconstruct_ms"]["p50"] == 25.0
+    assert overall["llm_tokens"] == {"answer": 120, "judge": 20}
+    assert rows["multi-hop"]["recall"] == pytest.approx(1 / 3, abs=1e-4) and rows["multi-hop"]["accuracy"] == 0.5
+    assert rows["adversarial"]["retrieval_questions"] == 0 and rows["adversarial"]["accuracy"] == 1.0
+
+
+def test_malformed_locomo_evidence_is_split_or_skipped():
+    known = {"D8:6", "D9:17", "D1:3", "D4:4"}
+    ids, notes = normalise_evidence(["D8:6; D9:17", "D", "D:11:26", "D1:3", "D99:1", "D1:3", "D9:17 D4:4"], known)
+    assert ids == ["D8:6", "D9:17", "D1:3", "D4:4"]
+    assert [(n["evidence"], n["problem"]) for n in notes] == [
+        ("D8:6; D9:17", "a list in one entry"), ("D", "malformed id"), ("D:11:26", "malformed id"),
+        ("D99:1", "no such turn"), ("D9:17 D4:4", "a list in one entry"),
+    ]
+
+
+def test_questions_become_safe_fts_queries():
+    assert fts_query('What did "Caroline" research, and why?') == '"caroline" OR "research"'
+    assert fts_query("NEAR(dog cat) OR * -x AND") == '"near" OR "dog" OR "cat" OR "x"'
+    assert fts_query("What is it?") is None
+
+
+def test_baselines_fill_the_budget_like_reconstruct():
+    turns = [Turn(i, "c", i, f"t{i}", "x") for i in range(4)]
+    cost = {"t0": 5, "t1": 10, "t2": 3, "t3": 1}
+    assert [t.source_id for t in fill(turns, 9, cost)] == ["t0", "t2", "t3"]  # t1 does not fit: skipped, not a stop
+
+
+# ----------------------------------------------------------- the real evaluator
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One cache for the module: the fixture is ingested once, later runs reuse it."""
+    return tmp_path_factory.mktemp("eval-cache")
+
+
+def eval_json(cli, *args):
+    result = cli("eval", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    return orjson.loads(result.stdout)
+
+
+def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
+    out = tmp_path / "r.json"
+    args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", LME_SYSTEMS, "--cache-dir", str(cache_dir))
+    summary = eval_json(cli, *args, "--out", str(out))
+    records = orjson.loads(out.read_bytes())["records"]
+    assert summary["questions"] == 4 and len(records) == 4 * 5
+    assert summary["categories"] == ["single-session-user", "single-session-preference", "temporal-reasoning",
+                                     "knowledge-update"]
+    by = {(r["question_id"], r["system"]): r for r in records}
+    user = by[("lme_user_01", "full-history")]
+    assert user["gold_evidence"] == ["answer_move_1:0"] and user["gold_sessions"] == ["answer_move_1"]
+    assert user["retrieval"]["recall"] == 1.0 and user["retrieval"]["session_recall_all"] is True
+    update = by[("lme_update_01", "cuemem")]
+    assert update["gold_evidence"] == ["answer_shelter_1:0", "answer_shelter_2:0"]
+    assert all(by[("lme_temporal_01_abs", s)]["retrieval"] is None for s in LME_SYSTEMS.split(","))
+    for r in records:
+        assert set(r["context_ids"]) <= {t for t in by[(r["question_id"], "full-history")]["context_ids"]}
+        if r["system"] != "full-history":
+            assert r["budget"] == 60 and r["tokens"]["estimate"] <= 60
+        assert r["tokens"]["wordpiece"] > 0 or not r["context_ids"]
+        assert r["latency_ms"]["reconstruct"] > 0
+    rows = {(r["system"], r["category"]): r for r in summary["rows"]}
+    assert rows[("full-history", "overall")]["budget"] is None and rows[("full-history", "overall")]["all_evidence"] == 1.0
+    assert rows[("cuemem", "abstention")]["questions"] == 1 and rows[("cuemem", "abstention")]["retrieval_questions"] == 0
+    assert "wordpiece" in summary["tokenizers"] and summary["ingest"]["ingested"]
+
+    again = eval_json(cli, *args)
+    assert again["ingest"]["ingested"] == [] and len(again["ingest"]["cached"]) == 4
+    assert [r["recall"] for r in again["rows"] if "recall" in r] == [r["recall"] for r in summary["rows"] if "recall" in r]
+
+
+def _fake_pair(messages):
+    """Answerer and judge in one fake: the judge rule is simple enough to predict every verdict."""
+    system, user = messages[0]["content"], messages[1]["content"]
+    if system.startswith("You grade answers"):
+        response = user.split("<answer>", 1)[1].split("</answer>", 1)[0]
+        if "Why it is unanswerable" in user:
+            return "CORRECT" if "don't know" in response else "WRONG"
+        gold = user.split("Gold answer: ", 1)[1].split("\n", 1)[0] if "Gold answer: " in user else ""
+        return "CORRECT" if response.lower() in gold.lower() else "WRONG"
+    if "Which city" in user:
+        return "Lisbon"
+    if "piano exam" in user:
+        return "I don't know: the excerpts mention a violin recital, not a piano exam."
+    return "Ten hours"
+
+
+def test_longmemeval_qa_with_fake_answerer_and_judge(cli, cache_dir, fake_llm):
+    fake_llm.default = _fake_pair
+    summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "200", "--systems", "cuemem,bm25",
+                        "--model", "fake/answerer", "--judge-model", "fake/judge", "--cache-dir", str(cache_dir),
+                        "--workers", "1")
+    assert len(fake_llm.requests) == 4 * 2 * 2  # 4 questions × 2 systems × (answer + judge)
+    answer_prompts = [m for m in fake_llm.requests if not m[0]["content"].startswith("You grade answers")]
+    assert all("most recent" in m[0]["content"] for m in answer_prompts)
+    rows = {(r["system"], r["category"]): r for r in summary["rows"]}
+    for system in ("cuemem", "bm25"):
+        # user: Lisbon → CORRECT; update: "Ten hours" → WRONG; abstention: declines → CORRECT; preference → WRONG
+        assert rows[(system, "overall")]["accuracy"] == 0.5 and rows[(system, "overall")]["judged"] == 4
+        assert rows[(system, "single-session-user")]["accuracy"] == 1.0
+        assert rows[(system, "knowledge-update")]["accuracy"] == 0.0
+        assert rows[(system, "abstention")]["accuracy"] == 1.0
+        assert rows[(system, "overall")]["llm_tokens"]["answer"] > 0 and rows[(system, "overall")]["llm_tokens"]["judge"] > 0
+        assert rows[(system, "overall")]["answer_ms"]["p50"] >= 0
+    judge_prompts = [m[1]["content"] for m in fake_llm.requests if m[0]["content"].startswith("You grade answers")]
+    assert any("off-by-one" not in p and "declines" in p for p in judge_prompts)  # _abs judged as abstention
+    assert any("updated answer" in p for p in judge_prompts) and any("Rubric:" in p for p in judge_prompts)
+
+
+def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm):
+    fake_llm.default = "Lisbon"
+    eval_json(cli, "longmemeval", str(FIXTURE), "--systems", "cuemem", "--limit", "1", "--model", "fake/answerer",
+              "--ablation-no-priority", "--cache-dir", str(cache_dir))
+    [request] = fake_llm.requests
+    assert "most recent" not in request[0]["content"] and "<dialogue>" in request[1]["content"]
+
+
+def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeypatch):
+    import cuemem_cli.cli_eval as cli_eval
+
+    @contextmanager
+    def interrupting(tty):
+        def progress(phase, done, total):
+            if phase == "questions" and done == 2:
+                raise KeyboardInterrupt
+
+        yield progress
+
+    monkeypatch.setattr(cli_eval, "progress_display", interrupting)
+    out = tmp_path / "partial.json"
+    result = cli("eval", "longmemeval", str(FIXTURE), "--systems", "cuemem,bm25", "--cache-dir", str(cache_dir),
+                 "--out", str(out))
+    assert result.exit_code == 130
+    data = orjson.loads(out.read_bytes())
+    assert data["summary"]["interrupted"] is True and data["summary"]["questions"] == 2
+    assert len(data["records"]) == 2 * 2 and {r["question_id"] for r in data["records"]} == {"lme_user_01", "lme_update_01"}
+    assert data["summary"]["rows"] and "interrupted" in result.stdout + result.stderr
+
+
+def test_bad_options_are_explained(cli, cache_dir):
+    result = cli("eval", "longmemeval", str(FIXTURE), "--systems", "cuemem,mem0", "--cache-dir", str(cache_dir))
+    assert result.exit_code == 1 and "unknown system mem0" in result.stderr
+    result = cli("eval", "longmemeval", str(FIXTURE), "--judge-model", "fake/judge", "--cache-dir", str(cache_dir))
+    assert result.exit_code == 1 and "--model" in result.stderr
+
+
+# ------------------------------------------------------------------ LoCoMo slice
+@pytest.mark.slow
+def test_locomo_one_conversation(cli, locomo_path, cache_dir, tmp_path):
+    out = tmp_path / "locomo.json"
+    summary = eval_json(cli, "locomo", str(locomo_path), "--conversations", "conv-26", "--limit", "40",
+                        "--budget", "500", "--budget", "2000", "--cache-dir", str(cache_dir), "--out", str(out))
+    records = orjson.loads(out.read_bytes())["records"]
+    assert summary["questions"] == 40 and len(records) == 40 * (6 * 2 + 1)
+    assert {r["category"] for r in records} <= {"multi-hop", "temporal", "open-domain", "single-hop"}
+    by = {(r["question_id"], r["system"], r["budget"]): r for r in records}
+    for r in records:
+        if r["budget"] is not None:
+            assert r["tokens"]["estimate"] <= r["budget"]
+        if r["system"] == "full-history" and r["retrieval"]:
+            assert r["retrieval"]["all_evidence"] is True
+        if r["system"] == "no-graph":  # the ablation is the same pipeline minus expansion: its anchors are cuemem's
+            full = by[(r["question_id"], "cuemem", r["budget"])]
+            assert set(r["context_ids"]) <= set(full["context_ids"])
+        assert r["as_of"] == "2023-10-22T09:55:00"  # the last session's date
+    rows = {(r["system"], r["budget"], r["category"]): r for r in summary["rows"]}
+    assert rows[("cuemem", 2000, "overall")]["retrieval_questions"] >= 38
+    assert rows[("full-history", None, "overall")]["tokens"]["estimate"] > 10 * rows[("cuemem", 2000, "overall")]["tokens"]["estimate"]
+    assert rows[("cuemem", 2000, "overall")]["recall"] >= rows[("cuemem", 500, "overall")]["recall"]
