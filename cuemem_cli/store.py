@@ -618,11 +618,18 @@ def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
+def private_dir(path: str | os.PathLike) -> Path:
+    """A directory for cuemem's files, created 0700 when it is new (an existing one keeps its mode)."""
+    folder = Path(path).expanduser()
+    if not folder.exists():
+        folder.mkdir(parents=True, mode=0o700)
+        os.chmod(folder, 0o700)
+    return folder
+
+
 def _create_private_file(path: str) -> None:
     """Create the DB file 0600 (and a missing parent 0700) before SQLite touches it."""
-    parent = Path(path).expanduser().resolve().parent
-    if not parent.exists():
-        parent.mkdir(parents=True, mode=0o700)
+    private_dir(Path(path).expanduser().resolve().parent)
     fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
     os.close(fd)
     os.chmod(path, 0o600)

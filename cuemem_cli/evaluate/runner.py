@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import CuememError, LLMError
 from ..reconstruct import Settings
-from ..store import Store
+from ..store import Store, private_dir
 from . import judge as judging
 from .cache import BuildSettings, IngestSummary, default_cache_dir, ensure_ingested, file_digest
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
@@ -89,8 +89,7 @@ def base_settings(config: EvalConfig) -> Settings:
 
 
 def _database(config: EvalConfig, build: BuildSettings) -> Path:
-    folder = Path(config.cache_dir) if config.cache_dir else default_cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
     path = folder / f"{config.dataset}-{build.key(config.dataset, file_digest(Path(config.file)))}.db"
     if config.rebuild:
         for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):

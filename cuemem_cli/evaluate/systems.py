@@ -19,7 +19,7 @@ import numpy as np
 
 from ..records import Context, Evidence, Turn
 from ..reconstruct import Settings, evidence_line, reconstruct, resolve_conversation, turn_cost
-from ..store import Store
+from ..store import Store, private_dir
 from .tokens import TokenCounter
 
 CUEMEM_SYSTEMS = {
@@ -119,9 +119,10 @@ class ConversationView:
             texts = [f"{t.speaker or t.role or 'unknown'}: {t.text}" for t in self.turns]
             self._matrix = embedder.embed(texts)
             if cache_file is not None:
-                cache_file.parent.mkdir(parents=True, exist_ok=True)
+                private_dir(cache_file.parent)
                 partial = cache_file.with_name(cache_file.stem + ".partial.npy")
                 np.save(partial, self._matrix)
+                os.chmod(partial, 0o600)
                 os.replace(partial, cache_file)
         return self._matrix
 
