@@ -85,9 +85,7 @@ def ingest(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file."""
-    from dataclasses import asdict
-
-    from .render import ingest_progress, render_ingest_report, write_json
+    from .render import ingest_progress
 
     show_progress = sys.stderr.isatty() and not json_out
     try:
@@ -97,6 +95,15 @@ def ingest(
                                             sem_k=sem_k)
     except CuememError as exc:
         raise fail(exc)
+    _print_ingest_report(report, json_out)
+
+
+def _print_ingest_report(report, json_out: bool) -> None:
+    """The summary of `ingest` and `import`; exit 3 when lines were skipped or turns left pending."""
+    from dataclasses import asdict
+
+    from .render import render_ingest_report, write_json
+
     data = asdict(report)
     data["seconds"] = round(report.seconds, 3)
     data["stage_seconds"] = {k: round(v, 3) for k, v in report.stage_seconds.items()}
@@ -376,9 +383,7 @@ def import_(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Re-create turns from a `cuemem export` file with their recorded cues (no extraction), embed and link them."""
-    from dataclasses import asdict
-
-    from .render import ingest_progress, render_ingest_report, write_json
+    from .render import ingest_progress
 
     show_progress = sys.stderr.isatty() and not json_out
     try:
@@ -387,16 +392,7 @@ def import_(
                 report = memory.import_file(file, progress=progress)
     except CuememError as exc:
         raise fail(exc)
-    data = asdict(report)
-    data["seconds"] = round(report.seconds, 3)
-    data["stage_seconds"] = {k: round(v, 3) for k, v in report.stage_seconds.items()}
-    data["db"] = str(config.db_path(state.db))
-    if json_out:
-        write_json(data)
-    else:
-        render_ingest_report(data)
-    if report.pending or report.invalid:
-        raise typer.Exit(EXIT_PARTIAL)
+    _print_ingest_report(report, json_out)
 
 
 def run() -> None:

@@ -149,13 +149,16 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self):
         """One atomic unit: everything inside commits together or not at all."""
+        return self._begin("IMMEDIATE")
+
+    @contextmanager
+    def _begin(self, mode: str) -> Iterator[None]:
         if self.conn.in_transaction:
             yield
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(f"BEGIN {mode}")
         try:
             yield
         except BaseException:
@@ -480,19 +483,9 @@ class Store:
         )
 
     # ------------------------------------------------- forget, scrub, export
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def snapshot(self):
         """A read transaction: every query inside sees the same committed state (WAL), and takes no write lock."""
-        if self.conn.in_transaction:
-            yield
-            return
-        self.conn.execute("BEGIN DEFERRED")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        return self._begin("DEFERRED")
 
     def forget_selection(self, conversation_id: int | None, session: str | None, source_ids: Sequence[str] | None,
                          before: str | None, decay_cutoff: str | None, lru: int | None) -> list[tuple[int, str]]:
