@@ -57,6 +57,10 @@ def complete(model: str, messages: list[dict[str, str]], *, temperature: float =
              on_token: Callable[[str], None] | None = None, **kwargs: Any) -> Completion:
     """One chat completion through litellm; transient errors are retried with exponential backoff."""
     lib = litellm()
+    if model.startswith("local/"):
+        from .local_llm import register
+
+        register(lib, model)
     started = time.perf_counter()
     for attempt in range(1, retries + 2):
         try:
