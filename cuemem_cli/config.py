@@ -8,8 +8,8 @@ from pathlib import Path
 APP_NAME = "cuemem"
 
 # Query-time defaults of `ask` (and `Settings`), chosen by measurement on all of LoCoMo at a 2,000-token
-# budget (bench/RESULTS.md): top-m 20 → 0.729 of questions with all evidence, 30 → 0.740.
-DEFAULT_TOP_M = 30
+# budget (bench/RESULTS.md, "Quality"): with scored expansion, top-m 50 → 0.839, 100 → 0.844, 200 → 0.838.
+DEFAULT_TOP_M = 100
 DEFAULT_WINDOW = 1
 DEFAULT_SEM_K = 2
 DEFAULT_BUDGET = 2000

@@ -23,6 +23,7 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
+from .embed import turn_vector
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
@@ -326,6 +327,8 @@ class Ingestor:
                   report: IngestReport) -> None:
         cue_ids = self.store.insert_cues(conv.id, [(turn_id, t.subject, t.relation, t.object, t.kind) for t in triples])
         self.store.insert_vectors(conv.id, cue_ids, vectors)
+        if len(vectors):
+            self.store.insert_turn_vectors([(turn_id, turn_vector([t.kind for t in triples], vectors))])
         report.cues += len(cue_ids)
 
     def _link(self, staged, report: IngestReport, temporal: bool) -> None:

@@ -66,4 +66,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1);
         """,
     ),
+    (
+        # One vector per turn: the normalised mean of its sentence (statement) cue vectors, so a turn is
+        # scored as a whole beside its best cue (reconstruct.py). Derived data, filled at ingest; Store
+        # backfills databases written before this migration.
+        "m002_turn_vectors",
+        """
+        CREATE TABLE turn_vectors (
+            turn_id INTEGER PRIMARY KEY REFERENCES turns(id),
+            embedding BLOB NOT NULL
+        );
+        """,
+    ),
 ]

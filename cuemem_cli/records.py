@@ -103,7 +103,7 @@ class Evidence:
     time: str | None
     speaker: str | None
     text: str
-    via: str  # anchor | temporal | semantic
+    via: str  # anchor | lexical | temporal | semantic
     session: str | None = None
     position: int = 0
     score: float = 0.0

@@ -24,7 +24,7 @@ from .timeparse import format_human
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
 
-_VIA_STYLE = {"anchor": "bold green", "temporal": "cyan", "semantic": "magenta"}
+_VIA_STYLE = {"anchor": "bold green", "lexical": "green", "temporal": "cyan", "semantic": "magenta"}
 
 
 def write_json(data: Any) -> None:

@@ -141,6 +141,8 @@ class Store:
             with self.transaction():
                 for statement in _split_sql(sql):
                     self.conn.execute(statement)
+                if name == "m002_turn_vectors" and self.has_vectors():
+                    self._backfill_turn_vectors()
                 self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now_iso()))
 
     def schema_version(self) -> int:
@@ -342,6 +344,32 @@ class Store:
             "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
             [(cid, conversation_id, vec.astype(np.float32).tobytes()) for cid, vec in zip(cue_ids, vectors)],
         )
+
+    def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
+        self.conn.executemany("INSERT OR REPLACE INTO turn_vectors(turn_id, embedding) VALUES (?, ?)",
+                              [(tid, vec.astype(np.float32).tobytes()) for tid, vec in rows])
+
+    def turn_vectors(self, turn_ids: Iterable[int]) -> dict[int, np.ndarray]:
+        rows = self.conn.execute(
+            "SELECT turn_id, embedding FROM turn_vectors WHERE turn_id IN (SELECT value FROM json_each(?))",
+            (orjson.dumps(list(turn_ids)).decode(),))
+        return {tid: np.frombuffer(blob, dtype=np.float32) for tid, blob in rows}
+
+    def _backfill_turn_vectors(self) -> None:
+        """Turn vectors for a database written before they existed, from the stored cue vectors."""
+        from .embed import turn_vector
+
+        rows = self.conn.execute(
+            "SELECT c.turn_id, c.kind, v.embedding FROM cues c JOIN cue_vectors v ON v.cue_id = c.id"
+            " ORDER BY c.turn_id, c.id")
+        by_turn: dict[int, tuple[list[str], list[bytes]]] = {}
+        for tid, kind, blob in rows:
+            kinds, blobs = by_turn.setdefault(tid, ([], []))
+            kinds.append(kind)
+            blobs.append(blob)
+        self.insert_turn_vectors([
+            (tid, turn_vector(kinds, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)))
+            for tid, (kinds, blobs) in by_turn.items()])
 
     def conversation_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix)."""
@@ -567,6 +595,7 @@ class Store:
         counts["cues"] = run("DELETE FROM cues WHERE id IN (SELECT value FROM json_each(?))", (cue_ids,)).rowcount
         counts["edges"] = run("DELETE FROM edges WHERE src IN (SELECT value FROM json_each(?1))"
                               " OR dst IN (SELECT value FROM json_each(?1))", (ids,)).rowcount
+        run("DELETE FROM turn_vectors WHERE turn_id IN (SELECT value FROM json_each(?))", (ids,))
         run("DELETE FROM turns_fts WHERE rowid IN (SELECT value FROM json_each(?))", (ids,))
         counts["turns"] = run("DELETE FROM turns WHERE id IN (SELECT value FROM json_each(?))", (ids,)).rowcount
         counts["extraction_cache"] = run(

@@ -75,6 +75,38 @@ def parse_time(value: str | int | float) -> str:
     return _parse_text(value.strip())
 
 
+_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_NAMED_DAY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_RE})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
+_NAMED_DAY_US = re.compile(rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
+_NAMED_MONTH = re.compile(rf"\b({_MONTH_RE})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
+_NAMED_YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
+
+
+def named_periods(text: str) -> list[tuple[str, str]]:
+    """The calendar periods a question names, as inclusive (first day, last day) ISO dates.
+
+    "on 25 May, 2022" / "on May 25, 2022" → that day; "in April 2022" → the month; "in 2023" → the
+    year. The most precise form found wins (a day's year is not also a year). Relative phrases
+    ("last week") are not resolved here: they need the question's own date.
+    """
+    days = []
+    for match, (d, m, y) in [(mt, (1, 2, 3)) for mt in _NAMED_DAY.finditer(text)] + \
+                            [(mt, (2, 1, 3)) for mt in _NAMED_DAY_US.finditer(text)]:
+        try:
+            day = datetime(int(match[y]), _MONTHS[match[m].lower()], int(match[d]))
+        except ValueError:
+            continue
+        days.append((day, day))
+    if not days:
+        for match in _NAMED_MONTH.finditer(text):
+            first = datetime(int(match[2]), _MONTHS[match[1].lower()], 1)
+            days.append((first, (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)))
+    if not days:
+        for match in _NAMED_YEAR.finditer(text):
+            days.append((datetime(int(match[1]), 1, 1), datetime(int(match[1]), 12, 31)))
+    return [(a.date().isoformat(), b.date().isoformat()) for a, b in days]
+
+
 def format_human(iso: str, with_time: bool = True) -> str:
     """Render a time for people and prompts: "8 May 2023, 1:56 pm", or "8 May 2023" at midnight."""
     moment = datetime.fromisoformat(parse_time(iso))

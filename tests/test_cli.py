@@ -65,7 +65,7 @@ def test_graph_brings_in_turns_that_anchors_alone_miss(cli, maya_db):
     question = "What breed is the dog Maya adopted?"
     with_graph = ask_json(cli, maya_db, question, "--context-only", "--top-m", "3")
     anchors_only = ask_json(cli, maya_db, question, "--context-only", "--top-m", "3", "--no-graph")
-    assert {e["via"] for e in anchors_only["evidence"]} == {"anchor"}
+    assert {e["via"] for e in anchors_only["evidence"]} <= {"anchor", "lexical"}
     assert len(with_graph["evidence"]) > len(anchors_only["evidence"])
     assert {"temporal", "semantic"} & {e["via"] for e in with_graph["evidence"]}
 
