@@ -26,7 +26,8 @@ eval_app = typer.Typer(
 )
 
 _SYSTEMS = typer.Option(None, "--systems", help="Comma-separated: cuemem, no-graph, no-semantic, no-temporal, "
-                                                "full-history, naive-rag, bm25 (default: all).")
+                                                "full-history, naive-rag, bm25 (the default), and the ablations "
+                                                "no-lexical, no-speaker, no-date, cue-only, turn-only.")
 _BUDGET = typer.Option(None, "--budget", help="Evidence budget in tokens (≈ characters / 4); repeat for several "
                                               "(default: ask's default).")
 _LIMIT = typer.Option(None, "--limit", min=1, help="Evaluate only the first N questions.")
@@ -92,10 +93,10 @@ def _split(values: Optional[List[str]] | Optional[str]) -> tuple[str, ...]:
 def _run(options: dict[str, Any], dataset: str) -> None:
     from .cli import fail
     from .evaluate.runner import EvalConfig, run
-    from .evaluate.systems import SYSTEMS
+    from .evaluate.systems import DEFAULT_SYSTEMS
 
     config = EvalConfig(
-        dataset=dataset, file=options["file"], systems=_split(options["systems"]) or SYSTEMS,
+        dataset=dataset, file=options["file"], systems=_split(options["systems"]) or DEFAULT_SYSTEMS,
         budgets=tuple(options["budget"] or ()), top_m=options["top_m"], window=options["window"],
         sem_k=options["sem_k"], conversations=_split(options["conversations"]), limit=options["limit"],
         adversarial=options.get("adversarial", False), extractor=options["extractor"],

@@ -43,15 +43,6 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return (vectors / norms).astype(np.float32)
 
 
-def turn_vector(kinds: Sequence[str], vectors: np.ndarray) -> np.ndarray:
-    """A turn as a whole: the normalised mean of its sentence (statement) cue vectors, or of all its
-    cues if it has none. Free at ingest (no second pass of the model over the turn), and measured
-    within 0.01 all-evidence of embedding the whole turn text (bench/RESULTS.md)."""
-    sentences = [i for i, kind in enumerate(kinds) if kind == "statement"]
-    chosen = vectors[sentences] if sentences else vectors
-    return _normalise(chosen.mean(axis=0, keepdims=True))[0]
-
-
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, then L2 norm.
 

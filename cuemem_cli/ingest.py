@@ -23,7 +23,6 @@ from typing import IO, Any
 import numpy as np
 import orjson
 
-from .embed import turn_vector
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
@@ -266,18 +265,19 @@ class Ingestor:
         report.add_time("extract", t1 - t0)
         texts = [cue_text(triple, m.speaker) for (m, _, _), triples in zip(fresh, results) if triples
                  for triple in triples]
-        vectors = self.embedder.embed(texts)
+        # Each turn is also embedded whole (reconstruct.py scores a turn by it beside its best cue).
+        vectors = self.embedder.embed(texts + [m.text for m, _, _ in fresh])
         t2 = time.perf_counter()
         report.add_time("embed", t2 - t1)
         with self.store.transaction():
-            self._store_batch(fresh, results, vectors, report)
+            self._store_batch(fresh, results, vectors[: len(texts)], vectors[len(texts):], report)
         report.add_time("store+graph", time.perf_counter() - t2)
 
     def _store_batch(self, fresh, results: list[list[Triple] | None], vectors: np.ndarray,
-                     report: IngestReport) -> None:
+                     turn_vectors: np.ndarray, report: IngestReport) -> None:
         row = 0
         staged = []
-        for (message, sid, digest), triples in zip(fresh, results):
+        for (message, sid, digest), triples, turn_vector in zip(fresh, results, turn_vectors):
             conv = self._conversation(message.conversation)
             if message.conversation not in report.conversations:
                 report.conversations.append(message.conversation)
@@ -286,6 +286,7 @@ class Ingestor:
             [turn_id] = self.store.insert_turns([NewTurn(
                 conv.id, position, sid, message.text, digest, message.session, message.time,
                 message.speaker, message.role, message.extra, "pending" if triples is None else "done")])
+            self.store.insert_turn_vectors([(turn_id, turn_vector)])
             report.turns_added += 1
             if triples is None:
                 report.pending.append(f"{message.conversation}/{sid}")
@@ -327,8 +328,6 @@ class Ingestor:
                   report: IngestReport) -> None:
         cue_ids = self.store.insert_cues(conv.id, [(turn_id, t.subject, t.relation, t.object, t.kind) for t in triples])
         self.store.insert_vectors(conv.id, cue_ids, vectors)
-        if len(vectors):
-            self.store.insert_turn_vectors([(turn_id, turn_vector([t.kind for t in triples], vectors))])
         report.cues += len(cue_ids)
 
     def _link(self, staged, report: IngestReport, temporal: bool) -> None:

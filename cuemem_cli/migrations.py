@@ -67,9 +67,8 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # One vector per turn: the normalised mean of its sentence (statement) cue vectors, so a turn is
-        # scored as a whole beside its best cue (reconstruct.py). Derived data, filled at ingest; Store
-        # backfills databases written before this migration.
+        # One vector per turn, its whole text embedded, so a turn is scored as a whole beside its best
+        # cue (reconstruct.py). Derived data, written at ingest; Store backfills older databases.
         "m002_turn_vectors",
         """
         CREATE TABLE turn_vectors (

@@ -73,7 +73,7 @@ def test_graph_brings_in_turns_that_anchors_alone_miss(cli, maya_db):
 def test_budget_is_respected(cli, maya_db):
     data = ask_json(cli, maya_db, "Where does Maya live now?", "--context-only", "--budget", "200")
     assert 0 < data["tokens"] <= 200
-    assert sum(e["tokens"] for e in data["evidence"]) == data["tokens"]
+    assert sum(e["tokens"] for e in data["evidence"]) < data["tokens"]  # plus the day headers
 
 
 def test_offline_ask_gives_a_labelled_extractive_answer(cli, maya_db):

@@ -109,3 +109,25 @@ def test_transaction_rolls_back_everything(store):
             store.conversation_id("x", create=True)
             raise RuntimeError("boom")
     assert store.conversation_names() == []
+
+
+def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
+    """A database from before m002 is backed up, then each turn with cues gets the mean of its sentence
+    vectors (no model is needed to open a database), and ask works on it."""
+    from cuemem_cli import Memory
+
+    path = tmp_path / "old.db"
+    with Memory(path) as mem:
+        mem.add([{"conversation": "c", "speaker": "Ana", "text": "I moved to Lisbon in May. The light there is lovely."},
+                 {"conversation": "c", "speaker": "Ben", "text": "Lisbon! Do you still paint?"}])
+        ids = [t.id for t in mem.store.turns(mem.store.conversation_id("c"))]
+        mem.store.conn.execute("DROP TABLE turn_vectors")
+        mem.store.conn.execute("DELETE FROM _migrations WHERE name = 'm002_turn_vectors'")
+    store = Store.open(path)
+    assert (tmp_path / "old.db.bak-schema1").exists()
+    vectors = store.turn_vectors(ids)
+    assert sorted(vectors) == ids
+    assert all(abs(float(np.linalg.norm(v)) - 1.0) < 1e-5 for v in vectors.values())
+    store.close()
+    with Memory(path) as mem:
+        assert [e.source_id for e in mem.context("Where did Ana move?", "c").evidence]

@@ -158,3 +158,19 @@ _date_like = st.lists(
 @given(_date_like)
 def test_date_like_text_parses_or_raises_value_error(value: str) -> None:
     _check(value)
+
+
+@pytest.mark.parametrize("question, periods", [
+    ("What did Nate do for Joanna on 25 May, 2022?", [("2022-05-25", "2022-05-25")]),
+    ("What happened on May 25th, 2022?", [("2022-05-25", "2022-05-25")]),
+    ("What did James adopt in April 2022?", [("2022-04-01", "2022-04-30")]),
+    ("Where was she in Sept 2021?", [("2021-09-01", "2021-09-30")]),
+    ("What health problems did Evan have in 2023?", [("2023-01-01", "2023-12-31")]),
+    ("What did he do in December 2022?", [("2022-12-01", "2022-12-31")]),
+    ("May I ask what you like?", []),
+    ("What did she say last week?", []),
+])
+def test_named_periods(question, periods):
+    from cuemem_cli.timeparse import named_periods
+
+    assert named_periods(question) == periods

@@ -1,8 +1,8 @@
 """The systems compared: CueMem and its ablations through `reconstruct`, and three baselines.
 
-Every budgeted system fills the same budget by the same rule as `reconstruct`: turns in rank order,
-each whole or skipped, cost = `reconstruct.turn_cost`; the context is then put in
-chronological order. Latency is query-time work: the question's embedding (computed once per
+Every budgeted system fills the same budget by the same rule as `reconstruct` (`fill_budget`): turns
+in rank order, each whole or skipped, cost = `reconstruct.turn_cost` plus a day header for each new
+day; the context is then put in chronological order and shown the same way. Latency is query-time work: the question's embedding (computed once per
 question and charged to every system that needs it), search, expansion and trimming.
 """
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from ..records import Context, Evidence, Turn
-from ..reconstruct import Settings, evidence_line, reconstruct, resolve_conversation, turn_cost
+from ..reconstruct import (Settings, context_tokens, day_header, day_of, day_runs, estimate_tokens, evidence_line, fill_budget,
+                           reconstruct, resolve_conversation, turn_cost)
 from ..store import Store, private_dir
 from .tokens import TokenCounter
 
@@ -27,9 +28,16 @@ CUEMEM_SYSTEMS = {
     "no-graph": {"graph": False},  # anchors only (the paper's ablation)
     "no-semantic": {"sem_k": 0},
     "no-temporal": {"window": 0},
+    # One scoring term off at a time (reconstruct.py); run them with --systems.
+    "no-lexical": {"lexical_weight": 0.0},
+    "no-speaker": {"speaker_weight": 0.0},
+    "no-date": {"date_weight": 0.0},
+    "cue-only": {"cue_weight": 1.0},
+    "turn-only": {"cue_weight": 0.0},
 }
 BASELINES = ("full-history", "naive-rag", "bm25")
 SYSTEMS = tuple(CUEMEM_SYSTEMS) + BASELINES
+DEFAULT_SYSTEMS = ("cuemem", "no-graph", "no-semantic", "no-temporal") + BASELINES
 UNBUDGETED = ("full-history",)
 
 _STOPWORDS = frozenset("""
@@ -50,16 +58,9 @@ def fts_query(question: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in unique) or None
 
 
-def fill(ranked: Sequence[Turn], budget: int, cost: dict[str, int]) -> list[Turn]:
-    """Take turns in rank order while they fit, skipping any that do not (reconstruct's rule)."""
-    chosen, used = [], 0
-    for turn in ranked:
-        c = cost[turn.source_id]
-        if used + c > budget:
-            continue
-        chosen.append(turn)
-        used += c
-    return chosen
+def fill(ranked: Sequence[Turn], budget: int) -> list[Turn]:
+    """Baselines fill the budget by reconstruct's own rule (day headers included)."""
+    return fill_budget(ranked, budget)
 
 
 @dataclass
@@ -101,9 +102,13 @@ class ConversationView:
         self.index = {t.source_id: i for i, t in enumerate(self.turns)}
         self.tokenizers = ("estimate",) + counter.names
         self.cost = {t.source_id: turn_cost(t) for t in self.turns}
-        lines = [evidence_line(t.source_id, t.time, t.speaker or t.role, t.text) for t in self.turns]
+        lines = [evidence_line(t.source_id, t.speaker or t.role, t.text) for t in self.turns]
         self.counts = {t.source_id: {"estimate": self.cost[t.source_id], **counts}
                        for t, counts in zip(self.turns, counter.count(lines))}
+        days = sorted({day_of(t.time) for t in self.turns})
+        headers = [day_header(day) for day in days]
+        self.header_counts = {day: {"estimate": estimate_tokens(header), **counts}
+                              for day, header, counts in zip(days, headers, counter.count(headers))}
         self._matrix: np.ndarray | None = None
 
     def matrix(self, embedder, cache_file: Path | None) -> np.ndarray:
@@ -153,7 +158,7 @@ def _context(question, view: ConversationView, turns: list[Turn], via: str, scor
         for t in sorted(turns, key=lambda t: t.position)
     )
     return Context(question=question.question, conversation=view.name, as_of=question.as_of, cues=(),
-                   evidence=evidence, tokens=sum(e.tokens for e in evidence), timings_ms={"total": round(latency, 2)})
+                   evidence=evidence, tokens=context_tokens(turns), timings_ms={"total": round(latency, 2)})
 
 
 def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int) -> Retrieval:
@@ -173,7 +178,7 @@ def naive_rag(env: Env, view: ConversationView, question, budget: int) -> Retrie
     scores = matrix @ vector
     order = np.argsort(-scores, kind="stable")
     ranked = [view.turns[i] for i in order]
-    chosen = fill(ranked, budget, view.cost)
+    chosen = fill(ranked, budget)
     latency = embed_ms + (time.perf_counter() - t0) * 1000
     by_sid = {t.source_id: float(scores[view.index[t.source_id]]) for t in chosen}
     return Retrieval(_context(question, view, chosen, "retrieved", by_sid, latency),
@@ -185,7 +190,7 @@ def bm25(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
     query = fts_query(question.question)
     hits = env.store.search_turns_fts(view.cid, query, len(view.turns)) if query else []
     ranked = [view.by_id[tid] for tid, _ in hits if tid in view.by_id]
-    chosen = fill(ranked, budget, view.cost)
+    chosen = fill(ranked, budget)
     latency = (time.perf_counter() - t0) * 1000
     scores = {view.by_id[tid].source_id: s for tid, s in hits if tid in view.by_id}
     return Retrieval(_context(question, view, chosen, "retrieved", scores, latency),
@@ -208,5 +213,10 @@ def system(name: str) -> Callable[[Env, ConversationView, object, int | None], R
 
 
 def count_tokens(view: ConversationView, source_ids: Sequence[str]) -> dict[str, int]:
-    """The context's size per tokenizer: the sum over its evidence lines."""
-    return {name: sum(view.counts[sid][name] for sid in source_ids) for name in view.tokenizers}
+    """The context's size per tokenizer: the sum over its lines, turn lines and day headers, as shown."""
+    turns = sorted((view.turns[view.index[sid]] for sid in source_ids), key=lambda t: t.position)
+    counts = {name: sum(view.counts[t.source_id][name] for t in turns) for name in view.tokenizers}
+    for day in day_runs(t.time for t in turns):
+        for name in view.tokenizers:
+            counts[name] += view.header_counts[day][name]
+    return counts

@@ -1,0 +1,77 @@
+"""Scored expansion (reconstruct.py): turn vectors, and the speaker, date and graph terms, on real data."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuemem_cli import Memory
+from cuemem_cli.reconstruct import Settings, reconstruct
+
+MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory):
+    mem = Memory(tmp_path_factory.mktemp("rec") / "memory.db")
+    mem.ingest_file(MAYA)
+    yield mem
+    mem.close()
+
+
+def context(memory, question, **change):
+    return reconstruct(memory.store, memory.embedder(), question, "maya-and-leo", replace(Settings(), **change))
+
+
+def test_every_turn_is_embedded_whole(memory):
+    store = memory.store
+    turns = store.turns(store.conversation_id("maya-and-leo"))
+    vectors = store.turn_vectors([t.id for t in turns])
+    assert len(vectors) == len(turns) == 84
+    sample = turns[20]
+    expected = memory.embedder().embed([sample.text])[0]
+    assert float(vectors[sample.id] @ expected) > 0.999
+
+
+def test_a_named_day_lifts_the_turns_said_that_week(memory):
+    question = "What happened on 14 May, 2023?"
+    said_then = lambda ctx: [e.time[:10] for e in ctx.evidence if "2023-05-14" <= e.time[:10] <= "2023-05-21"]  # noqa: E731
+    without = context(memory, question, date_weight=0.0, budget=300)
+    with_date = context(memory, question, budget=300)
+    assert len(said_then(with_date)) >= 2 * len(said_then(without))
+    assert len(said_then(with_date)) > len(with_date.evidence) / 2
+
+
+def test_a_named_person_lifts_their_own_turns(memory):
+    question = "What does Leo do for work?"
+    by_leo = lambda ctx: sum(e.speaker == "Leo" for e in ctx.evidence) / len(ctx.evidence)  # noqa: E731
+    assert by_leo(context(memory, question, budget=300)) > by_leo(context(memory, question, speaker_weight=0.0, budget=300))
+
+
+def test_neighbours_compete_for_the_budget_instead_of_all_coming_in(memory):
+    """One hop reaches many turns; only those that score high enough are kept, and each says how it came."""
+    ctx = context(memory, "What breed is the dog Maya adopted?", budget=400)
+    loose = context(memory, "What breed is the dog Maya adopted?", budget=100_000)
+    assert ctx.tokens <= 400 < loose.tokens
+    assert {"anchor", "temporal"} <= {e.via for e in loose.evidence}
+    kept = sorted(ctx.evidence, key=lambda e: -e.score)
+    dropped = {e.source_id for e in loose.evidence} - {e.source_id for e in ctx.evidence}
+    lowest_kept = kept[-1].score
+    better_dropped = [e for e in loose.evidence if e.source_id in dropped and e.score > lowest_kept]
+    assert all(e.tokens > 400 - ctx.tokens for e in better_dropped), "a better turn was left out though it fit"
+    assert np.all(np.diff([e.position for e in ctx.evidence]) > 0), "evidence is chronological"
+
+
+def test_the_budget_counts_exactly_the_dialogue_the_model_reads(memory):
+    from cuemem_cli.answer import build_messages
+    from cuemem_cli.reconstruct import estimate_tokens
+
+    ctx = context(memory, "Where did Maya and Leo travel together?", budget=600)
+    user = build_messages(ctx)[1]["content"]
+    block = user.split("<dialogue>\n", 1)[1].split("\n</dialogue>", 1)[0].split("\n")
+    headers = [line for line in block if line.startswith("— ")]
+    assert headers and len(headers) < len(ctx.evidence), "one header per day, not per turn"
+    assert sum(estimate_tokens(line) for line in block) == ctx.tokens <= 600
