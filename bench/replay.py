@@ -1,0 +1,49 @@
+"""Replay `reconstruct` over LoCoMo's questions on an existing database, with Settings overrides: the
+quick way to try a scoring change without a full `cuemem eval` (same gold evidence, same budget rule).
+
+    python bench/replay.py DB [LOCOMO_JSON] [key=value ...]
+    python bench/replay.py ~/.cache/cuemem/eval/locomo-….db ../shared/data/locomo10.json speaker_weight=0 top_m=50
+
+DB must hold the LoCoMo conversations under their sample ids (a `cuemem eval locomo` cache database does).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+from cuemem_cli.embed import OnnxMiniLM
+from cuemem_cli.evaluate.datasets import load_locomo
+from cuemem_cli.reconstruct import Settings, reconstruct
+from cuemem_cli.store import Store
+
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+
+
+def replay(db: str, locomo: str, **change) -> dict:
+    dataset = load_locomo(locomo)
+    store, embedder = Store.open(db, create=False), OnnxMiniLM(quick_start=True)
+    settings = replace(Settings(), **change)
+    per: dict[str, list[float]] = defaultdict(list)
+    for q in dataset.questions:
+        if q.abstention or not q.gold_turns:
+            continue
+        got = {e.source_id for e in reconstruct(store, embedder, q.question, q.conversation, settings).evidence}
+        recall = len(set(q.gold_turns) & got) / len(q.gold_turns)
+        per[q.category].append(recall)
+        per["overall"].append(recall)
+    return {cat: {"n": len(r), "all_evidence": round(sum(x == 1.0 for x in r) / len(r), 3),
+                  "recall": round(sum(r) / len(r), 3)} for cat, r in per.items()}
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    overrides = dict(a.split("=", 1) for a in args if "=" in a)
+    paths = [a for a in args if "=" not in a]
+    result = replay(paths[0], paths[1] if len(paths) > 1 else str(DEFAULT_LOCOMO),
+                    **{k: ast.literal_eval(v) for k, v in overrides.items()})
+    for category, row in result.items():
+        print(f"{category:12} n={row['n']:5}  all-evidence {row['all_evidence']:.3f}  recall {row['recall']:.3f}")
