@@ -26,12 +26,15 @@ the answer prompt shows it; each turn is taken whole or not at all.
 from __future__ import annotations
 
 import math
-from itertools import groupby
 import re
 import time
-from datetime import date, timedelta
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date, timedelta
+from functools import lru_cache
+from itertools import groupby
+
+import numpy as np
 
 from .config import DEFAULT_BUDGET, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
 from .errors import CuememError
@@ -73,6 +76,7 @@ def evidence_line(source_id: str, speaker: str | None, text: str) -> str:
     return f"[{source_id}] {speaker or 'unknown'}: {text}"
 
 
+@lru_cache(maxsize=4096)
 def day_of(time: str | None) -> str:
     return format_human(time, with_time=False) if time else "date unknown"
 
@@ -184,6 +188,50 @@ def _render_cue(cue: Cue) -> str:
     return f"({cue.subject}, {cue.relation}, {cue.object})"
 
 
+def _score(candidates: list[int], turns: dict[int, Turn], vectors: dict[int, np.ndarray], query: np.ndarray,
+           best: dict[int, tuple[Cue, float]], lexical: dict[int, float], edges: list[tuple[int, int, str, float]],
+           floor: float, mentioned: set[str], periods: list[tuple[str, str]],
+           settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
+    """The module docstring's formula over all candidates at once (NumPy), and how each came in."""
+    n = len(candidates)
+    at = {tid: i for i, tid in enumerate(candidates)}
+    cue = np.full(n, floor, dtype=np.float32)
+    for tid, (_, sim) in best.items():
+        cue[at[tid]] = sim
+    whole = cue.copy()
+    known = [i for i, tid in enumerate(candidates) if tid in vectors]
+    if known:
+        whole[known] = np.vstack([vectors[candidates[i]] for i in known]) @ query
+    people = np.array([turns[tid].speaker in mentioned for tid in candidates], dtype=np.float32)
+    dated = np.array([_said_in(turns[tid].time, periods) for tid in candidates], dtype=np.float32)
+    own = (settings.cue_weight * cue + (1 - settings.cue_weight) * whole
+           + settings.speaker_weight * people + settings.date_weight * dated)
+    pulled = {"temporal": np.zeros(n, dtype=np.float32), "semantic": np.zeros(n, dtype=np.float32)}
+    if edges:
+        src = np.array([at[e[0]] for e in edges])
+        dst = np.array([at[e[1]] for e in edges])
+        temporal = np.array([e[2] == "temporal" for e in edges])
+        weight = np.array([e[3] for e in edges], dtype=np.float32)
+        same_session = np.array([turns[e[0]].session == turns[e[1]].session for e in edges])
+        factor = np.where(temporal, settings.temporal_weight, settings.semantic_weight * weight)
+        positive = np.maximum(own, 0.0)
+        # Edges count in both directions: one end of each is a seed, the other any candidate.
+        for kind, keep in (("temporal", temporal & same_session), ("semantic", ~temporal)):
+            np.maximum.at(pulled[kind], dst[keep], factor[keep] * positive[src[keep]])
+            np.maximum.at(pulled[kind], src[keep], factor[keep] * positive[dst[keep]])
+    lex = np.zeros(n, dtype=np.float32)
+    top_lexical = max(lexical.values(), default=0.0)
+    if top_lexical > 0:
+        for tid, value in lexical.items():
+            lex[at[tid]] = settings.lexical_weight * value / top_lexical
+    total = own + pulled["temporal"] + pulled["semantic"] + lex
+    score = dict(zip(candidates, total.tolist()))
+    via = {tid: "anchor" if tid in best else "lexical" if tid in lexical
+           else "temporal" if pulled["temporal"][i] >= pulled["semantic"][i] else "semantic"
+           for i, tid in enumerate(candidates)}
+    return score, via
+
+
 def reconstruct(store: Store, embedder, question: str, conversation: str | None = None,
                 settings: Settings = Settings(), as_of: str | None = None) -> Context:
     cid, name = resolve_conversation(store, conversation)
@@ -219,39 +267,12 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     edges = store.neighbours(seeds, settings.window, settings.sem_k) if settings.graph and seeds else []
     candidates = list(dict.fromkeys([*seeds, *(dst for _, dst, _, _ in edges)]))
     turns = store.turns_by_id(candidates)
-    vectors = store.turn_vectors(candidates)
-    floor = hits[-1][1] if hits else 0.0
-    periods = _periods(question)
-    own: dict[int, float] = {}
-    for tid in candidates:
-        cue_sim = best[tid][1] if tid in best else floor
-        whole = float(vectors[tid] @ vector) if tid in vectors else cue_sim
-        own[tid] = (settings.cue_weight * cue_sim + (1 - settings.cue_weight) * whole
-                    + (settings.speaker_weight if turns[tid].speaker in mentioned else 0.0)
-                    + (settings.date_weight if _said_in(turns[tid].time, periods) else 0.0))
-    # Edges are used in both directions: one end of each is a seed, the other any candidate.
-    pulled: dict[tuple[int, str], float] = {}
-    for src, dst, kind, weight in edges:
-        if kind == "temporal" and turns[src].session != turns[dst].session:
-            continue
-        factor = settings.temporal_weight if kind == "temporal" else settings.semantic_weight * weight
-        for a, b in ((src, dst), (dst, src)):
-            gain = factor * max(own[a], 0.0)
-            if gain > pulled.get((b, kind), 0.0):
-                pulled[(b, kind)] = gain
-    top_lexical = max(lexical.values(), default=0.0)
-    score: dict[int, float] = {}
-    via: dict[int, str] = {}
-    for tid in candidates:
-        temporal, semantic = pulled.get((tid, "temporal"), 0.0), pulled.get((tid, "semantic"), 0.0)
-        lex = settings.lexical_weight * lexical[tid] / top_lexical if tid in lexical and top_lexical > 0 else 0.0
-        score[tid] = own[tid] + temporal + semantic + lex
-        via[tid] = ("anchor" if tid in best else "lexical" if tid in lexical
-                    else "temporal" if temporal >= semantic else "semantic")
+    score, via = _score(candidates, turns, store.turn_vectors(candidates), vector, best, lexical, edges,
+                        hits[-1][1] if hits else 0.0, mentioned, _periods(question), settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000
 
-    ranked = sorted(score, key=lambda tid: (-score[tid], turns[tid].position))
+    ranked = sorted(candidates, key=lambda tid: (-score[tid], turns[tid].position))
     chosen = sorted(fill_budget((turns[tid] for tid in ranked), settings.budget), key=lambda t: t.position)
     used = context_tokens(chosen)
     evidence = tuple(

@@ -433,15 +433,13 @@ class Store:
     def neighbours(self, turn_ids: Sequence[int], window: int, sem_k: int) -> list[tuple[int, int, str, float]]:
         """One hop from `turn_ids`: (anchor, neighbour, kind, weight).
 
-        Temporal edges within `window` positions; semantic edges of rank ≤ `sem_k`, followed in both
+        Temporal edges of rank (distance in positions) ≤ `window`; semantic edges of rank ≤ `sem_k`, followed in both
         directions (see graph.py for why).
         """
         return self.conn.execute(
             "WITH a(id) AS (SELECT value FROM json_each(?1))"
             " SELECT e.src, e.dst, e.kind, e.weight FROM edges e JOIN a ON e.src = a.id"
-            "  JOIN turns s ON s.id = e.src JOIN turns d ON d.id = e.dst"
-            "  WHERE (e.kind = 'temporal' AND abs(s.position - d.position) <= ?2)"
-            "     OR (e.kind = 'semantic' AND e.rank <= ?3)"
+            "  WHERE e.rank <= CASE e.kind WHEN 'temporal' THEN ?2 ELSE ?3 END"
             " UNION ALL"
             " SELECT e.dst, e.src, e.kind, e.weight FROM edges e JOIN a ON e.dst = a.id"
             "  WHERE e.kind = 'semantic' AND e.rank <= ?3",
