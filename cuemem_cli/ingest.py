@@ -177,7 +177,7 @@ def source_id_of(message: Message) -> str:
 class _Conversation:
     id: int
     next_position: int
-    index: NeighbourIndex
+    index: NeighbourIndex | None  # None: not in memory; loaded from the store when a batch needs it
 
 
 class Ingestor:
@@ -211,13 +211,23 @@ class Ingestor:
         return w, k
 
     def _conversation(self, name: str) -> _Conversation:
+        """The conversation's write state. Called for each message before any of its rows is written,
+        so an index (re)loaded here holds exactly the cues stored before this batch."""
         conv = self._conversations.get(name)
         if conv is None:
             cid = self.store.conversation_id(name, create=True)
-            conv = _Conversation(cid, self.store.next_position(cid),
-                                 NeighbourIndex.load(self.store, cid, self.embedder.dim))
+            conv = _Conversation(cid, self.store.next_position(cid), None)
             self._conversations[name] = conv
+        if conv.index is None:
+            conv.index = NeighbourIndex.load(self.store, conv.id, self.embedder.dim)
         return conv
+
+    def _release_indexes(self, keep: set[str]) -> None:
+        """Drop the in-memory cue vectors of conversations the last batch did not touch: a file of many
+        conversations is ingested in flat memory (a single conversation still needs all its vectors)."""
+        for name, conv in self._conversations.items():
+            if name not in keep:
+                conv.index = None
 
     def run(self, messages: Iterable[Message], report: IngestReport,
             progress: Callable[[int, int, int], None] | None = None, batch_turns: int = BATCH_TURNS) -> IngestReport:
@@ -271,6 +281,7 @@ class Ingestor:
         report.add_time("embed", t2 - t1)
         with self.store.transaction():
             self._store_batch(fresh, results, vectors[: len(texts)], vectors[len(texts):], report)
+        self._release_indexes({m.conversation for m, _, _ in fresh})
         report.add_time("store+graph", time.perf_counter() - t2)
 
     def _store_batch(self, fresh, results: list[list[Triple] | None], vectors: np.ndarray,

@@ -19,8 +19,11 @@ Why each term (each measured as an ablation): a turn's best cue finds the precis
 vector finds the turn about the topic; a person's facts are mostly in their own turns (names are kept
 out of the vectors, see statements.py, so this is where they count); an answer usually sits next to
 the question that prompted it, in the same session; rare words (names of places, pets, books) are
-what BM25 finds and MiniLM blurs; "what did she do on 25 May, 2022" names the day the turn was said. Tokens are estimated as ceil(characters / 4) of the evidence line as
-the answer prompt shows it; each turn is taken whole or not at all.
+what BM25 finds and MiniLM blurs; "what did she do on 25 May, 2022" names the day the turn was said.
+The weights are round values from the middle of a flat plateau (bench/quality_notes.md), not a fit.
+
+Tokens are estimated as ceil(characters / 4) of each line of the evidence block as the answer prompt
+shows it (turn lines and day headers); each turn is taken whole or not at all.
 """
 
 from __future__ import annotations

@@ -90,3 +90,24 @@ def test_incremental_ingest_links_new_turns_to_old(store):
     src = {t.id: t.source_id for t in store.turns(cid)}
     edges = {(src[s], src[d], k) for s, d, k, *_ in store.all_edges(cid)}
     assert ("t2", "t1", "temporal") in edges and ("t2", "t0", "semantic") in edges
+
+
+def test_released_indexes_reload_to_the_same_graph(tmp_path):
+    """Batches that alternate conversations drop and reload each conversation's vectors: same edges."""
+    from cuemem_cli.store import Store
+
+    def edges(path, batch):
+        store = Store.open(path)
+        messages = [Message(conv, text, source_id=f"{conv}{i}")
+                    for i, text in enumerate(["a", "b", "c", "d"]) for conv in ("x", "y")]
+        Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=2).run(
+            messages, IngestReport(lines=len(messages)), batch_turns=batch)
+        out = {}
+        for name in ("x", "y"):
+            cid = store.conversation_id(name)
+            sid = {t.id: t.source_id for t in store.turns(cid)}
+            out[name] = sorted((sid[s], sid[d], k, round(w, 4), r) for s, d, k, w, r in store.all_edges(cid))
+        store.close()
+        return out
+
+    assert edges(tmp_path / "one.db", 100) == edges(tmp_path / "many.db", 1)
