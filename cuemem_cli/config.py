@@ -8,7 +8,7 @@ from pathlib import Path
 APP_NAME = "cuemem"
 
 # Query-time defaults of `ask` (and `Settings`), chosen by measurement on all of LoCoMo at a 2,000-token
-# budget (bench/RESULTS.md, "Quality"): with scored expansion, top-m 50 → 0.839, 100 → 0.844, 200 → 0.838.
+# budget (bench/RESULTS.md, "Quality"): all-evidence at top-m 50 → 0.850, 100 → 0.853, 200 → 0.854.
 DEFAULT_TOP_M = 100
 DEFAULT_WINDOW = 1
 DEFAULT_SEM_K = 2

@@ -270,11 +270,6 @@ class Store:
         return [r[0] for r in self.conn.execute(
             "SELECT DISTINCT speaker FROM turns WHERE conversation_id = ? AND speaker IS NOT NULL", (conversation_id,))]
 
-    def speaker_of_turns(self, turn_ids: Sequence[int]) -> dict[int, str | None]:
-        return dict(self.conn.execute(
-            "SELECT id, speaker FROM turns WHERE id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(list(turn_ids)).decode(),)))
-
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
         row = self.conn.execute(
             f"SELECT {_TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"

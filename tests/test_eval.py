@@ -11,8 +11,9 @@ import pytest
 
 from cuemem_cli.evaluate.datasets import normalise_evidence
 from cuemem_cli.evaluate.metrics import evidence_scores, ndcg, summarise
-from cuemem_cli.evaluate.systems import fill, fts_query
+from cuemem_cli.evaluate.systems import fts_query
 from cuemem_cli.reconstruct import context_tokens
+from cuemem_cli.reconstruct import fill_budget as fill
 from cuemem_cli.records import Turn
 
 FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_eval.json"

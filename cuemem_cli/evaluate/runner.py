@@ -22,7 +22,8 @@ from . import judge as judging
 from .cache import BuildSettings, IngestSummary, default_cache_dir, ensure_ingested, file_digest
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
 from .metrics import evidence_scores, longmemeval_scores, summarise, unique_in_order
-from .systems import DEFAULT_SYSTEMS, SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors, Retrieval, count_tokens, system
+from .systems import (DEFAULT_SYSTEMS, SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors, Retrieval,
+                      count_tokens, system)
 from .tokens import TOKENIZER_LABELS, TokenCounter
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); phase is "ingest" or "questions"

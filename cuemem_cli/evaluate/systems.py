@@ -2,8 +2,9 @@
 
 Every budgeted system fills the same budget by the same rule as `reconstruct` (`fill_budget`): turns
 in rank order, each whole or skipped, cost = `reconstruct.turn_cost` plus a day header for each new
-day; the context is then put in chronological order and shown the same way. Latency is query-time work: the question's embedding (computed once per
-question and charged to every system that needs it), search, expansion and trimming.
+day; the context is then put in chronological order and shown the same way. Latency is query-time
+work: the question's embedding (computed once per question and charged to every system that needs
+it), search, expansion and trimming.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..records import Context, Evidence, Turn
-from ..reconstruct import (Settings, context_tokens, day_header, day_of, day_runs, estimate_tokens, evidence_line, fill_budget,
-                           reconstruct, resolve_conversation, turn_cost)
+from ..reconstruct import (Settings, context_tokens, day_header, day_of, day_runs, estimate_tokens, evidence_line,
+                           fill_budget, reconstruct, resolve_conversation, turn_cost)
 from ..store import Store, private_dir
 from .tokens import TokenCounter
 
@@ -56,11 +57,6 @@ def fts_query(question: str) -> str | None:
     words = [w for w in _WORD.findall(question.lower()) if w not in _STOPWORDS]
     unique = list(dict.fromkeys(words))
     return " OR ".join(f'"{w}"' for w in unique) or None
-
-
-def fill(ranked: Sequence[Turn], budget: int) -> list[Turn]:
-    """Baselines fill the budget by reconstruct's own rule (day headers included)."""
-    return fill_budget(ranked, budget)
 
 
 @dataclass
@@ -178,7 +174,7 @@ def naive_rag(env: Env, view: ConversationView, question, budget: int) -> Retrie
     scores = matrix @ vector
     order = np.argsort(-scores, kind="stable")
     ranked = [view.turns[i] for i in order]
-    chosen = fill(ranked, budget)
+    chosen = fill_budget(ranked, budget)
     latency = embed_ms + (time.perf_counter() - t0) * 1000
     by_sid = {t.source_id: float(scores[view.index[t.source_id]]) for t in chosen}
     return Retrieval(_context(question, view, chosen, "retrieved", by_sid, latency),
@@ -190,7 +186,7 @@ def bm25(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
     query = fts_query(question.question)
     hits = env.store.search_turns_fts(view.cid, query, len(view.turns)) if query else []
     ranked = [view.by_id[tid] for tid, _ in hits if tid in view.by_id]
-    chosen = fill(ranked, budget)
+    chosen = fill_budget(ranked, budget)
     latency = (time.perf_counter() - t0) * 1000
     scores = {view.by_id[tid].source_id: s for tid, s in hits if tid in view.by_id}
     return Retrieval(_context(question, view, chosen, "retrieved", scores, latency),
