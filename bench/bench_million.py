@@ -3,15 +3,14 @@
 Synthetic cues are clustered like real ones: 2,000 topics, each cue the unit vector of its topic plus
 Gaussian noise (cosine ≈ 0.7 to its topic, ≈ 0.5 to a cue of the same topic, ≈ 0 across topics, as
 LoCoMo's MiniLM cue vectors roughly are); each question is a fresh draw around one topic. Uniform
-random vectors, the worst case for any index, were measured in stop 8 (bit prototype overlap 0.12).
+random vectors, the worst case for any index, were measured in stop 8 (a bit-vector index: overlap 0.12).
 
 Timed against an exact NumPy search over the same vectors held in memory:
-- the store's own `knn_cues` (vec0 float, cosine, partition = conversation) plus `neighbours`;
-- prototype 1: a `bit[384]` vec0 table searched for 8·k candidates, re-scored in float;
-- prototype 2: IVF on vec0 partitions: k-means cells (√N of them, trained on a sample), one vec0
-  partition per cell, the query searched in its `nprobe` nearest cells (`cell IN (…)` returns k rows
-  per cell) and merged; exact float distances inside the probed cells.
-The prototypes' SQL lives here, not in the store, because the product does not use them yet.
+- the product's path: `cells.search` (the conversation's coarse cells, built by `cells.build` exactly
+  as ingest builds them past `cells.MIN_CUES`; √N cells, `cells.PROBES` probed) plus `Store.neighbours`;
+- the exact vec0 scan of the whole partition (`Store.knn_cues`), what conversations below the
+  threshold use, for comparison.
+Stop 9 also measured a `bit[384]` vec0 index re-scored in float (p50 3.5 s): not worth keeping.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cuemem_cli import cells
 from cuemem_cli.config import DEFAULT_TOP_M
 from cuemem_cli.store import NewTurn, Store
 
@@ -76,111 +76,43 @@ def main(n: str = "1000000", queries: str = "30") -> dict:
     qs = clustered(rng, n_queries, centres)
     k = DEFAULT_TOP_M  # what `ask` retrieves
     store.knn_cues(cid, qs[0], k)  # warm
-    vec_ms, exact_ms, overlap = [], [], []
+    scan_ms, exact_ms, exact_sets = [], [], []
     for q in qs:
         t0 = time.perf_counter()
-        hits = store.knn_cues(cid, q, k)
-        store.neighbours(list({c.turn_id for c, _ in hits}), 1, 2)
-        vec_ms.append((time.perf_counter() - t0) * 1000)
+        store.knn_cues(cid, q, k)
+        scan_ms.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         top = np.argpartition(-(matrix @ q), k)[:k]
         exact_ms.append((time.perf_counter() - t0) * 1000)
-        overlap.append(len({c.id - 1 for c, _ in hits} & set(top.tolist())) / k)
-    bit = bit_prototype(store, cid, matrix, qs, k)
-    ivf = ivf_prototype(store, matrix, qs, k, rng)
+        exact_sets.append({int(i) + 1 for i in top})  # cue ids are row numbers + 1
+    t0 = time.perf_counter()
+    with store.transaction():
+        n_cells = cells.build(store, cid, DIM)
+    cells_build_s = time.perf_counter() - t0
+    cells.search(store, cid, DIM, qs[0], k)  # warm
+    cell_ms, overlap = [], []
+    for q, exact in zip(qs, exact_sets):
+        t0 = time.perf_counter()
+        hits = cells.search(store, cid, DIM, q, k)
+        store.neighbours(list({c.turn_id for c, _ in hits}), 1, 2)
+        cell_ms.append((time.perf_counter() - t0) * 1000)
+        overlap.append(len({c.id for c, _ in hits} & exact) / k)
+    p50 = statistics.median(cell_ms)
     result = {
-        "cues": n_cues, "build_s": round(build_s, 1),
-        "vec0_float_knn_plus_expansion_p50_ms": round(statistics.median(vec_ms), 1),
+        "cues": n_cues, "build_s": round(build_s, 1), "k": k,
+        "cells": n_cells, "probes": cells.PROBES, "cells_build_s": round(cells_build_s, 1),
+        "cells_knn_plus_expansion_p50_ms": round(p50, 1),
+        "cells_knn_plus_expansion_p95_ms": round(statistics.quantiles(cell_ms, n=20)[18], 1),
+        "cells_overlap_with_exact": round(float(np.mean(overlap)), 3),
+        "vec0_scan_p50_ms": round(statistics.median(scan_ms), 1),
         "numpy_exact_in_memory_p50_ms": round(statistics.median(exact_ms), 1),
-        "ratio_vec0_to_numpy": round(statistics.median(vec_ms) / statistics.median(exact_ms), 2),
-        "vec0_float_overlap_with_exact": round(float(np.mean(overlap)), 3),
-        "bit_prototype": bit,
-        "ivf_prototype": ivf,
+        "ratio_cells_to_numpy": round(p50 / statistics.median(exact_ms), 2),
         "goal": "p50 ≤ 60 ms with top-m overlap ≥ 0.95",
-        "met": statistics.median(vec_ms) <= 60 and float(np.mean(overlap)) >= 0.95,
+        "met": p50 <= 60 and float(np.mean(overlap)) >= 0.95,
     }
     print(json.dumps(result, indent=2))
     store.close()
     return result
-
-
-def bit_prototype(store: Store, cid: int, matrix: np.ndarray, qs: np.ndarray, k: int) -> dict:
-    """Binary-quantised vec0 search for 8·k candidates, re-scored exactly in float."""
-    conn = store.conn
-    start = time.perf_counter()
-    conn.execute(f"CREATE VIRTUAL TABLE bits USING vec0(cue_id INTEGER PRIMARY KEY, "
-                 f"conversation_id INTEGER PARTITION KEY, embedding bit[{DIM}])")
-    with store.transaction():
-        for lo in range(0, len(matrix), 50_000):
-            block = np.packbits(matrix[lo:lo + 50_000] > 0, axis=1)
-            conn.executemany("INSERT INTO bits(cue_id, conversation_id, embedding) VALUES (?, ?, vec_bit(?))",
-                             [(lo + i + 1, cid, row.tobytes()) for i, row in enumerate(block)])
-    build_s = time.perf_counter() - start
-    times, overlap = [], []
-    for q in qs:
-        t0 = time.perf_counter()
-        rows = conn.execute("SELECT cue_id FROM bits WHERE embedding MATCH vec_bit(?) AND k = ? AND conversation_id = ?",
-                            (np.packbits(q > 0).tobytes(), 8 * k, cid)).fetchall()
-        cand = np.array([r[0] - 1 for r in rows])
-        vecs = conn.execute("SELECT cue_id, embedding FROM cue_vectors WHERE cue_id IN (SELECT value FROM json_each(?))",
-                            (json.dumps((cand + 1).tolist()),)).fetchall()
-        ids = np.array([r[0] - 1 for r in vecs])
-        sims = np.frombuffer(b"".join(r[1] for r in vecs), dtype=np.float32).reshape(len(vecs), DIM) @ q
-        chosen = set(ids[np.argsort(-sims)[:k]].tolist())
-        times.append((time.perf_counter() - t0) * 1000)
-        exact = set(np.argpartition(-(matrix @ q), k)[:k].tolist())
-        overlap.append(len(chosen & exact) / k)
-    return {"build_s": round(build_s, 1), "p50_ms": round(statistics.median(times), 1),
-            "overlap_with_exact": round(float(np.mean(overlap)), 3), "candidates": 8 * k}
-
-
-def ivf_prototype(store: Store, matrix: np.ndarray, qs: np.ndarray, k: int, rng: np.random.Generator,
-                  nprobe: int = 16) -> dict:
-    """Inverted-file index on vec0 partitions, exact float search inside the probed cells."""
-    conn = store.conn
-    start = time.perf_counter()
-    cells = max(1, int(np.sqrt(len(matrix))))
-    centroids = kmeans(matrix[rng.choice(len(matrix), min(len(matrix), 50 * cells), replace=False)], cells, rng)
-    assign = np.concatenate([np.argmax(matrix[lo:lo + 50_000] @ centroids.T, axis=1)
-                             for lo in range(0, len(matrix), 50_000)])
-    train_s = time.perf_counter() - start
-    conn.execute(f"CREATE VIRTUAL TABLE ivf USING vec0(cue_id INTEGER PRIMARY KEY, cell INTEGER PARTITION KEY, "
-                 f"embedding float[{DIM}] distance_metric=cosine)")
-    with store.transaction():
-        for lo in range(0, len(matrix), 50_000):
-            conn.executemany("INSERT INTO ivf(cue_id, cell, embedding) VALUES (?, ?, ?)",
-                             [(lo + i + 1, int(assign[lo + i]), row.tobytes())
-                              for i, row in enumerate(matrix[lo:lo + 50_000])])
-    build_s = time.perf_counter() - start
-    times, overlap = [], []
-    for q in qs:
-        t0 = time.perf_counter()
-        probe = np.argpartition(-(centroids @ q), nprobe)[:nprobe]
-        cells_sql = ",".join(str(int(c)) for c in probe)
-        rows = conn.execute(
-            f"WITH hits AS (SELECT cue_id, distance FROM ivf WHERE embedding MATCH ? AND k = ? AND cell IN ({cells_sql}))"
-            " SELECT h.cue_id, c.turn_id FROM hits h JOIN cues c ON c.id = h.cue_id ORDER BY h.distance LIMIT ?",
-            (q.tobytes(), k, k)).fetchall()
-        chosen = [cue_id for cue_id, _ in rows]
-        store.neighbours(list({turn_id for _, turn_id in rows}), 1, 2)
-        times.append((time.perf_counter() - t0) * 1000)
-        exact = set(np.argpartition(-(matrix @ q), k)[:k].tolist())
-        overlap.append(len({c - 1 for c in chosen} & exact) / k)
-    return {"cells": cells, "nprobe": nprobe, "train_and_assign_s": round(train_s, 1), "build_s": round(build_s, 1),
-            "p50_ms": round(statistics.median(times), 1), "overlap_with_exact": round(float(np.mean(overlap)), 3)}
-
-
-def kmeans(sample: np.ndarray, cells: int, rng: np.random.Generator, rounds: int = 8) -> np.ndarray:
-    """Spherical k-means (cosine): a few Lloyd rounds in NumPy, enough for an index's coarse cells."""
-    centroids = sample[rng.choice(len(sample), cells, replace=False)].copy()
-    for _ in range(rounds):
-        nearest = np.argmax(sample @ centroids.T, axis=1)
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, nearest, sample)
-        empty = np.linalg.norm(sums, axis=1) == 0
-        sums[empty] = sample[rng.choice(len(sample), int(empty.sum()), replace=False)]
-        centroids = sums / np.linalg.norm(sums, axis=1, keepdims=True)
-    return centroids
 
 
 if __name__ == "__main__":

@@ -77,4 +77,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # Coarse cells (an inverted-file index) for conversations too large for vec0's full scan
+        # (cells.py). A cell's id is its row id here and its partition in the vec0 table `cue_cells`,
+        # which Store.replace_cells creates once the embedding dimension is known.
+        "m003_cells",
+        """
+        CREATE TABLE cell_centroids (
+            id INTEGER PRIMARY KEY,
+            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            centroid BLOB NOT NULL
+        );
+        CREATE INDEX cell_centroids_conversation ON cell_centroids(conversation_id);
+        """,
+    ),
 ]

@@ -45,6 +45,7 @@ from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import Store
 from .timeparse import format_human, named_periods
+from .view import conversation_source
 
 DATE_SLACK_DAYS = 7
 
@@ -103,7 +104,13 @@ def day_runs(times: Iterable[str | None]) -> list[str]:
 
 
 def turn_cost(turn: Turn) -> int:
-    return estimate_tokens(evidence_line(turn.source_id, turn.speaker or turn.role, turn.text))
+    return _line_cost(turn.source_id, turn.speaker or turn.role, turn.text)
+
+
+@lru_cache(maxsize=65536)
+def _line_cost(source_id: str, speaker: str | None, text: str) -> int:
+    """Every question re-ranks the same turns of a conversation: their costs are worth keeping."""
+    return estimate_tokens(evidence_line(source_id, speaker, text))
 
 
 def context_tokens(turns: Sequence[Turn]) -> int:
@@ -191,9 +198,8 @@ def _render_cue(cue: Cue) -> str:
     return f"({cue.subject}, {cue.relation}, {cue.object})"
 
 
-def _score(candidates: list[int], turns: dict[int, Turn], vectors: dict[int, np.ndarray], query: np.ndarray,
-           best: dict[int, tuple[Cue, float]], lexical: dict[int, float], edges: list[tuple[int, int, str, float]],
-           floor: float, mentioned: set[str], periods: list[tuple[str, str]],
+def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, best: dict[int, tuple[Cue, float]],
+           lexical: dict[int, float], edges: list[tuple[int, int, str, float]], floor: float, mentioned: set[str], periods: list[tuple[str, str]],
            settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
     """The module docstring's formula over all candidates at once (NumPy), and how each came in."""
     n = len(candidates)
@@ -201,12 +207,10 @@ def _score(candidates: list[int], turns: dict[int, Turn], vectors: dict[int, np.
     cue = np.full(n, floor, dtype=np.float32)
     for tid, (_, sim) in best.items():
         cue[at[tid]] = sim
-    whole = cue.copy()
-    known = [i for i, tid in enumerate(candidates) if tid in vectors]
-    if known:
-        whole[known] = np.vstack([vectors[candidates[i]] for i in known]) @ query
+    whole = np.where(np.isnan(whole), cue, whole)  # a turn without a vector (older database) counts its cue
     people = np.array([turns[tid].speaker in mentioned for tid in candidates], dtype=np.float32)
-    dated = np.array([_said_in(turns[tid].time, periods) for tid in candidates], dtype=np.float32)
+    dated = np.array([_said_in(turns[tid].time, periods) for tid in candidates], dtype=np.float32) \
+        if periods else np.zeros(n, dtype=np.float32)
     own = (settings.cue_weight * cue + (1 - settings.cue_weight) * whole
            + settings.speaker_weight * people + settings.date_weight * dated)
     pulled = {"temporal": np.zeros(n, dtype=np.float32), "semantic": np.zeros(n, dtype=np.float32)}
@@ -215,7 +219,9 @@ def _score(candidates: list[int], turns: dict[int, Turn], vectors: dict[int, np.
         dst = np.array([at[e[1]] for e in edges])
         temporal = np.array([e[2] == "temporal" for e in edges])
         weight = np.array([e[3] for e in edges], dtype=np.float32)
-        same_session = np.array([turns[e[0]].session == turns[e[1]].session for e in edges])
+        sessions: dict[str | None, int] = {}
+        session = np.array([sessions.setdefault(turns[tid].session, len(sessions)) for tid in candidates])
+        same_session = session[src] == session[dst]
         factor = np.where(temporal, settings.temporal_weight, settings.semantic_weight * weight)
         positive = np.maximum(own, 0.0)
         # Edges count in both directions: one end of each is a seed, the other any candidate.
@@ -250,14 +256,15 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
         )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    speakers = store.speakers(cid)
+    source = conversation_source(store, cid, embedder.dim)
+    speakers = source.speakers()
     mentioned = {name for name in speakers if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)}
     topic = without_names(question, speakers) or question
     vector = embedder.embed([topic])[0]
     t1 = time.perf_counter()
     timings["embed_query"] = (t1 - t0) * 1000
 
-    hits = store.knn_cues(cid, vector, settings.top_m)
+    hits = source.knn_cues(vector, settings.top_m)
     best = _best_cues(hits)
     lexical: dict[int, float] = {}
     query = fts_query(topic) if settings.lexical_weight else ""
@@ -267,10 +274,10 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     timings["cue_search"] = (t2 - t1) * 1000
 
     seeds = list(dict.fromkeys([*best, *lexical]))
-    edges = store.neighbours(seeds, settings.window, settings.sem_k) if settings.graph and seeds else []
+    edges = source.neighbours(seeds, settings.window, settings.sem_k) if settings.graph and seeds else []
     candidates = list(dict.fromkeys([*seeds, *(dst for _, dst, _, _ in edges)]))
-    turns = store.turns_by_id(candidates)
-    score, via = _score(candidates, turns, store.turn_vectors(candidates), vector, best, lexical, edges,
+    turns = source.turns_by_id(candidates)
+    score, via = _score(candidates, turns, source.turn_similarities(candidates, vector), best, lexical, edges,
                         hits[-1][1] if hits else 0.0, mentioned, _periods(question), settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000

@@ -44,3 +44,26 @@ def test_sentence_transformers_and_onnx_share_one_space(embedder):
     cosines = np.sum(a * b, axis=1)
     assert cosines.min() >= 0.99, cosines
     assert st.model_id == embedder.model_id and st.dim == embedder.dim
+
+
+def test_ingest_embeds_each_distinct_text_once(tmp_path):
+    from cuemem_cli import Memory
+
+    said = "We adopted a beagle named Biscuit from the shelter."
+    with Memory(tmp_path / "m.db") as memory:
+        report = memory.add([{"speaker": "Maya", "text": said, "conversation": "c"},
+                             {"speaker": "Leo", "text": said, "conversation": "c"}])
+        store = memory.store
+        cid = store.conversation_id("c")
+        turns = store.turns(cid)
+        turn_vectors = store.turn_vectors([t.id for t in turns])
+        cue_ids, cue_turns, _, matrix = store.conversation_vectors(cid, 384)
+        statements = [c.id for c in store.conversation_cues(cid) if c.kind == "statement"]
+    # Two turns with the same text, each with the same one-sentence statement cue and the same triples:
+    # each distinct text is embedded once, so there are as many distinct vectors as texts embedded.
+    assert report.texts_embedded < (report.cues + report.turns_added) / 2
+    assert report.texts_embedded == len({tuple(np.round(v, 6)) for v in np.vstack([matrix, *turn_vectors.values()])})
+    first, second = (turn_vectors[t.id] for t in turns)
+    assert np.array_equal(first, second)
+    rows = {int(c): i for i, c in enumerate(cue_ids)}
+    assert np.allclose(matrix[rows[statements[0]]], first, atol=1e-6)

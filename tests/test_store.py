@@ -122,7 +122,8 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
                  {"conversation": "c", "speaker": "Ben", "text": "Lisbon! Do you still paint?"}])
         ids = [t.id for t in mem.store.turns(mem.store.conversation_id("c"))]
         mem.store.conn.execute("DROP TABLE turn_vectors")
-        mem.store.conn.execute("DELETE FROM _migrations WHERE name = 'm002_turn_vectors'")
+        mem.store.conn.execute("DROP TABLE cell_centroids")
+        mem.store.conn.execute("DELETE FROM _migrations WHERE name IN ('m002_turn_vectors', 'm003_cells')")
     store = Store.open(path)
     assert (tmp_path / "old.db.bak-schema1").exists()
     vectors = store.turn_vectors(ids)
