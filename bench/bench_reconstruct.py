@@ -1,8 +1,10 @@
 """In-process reconstruction latency on one LoCoMo conversation: p50 and p95 over its questions.
 
 In-process means a library user's long-lived process, so the embedder keeps the optimised ONNX graph
-(`cuemem ask` starts with the quick-loading one instead). Reported with and without the question's
-embedding, which is model time rather than memory work.
+(`cuemem ask` starts with the quick-loading one instead) and, from the second question on, the
+conversation is held in memory (cuemem_cli/view.py). Reported with and without the question's
+embedding, which is model time rather than memory work, and beside the SQL path every process's
+first question takes.
 """
 
 from __future__ import annotations
@@ -15,13 +17,19 @@ import time
 from cuemem_cli.embed import OnnxMiniLM
 from cuemem_cli.reconstruct import reconstruct
 from cuemem_cli.store import Store
+from cuemem_cli.view import drop_view
 
 
 def main(db: str, locomo: str, conversation: str = "conv-26") -> dict:
     store = Store.open(db)
     embedder = OnnxMiniLM()
     questions = [q["question"] for c in json.load(open(locomo)) if c["sample_id"] == conversation for q in c["qa"]]
-    reconstruct(store, embedder, questions[0], conversation)  # load the model outside the timing
+    first = []
+    for question in questions:  # each as a process's first question: SQL, no view
+        drop_view(store)
+        context = reconstruct(store, embedder, question, conversation)
+        first.append(context.timings_ms["total"] - context.timings_ms["embed_query"])
+    reconstruct(store, embedder, questions[0], conversation)  # the view is built here, outside the timing
     totals, searches, parts = [], [], {}
     for question in questions:
         start = time.perf_counter()
@@ -36,6 +44,8 @@ def main(db: str, locomo: str, conversation: str = "conv-26") -> dict:
         "without_query_embedding_p50_ms": round(statistics.median(searches), 2),
         "without_query_embedding_p95_ms": round(statistics.quantiles(searches, n=20)[18], 2),
         "stage_p50_ms": {k: round(statistics.median(v), 2) for k, v in parts.items()},
+        "first_question_sql_p50_ms": round(statistics.median(first), 2),
+        "memory_work_met": statistics.median(searches) <= 5 and statistics.quantiles(searches, n=20)[18] <= 15,
         "goal": "p50 ≤ 5 ms, p95 ≤ 15 ms",
         "met": statistics.median(totals) <= 5 and q[18] <= 15,
     }

@@ -45,7 +45,7 @@ from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import Store
 from .timeparse import format_human, named_periods
-from .view import conversation_source
+from .view import Hops, conversation_source
 
 DATE_SLACK_DAYS = 7
 
@@ -199,8 +199,8 @@ def _render_cue(cue: Cue) -> str:
 
 
 def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, best: dict[int, tuple[Cue, float]],
-           lexical: dict[int, float], edges: list[tuple[int, int, str, float]], floor: float, mentioned: set[str], periods: list[tuple[str, str]],
-           settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
+           lexical: dict[int, float], hops: Hops, floor: float, mentioned: set[str],
+           periods: list[tuple[str, str]], settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
     """The module docstring's formula over all candidates at once (NumPy), and how each came in."""
     n = len(candidates)
     at = {tid: i for i, tid in enumerate(candidates)}
@@ -214,11 +214,11 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
     own = (settings.cue_weight * cue + (1 - settings.cue_weight) * whole
            + settings.speaker_weight * people + settings.date_weight * dated)
     pulled = {"temporal": np.zeros(n, dtype=np.float32), "semantic": np.zeros(n, dtype=np.float32)}
-    if edges:
-        src = np.array([at[e[0]] for e in edges])
-        dst = np.array([at[e[1]] for e in edges])
-        temporal = np.array([e[2] == "temporal" for e in edges])
-        weight = np.array([e[3] for e in edges], dtype=np.float32)
+    if len(hops.src):
+        ids = np.array(candidates, dtype=np.int64)
+        order = np.argsort(ids)
+        src, dst = (order[np.searchsorted(ids[order], end)] for end in (hops.src, hops.dst))
+        temporal, weight = hops.temporal, hops.weight
         sessions: dict[str | None, int] = {}
         session = np.array([sessions.setdefault(turns[tid].session, len(sessions)) for tid in candidates])
         same_session = session[src] == session[dst]
@@ -274,10 +274,10 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     timings["cue_search"] = (t2 - t1) * 1000
 
     seeds = list(dict.fromkeys([*best, *lexical]))
-    edges = source.neighbours(seeds, settings.window, settings.sem_k) if settings.graph and seeds else []
-    candidates = list(dict.fromkeys([*seeds, *(dst for _, dst, _, _ in edges)]))
+    hops = source.hops(seeds, settings.window if settings.graph else 0, settings.sem_k if settings.graph else 0)
+    candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
-    score, via = _score(candidates, turns, source.turn_similarities(candidates, vector), best, lexical, edges,
+    score, via = _score(candidates, turns, source.turn_similarities(candidates, vector), best, lexical, hops,
                         hits[-1][1] if hits else 0.0, mentioned, _periods(question), settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000

@@ -1,9 +1,10 @@
 """One conversation held in memory, for a process that asks it many questions.
 
 `reconstruct` needs, per question, the top cues, the anchors' one-hop neighbours, the candidate turns
-and their vectors. From SQLite that is ~15 ms on a LoCoMo conversation (vec0 scan, edge joins, row
-decoding); from NumPy arrays already in memory it is ~1 ms. A one-question `cuemem ask` would pay more
-to load the arrays than it saves, so a view is built only when a process asks the same conversation a
+and their vectors. From SQLite that is ~17 ms p50 on a LoCoMo conversation (vec0 scan, edge joins, row
+decoding) before any scoring; from NumPy arrays already in memory the whole reconstruction, scoring
+included, is ~5 ms (bench/bench_reconstruct.py). Loading the arrays takes ~0.3 s, so a one-question
+`cuemem ask` would pay more than it saves, so a view is built only when a process asks the same conversation a
 second time with nothing committed in between (a library user, `cuemem eval`), and it is dropped as
 soon as anything is committed, by this process or another (`Store.version`). Conversations of
 VIEW_MAX_CUES cues or more are always answered from SQLite (through their cells, cells.py), so a
@@ -15,6 +16,8 @@ view never holds more than ~150 MB.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
+from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -24,6 +27,30 @@ from .records import Cue, Turn
 from .store import Store
 
 VIEW_MAX_CUES = cells.MIN_CUES  # from there on, search goes through the cells
+
+
+class Hops(NamedTuple):
+    """One hop from a set of turns, one entry per edge end: from `src` (a seed) to `dst`."""
+
+    src: np.ndarray  # turn ids
+    dst: np.ndarray
+    temporal: np.ndarray  # bool: temporal, else semantic
+    weight: np.ndarray
+
+    @classmethod
+    def of(cls, rows: Sequence[tuple[int, int, str, float]]) -> "Hops":
+        """From (src, dst, kind, weight) rows, as Store.neighbours returns them."""
+        n = len(rows)
+        return cls(np.fromiter((r[0] for r in rows), np.int64, n), np.fromiter((r[1] for r in rows), np.int64, n),
+                   np.fromiter((r[2] == "temporal" for r in rows), bool, n),
+                   np.fromiter((r[3] for r in rows), np.float32, n))
+
+
+def similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Row · vector without BLAS: OpenBLAS's threads keep spinning after a call, and took the cores from
+    the question's embedding that follows (measured: 7 → 15 ms p50). NumPy's own loop costs ~0.4 ms for
+    a LoCoMo conversation's 3,000 cues."""
+    return np.einsum("ij,j->i", matrix, vector.astype(np.float32))
 
 
 class ConversationView:
@@ -37,11 +64,12 @@ class ConversationView:
         turn_ids, self.turn_matrix = store.conversation_turn_vectors(conversation_id, dim)
         self.turn_row = {tid: row for row, tid in enumerate(turn_ids.tolist())}
         self._speakers = store.speakers(conversation_id)
-        self.adjacent: dict[int, list[tuple[int, str, float, int]]] = {}
-        for src, dst, kind, weight, rank in store.all_edges(conversation_id):
-            self.adjacent.setdefault(src, []).append((dst, kind, weight, rank))
-            if kind == "semantic":  # followed in both directions, as Store.neighbours does
-                self.adjacent.setdefault(dst, []).append((src, kind, weight, rank))
+        self.edges = store.all_edges(conversation_id)
+        self._hops: dict[tuple[int, int], dict[int, list[int]]] = {}
+        forward = Hops.of([(src, dst, kind, weight) for src, dst, kind, weight, _ in self.edges])
+        self._columns = (np.concatenate([forward.src, forward.dst]), np.concatenate([forward.dst, forward.src]),
+                         np.concatenate([forward.temporal, forward.temporal]),
+                         np.concatenate([forward.weight, forward.weight]))
 
     def speakers(self) -> list[str]:
         return self._speakers
@@ -51,15 +79,23 @@ class ConversationView:
         k = min(int(k), 4096, len(self.cues))
         if k <= 0:
             return []
-        sims = self.matrix @ vector.astype(np.float32)
+        sims = similarities(self.matrix, vector)
         top = np.argpartition(-sims, k - 1)[:k]
         top = top[np.lexsort((self.cue_ids[top], -sims[top]))]
         return [(self.cues[i], float(sims[i])) for i in top.tolist()]
 
-    def neighbours(self, turn_ids: Sequence[int], window: int, sem_k: int) -> list[tuple[int, int, str, float]]:
-        limit = {"temporal": window, "semantic": sem_k}
-        return [(tid, dst, kind, weight) for tid in turn_ids for dst, kind, weight, rank in self.adjacent.get(tid, ())
-                if rank <= limit[kind]]
+    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
+        rows_of = self._hops.get((window, sem_k))
+        if rows_of is None:  # once per graph setting: which edge rows each turn reaches
+            rows_of = self._hops[(window, sem_k)] = {}
+            limit = {"temporal": window, "semantic": sem_k}
+            for row, (src, dst, kind, _, rank) in enumerate(self.edges):
+                if rank <= limit[kind]:
+                    rows_of.setdefault(src, []).append(row)
+                    if kind == "semantic":  # followed in both directions: the reversed copy sits at row + n
+                        rows_of.setdefault(dst, []).append(row + len(self.edges))
+        rows = np.fromiter(chain.from_iterable(rows_of.get(tid, ()) for tid in turn_ids), dtype=np.int64)
+        return Hops(*(column[rows] for column in self._columns))
 
     def turns_by_id(self, turn_ids: Iterable[int]) -> dict[int, Turn]:
         return {tid: self.turns[tid] for tid in turn_ids if tid in self.turns}
@@ -69,7 +105,7 @@ class ConversationView:
         rows = np.array([self.turn_row.get(tid, -1) for tid in turn_ids], dtype=np.int64)
         out = np.full(len(rows), np.nan, dtype=np.float32)
         known = rows >= 0
-        out[known] = self.turn_matrix[rows[known]] @ query.astype(np.float32)
+        out[known] = similarities(self.turn_matrix[rows[known]], query)
         return out
 
 
@@ -87,8 +123,8 @@ class StoreConversation:
     def knn_cues(self, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         return cells.search(self.store, self.conversation_id, self.dim, vector, k)
 
-    def neighbours(self, turn_ids: Sequence[int], window: int, sem_k: int) -> list[tuple[int, int, str, float]]:
-        return self.store.neighbours(turn_ids, window, sem_k)
+    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
+        return Hops.of(self.store.neighbours(turn_ids, window, sem_k))
 
     def turns_by_id(self, turn_ids: Iterable[int]) -> dict[int, Turn]:
         return self.store.turns_by_id(turn_ids)
@@ -98,7 +134,7 @@ class StoreConversation:
         out = np.full(len(turn_ids), np.nan, dtype=np.float32)
         known = [i for i, tid in enumerate(turn_ids) if tid in vectors]
         if known:
-            out[known] = np.vstack([vectors[turn_ids[i]] for i in known]) @ query.astype(np.float32)
+            out[known] = similarities(np.vstack([vectors[turn_ids[i]] for i in known]), query)
         return out
 
 
@@ -120,3 +156,8 @@ def conversation_source(store: Store, conversation_id: int, dim: int) -> Convers
         source = StoreConversation(store, conversation_id, dim) if big else ConversationView(store, conversation_id, dim)
         entries[conversation_id] = (version, source)
     return entries[conversation_id][1]
+
+
+def drop_view(store: Store) -> None:
+    """Forget this store's cached view: its next question reads SQLite, as a new process's would."""
+    _views.pop(store, None)
