@@ -6,7 +6,9 @@ turn vectors) and graph building are cuemem's own (`ingest.open_input`, `validat
 `Ingestor`). The spaCy extractor and the ONNX embedder are replaced by stand-ins (one cue per turn; a
 hashed unit vector) because each holds only one batch at a time and, real, would take hours over a
 million lines on 2 cores (bench_ingest measures them). Every size runs in a fresh process; peak RSS is
-getrusage's ru_maxrss. Conversations have 500 lines each.
+its VmHWM (/proc/self/status), which exec resets: getrusage's ru_maxrss carries over the peak of the
+process that forked it (run_all.py, after the 1M benchmark, holds several GB). Conversations have 500
+lines each.
 
     python bench/bench_stream.py [LINES ...]      # default: 10000 50000
 """
@@ -65,7 +67,7 @@ def one(lines: int) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="cuemem-stream-"))
     source = folder / "in.jsonl"
     write_jsonl(source, lines)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_rss_kb()
     start = time.perf_counter()
     store = Store.open(folder / "m.db")
     handle, name = open_input(str(source))
@@ -74,8 +76,14 @@ def one(lines: int) -> dict:
         report = Ingestor(store, OneCue(), HashEmbedder()).run(read_messages(handle, name, None, None, False), report)
     return {"lines": lines, "jsonl_bytes": source.stat().st_size, "turns_added": report.turns_added,
             "seconds": round(time.perf_counter() - start, 1),
-            "peak_rss_mb_before": round(before / 1024, 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+            "peak_rss_mb_before": round(before / 1024, 1), "peak_rss_mb": round(peak_rss_kb() / 1024, 1)}
+
+
+def peak_rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # not Linux: the best there is
 
 
 def main(*sizes: str) -> dict:

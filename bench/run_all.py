@@ -106,6 +106,7 @@ def write_markdown(r: dict) -> None:
         f"store build {m['build_s']} s.",
         *cells_real_lines(r.get("cells_real")),
         *stream_lines(r.get("stream")),
+        *[f"- {note}" for note in r.get("notes", [])],
         "",
         "## Goals not met: where the time goes, and what would close them",
         "",

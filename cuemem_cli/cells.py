@@ -71,6 +71,7 @@ def search(store: Store, conversation_id: int, dim: int, vector: np.ndarray, k: 
     cell_ids, centroids = store.cell_centroids(conversation_id, dim)
     if not len(cell_ids):
         return store.knn_cues(conversation_id, vector, k)
+    store.map_file()
     probes = min(probes or PROBES, len(cell_ids))
     nearest = np.argpartition(-(centroids @ vector.astype(np.float32)), probes - 1)[:probes]
     return store.knn_cues_in_cells(cell_ids[nearest].tolist(), vector, k)

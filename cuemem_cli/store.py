@@ -110,8 +110,6 @@ class Store:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA secure_delete=ON")
-        # Reads straight from the page cache of the OS: vec0 scans of large partitions ~2× faster.
-        conn.execute("PRAGMA mmap_size=2147483648")
         store._migrate()
         return store
 
@@ -374,21 +372,27 @@ class Store:
             for tid, (kinds, blobs) in by_turn.items()])
 
     def conversation_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix)."""
-        rows = self.conn.execute(
+        """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix).
+
+        Read in chunks into one preallocated matrix, so a 1M-cue conversation costs its 1.5 GB once
+        rather than again as row objects.
+        """
+        cursor = self.conn.execute(
             "SELECT v.cue_id, c.turn_id, t.position, v.embedding FROM cue_vectors v"
             " JOIN cues c ON c.id = v.cue_id JOIN turns t ON t.id = c.turn_id"
             " WHERE v.conversation_id = ? ORDER BY v.cue_id",
             (conversation_id,),
-        ).fetchall()
-        if not rows:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, empty, np.zeros((0, dim), dtype=np.float32)
-        cue_ids = np.array([r[0] for r in rows], dtype=np.int64)
-        turn_ids = np.array([r[1] for r in rows], dtype=np.int64)
-        positions = np.array([r[2] for r in rows], dtype=np.int64)
-        matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        return cue_ids, turn_ids, positions, matrix
+        )
+        matrix = np.empty((self.cue_count(conversation_id), dim), dtype=np.float32)
+        ids: list[tuple[int, int, int]] = []
+        while rows := cursor.fetchmany(10_000):
+            block = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            if len(ids) + len(rows) > len(matrix):  # cues without vectors never exist; be safe anyway
+                matrix = np.vstack([matrix, np.empty((len(rows), dim), dtype=np.float32)])
+            matrix[len(ids):len(ids) + len(rows)] = block
+            ids.extend((r[0], r[1], r[2]) for r in rows)
+        columns = np.array(ids, dtype=np.int64).reshape(len(ids), 3)
+        return columns[:, 0].copy(), columns[:, 1].copy(), columns[:, 2].copy(), matrix[:len(ids)]
 
     def conversation_cues(self, conversation_id: int) -> list[Cue]:
         rows = self.conn.execute(
@@ -403,6 +407,12 @@ class Store:
             " WHERE t.conversation_id = ? ORDER BY v.turn_id", (conversation_id,)).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         return ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+
+    def map_file(self) -> None:
+        """Read the file through mmap from now on: vec0 scans of large partitions run ~2× faster
+        without copying pages (measured at 1M cues). Not on by default: mapped pages count in the
+        process's RSS, which would then grow with the file during a long ingest."""
+        self.conn.execute(f"PRAGMA mmap_size={2**31}")
 
     def cue_count(self, conversation_id: int) -> int:
         return self.conn.execute("SELECT count(*) FROM cues WHERE conversation_id = ?", (conversation_id,)).fetchone()[0]

@@ -3,10 +3,10 @@
 `reconstruct` needs, per question, the top cues, the anchors' one-hop neighbours, the candidate turns
 and their vectors. From SQLite that is ~17 ms p50 on a LoCoMo conversation (vec0 scan, edge joins, row
 decoding) before any scoring; from NumPy arrays already in memory the whole reconstruction, scoring
-included, is ~5 ms (bench/bench_reconstruct.py). Loading the arrays takes ~0.3 s, so a one-question
-`cuemem ask` would pay more than it saves, so a view is built only when a process asks the same conversation a
-second time with nothing committed in between (a library user, `cuemem eval`), and it is dropped as
-soon as anything is committed, by this process or another (`Store.version`). Conversations of
+included, is ~5 ms (bench/bench_reconstruct.py). Loading the arrays takes ~0.3 s, more than a
+one-question `cuemem ask` would save. So a view is built only when a process asks the same
+conversation a second time with nothing committed in between (a library user, `cuemem eval`), and it
+is dropped as soon as anything is committed, by this process or another (`Store.version`). Conversations of
 VIEW_MAX_CUES cues or more are always answered from SQLite (through their cells, cells.py), so a
 view never holds more than ~150 MB.
 
@@ -54,6 +54,8 @@ def similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 
 class ConversationView:
+    """A conversation's cue and turn vectors, turns and edges as arrays; read-only, exact search."""
+
     def __init__(self, store: Store, conversation_id: int, dim: int):
         cue_ids, _, _, matrix = store.conversation_vectors(conversation_id, dim)
         by_id = {cue.id: cue for cue in store.conversation_cues(conversation_id)}
