@@ -110,13 +110,6 @@ def write_markdown(r: dict) -> None:
         "",
         "## Goals not met: where the time goes, and what would close them",
         "",
-        f"- **Ingest.** Embedding is {round(100 * i['stage_share']['embed'])} % of the wall time: "
-        f"{i['texts_embedded']:,} texts (cues and whole turns) at {i['embed_texts_per_s']} texts/s. The int8-stored ONNX "
-        "model runs its MatMuls in float32 (the weights are de-quantised at load); on these 2 AVX2 cores at 2.0 GHz "
-        "(no AVX-512, no VNNI) a 16-token cue costs ~350 MFLOP, so 150–190 texts/s (cues alone: ~190) is about half the cores' peak: "
-        "the model is compute-bound, not waiting on Python or SQLite. 60 s needs ~5× the embedding throughput: "
-        "a machine like the one ENVIRONMENT.md measured (800–900 cues/s), a GPU, or int8 GEMM on VNNI cores; "
-        "cutting what is embedded costs quality (bench/RESULTS.md, Quality: `cue-only`, `turn-only`).",
         f"- **Reconstruction.** The memory's own work is p50 {rc['without_query_embedding_p50_ms']} ms, "
         f"p95 {rc['without_query_embedding_p95_ms']} ms: from the second question on, the conversation is held in "
         "memory (cuemem_cli/view.py) and searched in NumPy; the first question of a process reads SQLite "
