@@ -82,8 +82,9 @@ class ConversationView:
         if k <= 0:
             return []
         sims = similarities(self.matrix, vector)
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.lexsort((self.cue_ids[top], -sims[top]))]
+        kth = sims[np.argpartition(-sims, k - 1)[:k]].min()
+        tied = np.flatnonzero(sims >= kth)  # every cue tied at the k-th place, not an arbitrary few of them
+        top = tied[np.lexsort((self.cue_ids[tied], -sims[tied]))][:k]
         return [(self.cues[i], float(sims[i])) for i in top.tolist()]
 
     def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:

@@ -94,10 +94,13 @@ def test_ties_between_identical_cues_break_by_cue_id_in_both(store):
     with store.transaction():
         cid = store.conversation_id("c", create=True)
         [tid] = store.insert_turns([NewTurn(cid, 0, "t0", "text", "h", None, None, "A", None, {})])
-        cue_ids = store.insert_cues(cid, [(tid, "A", "said", f"same {i}", "statement") for i in range(40)])
+        cue_ids = store.insert_cues(cid, [(tid, "A", "said", f"cue {i}", "statement") for i in range(45)])
+        # Five cues closer to the query, then forty identical ones straddling the 10th place.
+        better = np.tile(np.array([[0.8, 0.6, 0.0, 0.0]], dtype=np.float32), (5, 1))
         same = np.tile(np.array([[0.5, 0.5, 0.5, 0.5]], dtype=np.float32), (40, 1))
-        store.insert_vectors(cid, cue_ids, same)
+        store.insert_vectors(cid, cue_ids[20:25], better)
+        store.insert_vectors(cid, cue_ids[:20] + cue_ids[25:], same)
     query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
     by_sql = [cue.id for cue, _ in store.knn_cues(cid, query, 10)]
     by_view = [cue.id for cue, _ in ConversationView(store, cid, 4).knn_cues(query, 10)]
-    assert by_sql == by_view == cue_ids[:10]
+    assert by_sql == by_view == cue_ids[20:25] + cue_ids[:5]
