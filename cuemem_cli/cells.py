@@ -59,9 +59,10 @@ def build(store: Store, conversation_id: int, dim: int, seed: int = 0) -> int:
 def add(store: Store, conversation_id: int, dim: int, cue_ids: np.ndarray, vectors: np.ndarray) -> None:
     """Keep a conversation's cells up to date after new cues were stored (inside the same transaction)."""
     cell_ids, centroids = store.cell_centroids(conversation_id, dim)
-    if len(cell_ids) and store.cue_count(conversation_id) <= GROWTH * len(cell_ids) ** 2:
+    count = store.cue_count(conversation_id)
+    if len(cell_ids) and count <= GROWTH * len(cell_ids) ** 2:
         store.insert_cell_vectors(cue_ids, cell_ids[nearest_cell(vectors, centroids)], vectors)
-    elif store.cue_count(conversation_id) >= MIN_CUES:
+    elif count >= MIN_CUES:
         build(store, conversation_id, dim)
 
 

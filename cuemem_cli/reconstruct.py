@@ -274,7 +274,7 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     timings["cue_search"] = (t2 - t1) * 1000
 
     seeds = list(dict.fromkeys([*best, *lexical]))
-    hops = source.hops(seeds, settings.window if settings.graph else 0, settings.sem_k if settings.graph else 0)
+    hops = source.hops(seeds, settings.window, settings.sem_k) if settings.graph and seeds else Hops.of([])
     candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector), best, lexical, hops,

@@ -40,7 +40,7 @@ sqlite3 = _connect_module()
 
 
 _TIE_MARGIN = 16
-_VEC0_MAX_K = 4096  # sqlite-vec's limit on k
+VEC0_MAX_K = 4096  # sqlite-vec's limit on k
 
 
 def now_iso() -> str:
@@ -464,7 +464,7 @@ class Store:
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues among the given cells (vec0 returns k per cell; the best k of all are kept)."""
-        k = min(int(k), _VEC0_MAX_K)
+        k = min(int(k), VEC0_MAX_K)
         if k <= 0 or not len(cell_ids):
             return []
         cells = ",".join(str(int(c)) for c in cell_ids)
@@ -486,10 +486,10 @@ class Store:
         the end of what came back, makes the result the k lowest cue ids among equals: deterministic,
         and the same as view.py's in-memory search.
         """
-        k = min(int(k), _VEC0_MAX_K)
+        k = min(int(k), VEC0_MAX_K)
         if k <= 0:
             return []
-        fetch = min(k + _TIE_MARGIN, _VEC0_MAX_K)
+        fetch = min(k + _TIE_MARGIN, VEC0_MAX_K)
         while True:
             rows = self.conn.execute(
                 "WITH hits AS (SELECT cue_id, distance FROM cue_vectors"
@@ -499,9 +499,9 @@ class Store:
                 (vector.astype(np.float32).tobytes(), fetch, conversation_id),
             ).fetchall()
             tie_cut = len(rows) == fetch > k and rows[-1][6] == rows[k - 1][6]
-            if not tie_cut or fetch == _VEC0_MAX_K:
+            if not tie_cut or fetch == VEC0_MAX_K:
                 return [(Cue(*r[:6]), 1.0 - float(r[6])) for r in rows[:k]]
-            fetch = min(2 * fetch, _VEC0_MAX_K)
+            fetch = min(2 * fetch, VEC0_MAX_K)
 
     def search_cues_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[Cue, float]]:
         """Lexical cue search (BM25; higher is better), limited to one conversation."""

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import cells
 from .records import Cue, Turn
-from .store import Store
+from .store import VEC0_MAX_K, Store
 
 VIEW_MAX_CUES = cells.MIN_CUES  # from there on, search goes through the cells
 
@@ -38,8 +38,8 @@ class Hops(NamedTuple):
     weight: np.ndarray
 
     @classmethod
-    def of(cls, rows: Sequence[tuple[int, int, str, float]]) -> "Hops":
-        """From (src, dst, kind, weight) rows, as Store.neighbours returns them."""
+    def of(cls, rows: Sequence[tuple]) -> "Hops":
+        """From (src, dst, kind, weight, …) rows, as Store.neighbours and Store.all_edges return them."""
         n = len(rows)
         return cls(np.fromiter((r[0] for r in rows), np.int64, n), np.fromiter((r[1] for r in rows), np.int64, n),
                    np.fromiter((r[2] == "temporal" for r in rows), bool, n),
@@ -68,17 +68,16 @@ class ConversationView:
         self._speakers = store.speakers(conversation_id)
         self.edges = store.all_edges(conversation_id)
         self._hops: dict[tuple[int, int], dict[int, list[int]]] = {}
-        forward = Hops.of([(src, dst, kind, weight) for src, dst, kind, weight, _ in self.edges])
-        self._columns = (np.concatenate([forward.src, forward.dst]), np.concatenate([forward.dst, forward.src]),
-                         np.concatenate([forward.temporal, forward.temporal]),
-                         np.concatenate([forward.weight, forward.weight]))
+        forward = Hops.of(self.edges)  # then each edge reversed, at row + len(edges)
+        self._columns = Hops(np.concatenate([forward.src, forward.dst]), np.concatenate([forward.dst, forward.src]),
+                             np.tile(forward.temporal, 2), np.tile(forward.weight, 2))
 
     def speakers(self) -> list[str]:
         return self._speakers
 
     def knn_cues(self, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Exact top-k by cosine (vectors are unit length), ties broken by cue id like the vec0 scan."""
-        k = min(int(k), 4096, len(self.cues))
+        k = min(int(k), VEC0_MAX_K, len(self.cues))
         if k <= 0:
             return []
         sims = similarities(self.matrix, vector)
