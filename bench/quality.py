@@ -18,7 +18,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MARKER = "<!-- quality: written by bench/quality.py -->"
-ABLATIONS = ["no-graph", "no-semantic", "no-temporal", "no-lexical", "no-speaker", "no-date", "cue-only", "turn-only"]
+ABLATIONS = ["no-graph", "no-semantic", "no-temporal", "no-lexical", "no-speaker", "no-date", "cue-only", "turn-only",
+             "no-context"]
 BASELINES = ["naive-rag", "bm25", "full-history"]
 WHAT = {
     "cuemem": "all terms (the defaults of `cuemem ask`)",
@@ -30,6 +31,7 @@ WHAT = {
     "no-date": "no lift for turns said in a named period",
     "cue-only": "turn scored by its best cue only",
     "turn-only": "turn scored by its whole-text vector only",
+    "no-context": "turn vector without the turn before it (context weight 0)",
     "naive-rag": "baseline: turns by MiniLM cosine",
     "bm25": "baseline: turns by FTS5 BM25",
     "full-history": "every turn, no budget",

@@ -6,7 +6,8 @@ its tokens: anchors, their one-hop neighbours and lexical (FTS5) hits are all *c
 a score; the budget is filled by score, then the chosen turns are put back in chronological order.
 
     own(t)   = cue_weight · best cue similarity of t  (candidates without a top-m cue: the m-th similarity)
-             + (1 − cue_weight) · similarity of t as a whole (its turn vector)
+             + (1 − cue_weight) · similarity of t as a whole: its turn vector plus context_weight of the
+                               vector of the turn before it in the session (view.in_context)
              + speaker_weight  if t was said by a person the question names
              + date_weight     if the question names a day, month or year and t was said then
                                (or up to a week later: people tell of things in the days after)
@@ -16,9 +17,10 @@ a score; the budget is filled by score, then the chosen turns are put back in ch
              + lexical_weight  · BM25(t) / best BM25
 
 Why each term (each measured as an ablation): a turn's best cue finds the precise fact, its whole
-vector finds the turn about the topic; a person's facts are mostly in their own turns (names are kept
-out of the vectors, see statements.py, so this is where they count); an answer usually sits next to
-the question that prompted it, in the same session; rare words (names of places, pets, books) are
+vector finds the turn about the topic, and the turn before it tells what a short reply is about; a
+person's facts are mostly in their own turns (names are kept out of the vectors, see statements.py,
+so this is where they count); an answer usually sits next to the question that prompted it, in the
+same session; rare words (names of places, pets, books) are
 what BM25 finds and MiniLM blurs; "what did she do on 25 May, 2022" names the day the turn was said.
 The weights are round values from the middle of a flat plateau (bench/quality_notes.md), not a fit.
 
@@ -58,9 +60,10 @@ class Settings:
     budget: int = DEFAULT_BUDGET
     graph: bool = True
     cue_weight: float = 0.5
+    context_weight: float = 0.3
     speaker_weight: float = 0.2
     date_weight: float = 0.2
-    temporal_weight: float = 0.3
+    temporal_weight: float = 0.2
     semantic_weight: float = 0.1
     lexical_weight: float = 0.1
     lexical_m: int = 50
@@ -277,7 +280,7 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     hops = source.hops(seeds, settings.window, settings.sem_k) if settings.graph and seeds else Hops.of([])
     candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
-    score, via = _score(candidates, turns, source.turn_similarities(candidates, vector), best, lexical, hops,
+    score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, settings.context_weight), best, lexical, hops,
                         hits[-1][1] if hits else 0.0, mentioned, _periods(question), settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000

@@ -354,6 +354,15 @@ class Store:
             (orjson.dumps(list(turn_ids)).decode(),))
         return {tid: np.frombuffer(blob, dtype=np.float32) for tid, blob in rows}
 
+    def previous_turns(self, turn_ids: Iterable[int]) -> dict[int, int]:
+        """Each turn's predecessor in its conversation, where both were said in the same session."""
+        return dict(self.conn.execute(
+            "SELECT t.id, p.id FROM turns t JOIN turns p ON p.id = ("
+            "  SELECT q.id FROM turns q WHERE q.conversation_id = t.conversation_id AND q.position < t.position"
+            "  ORDER BY q.position DESC LIMIT 1)"
+            " WHERE t.id IN (SELECT value FROM json_each(?)) AND p.session IS t.session",
+            (orjson.dumps(list(turn_ids)).decode(),)).fetchall())
+
     def _backfill_turn_vectors(self) -> None:
         """Turn vectors for a database written before they existed, without a model at hand: the
         normalised mean of each turn's sentence-cue vectors (measured 0.008 below embedding the turn

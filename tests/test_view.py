@@ -104,3 +104,22 @@ def test_ties_between_identical_cues_break_by_cue_id_in_both(store):
     by_sql = [cue.id for cue, _ in store.knn_cues(cid, query, 10)]
     by_view = [cue.id for cue, _ in ConversationView(store, cid, 4).knn_cues(query, 10)]
     assert by_sql == by_view == cue_ids[20:25] + cue_ids[:5]
+
+
+def test_turn_vectors_in_context_add_the_turn_before_in_the_same_session_only(store):
+    """SQL and the view mix each turn vector with its predecessor's, never across a session break."""
+    store.bind_embedder("test", 4, "test")
+    with store.transaction():
+        cid = store.conversation_id("c", create=True)
+        ids = store.insert_turns([NewTurn(cid, p, f"t{p}", f"turn {p}", f"h{p}", session, None, "A", None, {})
+                                  for p, session in enumerate(["s1", "s1", "s2", "s2"])])
+        vectors = np.eye(4, dtype=np.float32)
+        store.insert_turn_vectors(list(zip(ids, vectors)))
+    assert store.previous_turns(ids) == {ids[1]: ids[0], ids[3]: ids[2]}
+    query = np.array([1.0, 0.0, 1.0, 0.0], dtype=np.float32) / np.sqrt(2)
+    bare = query @ vectors.T
+    mixed = np.array([bare[0], 0.3 * bare[0] / np.hypot(1, 0.3), bare[2], (bare[3] + 0.3 * bare[2]) / np.hypot(1, 0.3)])
+    for source in (StoreConversation(store, cid, 4), ConversationView(store, cid, 4)):
+        assert source.turn_similarities(ids, query) == pytest.approx(bare)
+        assert source.turn_similarities(ids, query, 0.3) == pytest.approx(mixed)
+        assert source.turn_similarities(ids[::-1], query, 0.3) == pytest.approx(mixed[::-1])

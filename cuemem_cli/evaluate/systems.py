@@ -35,6 +35,7 @@ CUEMEM_SYSTEMS = {
     "no-date": {"date_weight": 0.0},
     "cue-only": {"cue_weight": 1.0},
     "turn-only": {"cue_weight": 0.0},
+    "no-context": {"context_weight": 0.0},
 }
 BASELINES = ("full-history", "naive-rag", "bm25")
 SYSTEMS = tuple(CUEMEM_SYSTEMS) + BASELINES
