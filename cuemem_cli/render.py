@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from contextlib import contextmanager
+from itertools import groupby
 from dataclasses import asdict
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
@@ -19,7 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .records import Answer, Context, Turn
-from .timeparse import format_human
+from .timeparse import format_clock, format_human
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -55,7 +56,7 @@ def render_answer(answer: Answer) -> None:
     if answer.kind == "llm":
         title = f"Answer · {answer.model}"
     elif answer.kind == "extractive":
-        title = "Best-matching sentence · extractive, no model configured (--model or CUEMEM_MODEL for a real answer)"
+        title = "Best-matching sentence (extractive) · no model: set --model or CUEMEM_MODEL"
     else:
         title = "No answer"
     out.print(Panel(escape(answer.text or "nothing in memory matches this question"), title=title,
@@ -63,20 +64,26 @@ def render_answer(answer: Answer) -> None:
 
 
 def render_evidence(context: Context) -> None:
-    table = Table(title=f"Evidence · {context.conversation} · {len(context.evidence)} turns · ~{context.tokens} tokens",
-                  title_justify="left", show_lines=False, expand=True)
-    table.add_column("turn", no_wrap=True)
-    table.add_column("time", no_wrap=True)
-    table.add_column("speaker", no_wrap=True)
-    table.add_column("via", no_wrap=True)
-    table.add_column("text", ratio=1)
-    for ev in context.evidence:
-        text = escape(ev.text)
-        if ev.cue:
-            text += f"\n[dim]cue {escape(ev.cue)} · {ev.score:.2f}[/dim]"
-        table.add_row(escape(ev.source_id), format_human(ev.time) if ev.time else "", escape(ev.speaker or ""),
-                      f"[{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]", text)
-    out.print(table)
+    """The evidence as the answer model reads it: a rule per day, then each turn's id, clock time, speaker
+    and text, with how it came in (and its best cue) dimmed below; it stays readable at 80 columns."""
+    out.print(f"[bold]Evidence[/bold] · {escape(context.conversation)} · {len(context.evidence)} turns"
+              f" · ~{context.tokens} tokens")
+    stamps = [f"{ev.source_id} {format_clock(ev.time) if ev.time else ''}".rstrip() for ev in context.evidence]
+    widths = [max(map(len, column), default=0) for column in (stamps, [ev.speaker or "" for ev in context.evidence])]
+    rows = list(zip(stamps, context.evidence))
+    for day, group in groupby(rows, key=lambda row: format_human(row[1].time, with_time=False)
+                              if row[1].time else "date unknown"):
+        out.rule(f"[bold]{escape(day)}[/bold]", align="left", style="dim")
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
+        grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
+        grid.add_column(ratio=1)
+        for stamp, ev in group:
+            how = f"[{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
+            if ev.cue:
+                how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
+            grid.add_row(escape(stamp), escape(ev.speaker or ""), f"{escape(ev.text)}\n[dim]{how}[/dim]")
+        out.print(grid)
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in context.timings_ms.items())
     err.print(f"[dim]{timing}[/dim]")
 

@@ -111,11 +111,19 @@ def format_human(iso: str, with_time: bool = True) -> str:
     """Render a time for people and prompts: "8 May 2023, 1:56 pm", or "8 May 2023" at midnight."""
     moment = datetime.fromisoformat(parse_time(iso))
     date = f"{moment.day} {_MONTH_NAMES[moment.month - 1]} {moment.year}"
-    if not with_time or (moment.hour, moment.minute, moment.second) == (0, 0, 0):
-        return date
-    hour = moment.hour % 12 or 12
-    half = "am" if moment.hour < 12 else "pm"
-    return f"{date}, {hour}:{moment.minute:02d} {half}"
+    clock = _clock(moment) if with_time else ""
+    return f"{date}, {clock}" if clock else date
+
+
+def format_clock(iso: str) -> str:
+    """The time of day alone ("1:56 pm"), for lines under a day header; "" at midnight (a date only)."""
+    return _clock(datetime.fromisoformat(parse_time(iso)))
+
+
+def _clock(moment: datetime) -> str:
+    if (moment.hour, moment.minute, moment.second) == (0, 0, 0):
+        return ""
+    return f"{moment.hour % 12 or 12}:{moment.minute:02d} {'am' if moment.hour < 12 else 'pm'}"
 
 
 @lru_cache(maxsize=4096)

@@ -85,6 +85,21 @@ def test_offline_ask_gives_a_labelled_extractive_answer(cli, maya_db):
     assert "extractive" in result.stdout and "Evidence" in result.stdout
 
 
+def test_evidence_reads_by_day_in_an_80_column_terminal(cli, maya_db, monkeypatch):
+    from cuemem_cli import render
+    from cuemem_cli.timeparse import format_human
+
+    question = "What happened with Biscuit and the vet?"
+    evidence = ask_json(cli, maya_db, question, "--context-only")["evidence"]
+    monkeypatch.setattr(render.out, "width", 80)
+    lines = cli("--db", str(maya_db), "ask", question, "--context-only").stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    days = list(dict.fromkeys(format_human(e["time"], with_time=False) for e in evidence))
+    assert [line.split(" ─")[0] for line in lines if "───" in line] == days  # one rule per day, in order
+    starts = [line.split()[0] for line in lines if line[:1].strip() and "───" not in line][1:]
+    assert starts == [e["source_id"] for e in evidence]  # each turn once, chronological, id first
+
+
 def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
     fake_llm.default = "Denver."
     data = ask_json(cli, maya_db, "Where does Maya live now?", "--model", "fake/answerer",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemem_cli.timeparse import format_human, parse_time
+from cuemem_cli.timeparse import format_clock, format_human, parse_time
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 
@@ -120,6 +120,9 @@ def test_error_message_is_short_and_names_the_input() -> None:
 )
 def test_format_human(iso: str, expected: str) -> None:
     assert format_human(iso) == expected
+    day, _, clock = expected.partition(", ")
+    assert format_human(iso, with_time=False) == day
+    assert format_clock(iso) == clock  # the time of day alone, under a day header
 
 
 def test_format_human_rejects_garbage() -> None:
