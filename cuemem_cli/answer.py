@@ -17,8 +17,11 @@ import numpy as np
 from .records import Answer, Context
 from .reconstruct import dialogue_lines, evidence_line
 from .timeparse import format_human
+from .view import in_context
 
 PROMPT_VERSION = "answer-v2"
+EXTRACTIVE_SENTENCES = 2
+EXTRACTIVE_CONTEXT_WEIGHT = 0.7
 
 _INTRO = "You answer questions about a long conversation, using only the dialogue excerpts you are given."
 _DATA_RULES = [
@@ -77,17 +80,43 @@ def answer_with_model(context: Context, model: str, priority: bool = True,
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-def answer_extractively(context: Context, embedder) -> Answer:
-    """Offline fallback: the evidence sentence closest to the question (no model involved)."""
-    candidates: list[tuple[str, str]] = []
-    for ev in context.evidence:
+def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_SENTENCES) -> Answer:
+    """Offline fallback, no model involved: the evidence sentences closest to the question, at most one
+    per turn, in the order they were said.
+
+    Questions are left out (the other speaker asking "where did you go?" echoes the question best and
+    answers nothing), and each sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT
+    of the turn said just before it when the evidence holds that turn: "His name is Biscuit, he's a
+    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Measured on
+    400 LoCoMo questions, share whose chosen sentences include one from a gold evidence turn: best
+    sentence 0.205; in context 0.247; in context without questions 0.323. Best two turns: 0.343,
+    0.415, 0.463 (context weights 0.5–1.0 lie within 0.02 of each other).
+    """
+    found: list[tuple[str, int]] = []
+    for i, ev in enumerate(context.evidence):
         for sentence in _SENTENCE.split(ev.text):
             if len(sentence.split()) >= 4:  # greetings and one-word replies answer nothing
-                candidates.append((sentence.strip(), ev.source_id))
+                found.append((sentence.strip(), i))
+    candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
     if not candidates:
         return Answer(text=None, kind=None)
-    vectors = embedder.embed([context.question] + [c[0] for c in candidates])
-    scores = vectors[1:] @ vectors[0]
-    best = int(np.argmax(scores))
-    sentence, source = candidates[best]
-    return Answer(text=f"{sentence} [{source}]", kind="extractive")
+    evidence = context.evidence
+    before = {i: i - 1 for i in {i for _, i in candidates}
+              if i and evidence[i - 1].session == evidence[i].session
+              and evidence[i - 1].position == evidence[i].position - 1}
+    previous_texts = sorted(set(before.values()))
+    vectors = embedder.embed([context.question] + [c[0] for c in candidates]
+                             + [evidence[i].text for i in previous_texts])
+    question, own = vectors[0], vectors[1:len(candidates) + 1]
+    row_of = {i: len(candidates) + 1 + n for n, i in enumerate(previous_texts)}
+    previous = np.vstack([vectors[row_of[before[i]]] if i in before else np.zeros_like(question)
+                          for _, i in candidates])
+    scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
+    chosen: dict[int, str] = {}
+    for best in np.argsort(-scores).tolist():
+        sentence, i = candidates[best]
+        chosen.setdefault(i, sentence)
+        if len(chosen) == sentences:
+            break
+    text = " … ".join(f"{chosen[i]} [{evidence[i].source_id}]" for i in sorted(chosen))
+    return Answer(text=text, kind="extractive")

@@ -56,7 +56,7 @@ def render_answer(answer: Answer) -> None:
     if answer.kind == "llm":
         title = f"Answer · {answer.model}"
     elif answer.kind == "extractive":
-        title = "Best-matching sentence (extractive) · no model: set --model or CUEMEM_MODEL"
+        title = "Best-matching sentences (extractive) · no model: set --model or CUEMEM_MODEL"
     else:
         title = "No answer"
     out.print(Panel(escape(answer.text or "nothing in memory matches this question"), title=title,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 from cuemem_cli.answer import build_messages, system_prompt
 from cuemem_cli.records import Context, Evidence
 
@@ -45,3 +48,30 @@ def test_the_exact_prompt_reaches_the_model(fake_llm):
     assert sent == build_messages(ctx)
     assert HOSTILE not in sent[1]["content"]
     assert sent[1]["content"].index("Portland") < sent[1]["content"].index("Denver")
+
+
+ASKED = ("Leo", "So what breed is the dog you adopted?")
+BREED = ("Maya", "His name is Biscuit, he's a beagle, about two years old.")
+ADOPTED = ("Maya", "I adopted a dog from the shelter last weekend and I love him.")
+
+
+def test_extractive_answer_reads_a_sentence_after_the_turn_before_it(embedder):
+    from cuemem_cli.answer import answer_extractively
+
+    question = "What breed is the dog Maya adopted?"
+    after_the_question = replace(context([ASKED, BREED, ADOPTED]), question=question)
+    assert "beagle" in answer_extractively(after_the_question, embedder, sentences=1).text
+    on_its_own = replace(context([BREED, ADOPTED, ASKED]), question=question)  # the same turns, no lead-in
+    assert "adopted a dog" in answer_extractively(on_its_own, embedder, sentences=1).text
+
+
+def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
+    from cuemem_cli.answer import answer_extractively
+
+    ctx = replace(context([("Leo", "So where did you two end up going for your anniversary trip?"),
+                           ("Maya", "Lisbon, and we stayed for a whole week by the river."),
+                           ("Maya", "I want to travel more next year, maybe somewhere in Asia.")]),
+                  question="Where did Maya go for her anniversary trip?")
+    assert answer_extractively(ctx, embedder, sentences=1).text.startswith("Lisbon")  # not the echoing question
+    answer = answer_extractively(ctx, embedder)
+    assert answer.kind == "extractive" and re.findall(r"\[(t\d)\]", answer.text) == ["t1", "t2"]
