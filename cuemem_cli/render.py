@@ -14,13 +14,14 @@ from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
 import orjson
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from .records import Answer, Context, Turn
-from .timeparse import format_clock, format_human
+from .timeparse import format_clock, format_human, parse_time
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -125,19 +126,29 @@ def render_ingest_report(report: dict[str, Any]) -> None:
 
 
 def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:
-    table = Table(title="Memory", title_justify="left")
-    for col in ("conversation", "turns", "cues", "temporal", "semantic", "degree min/mean/max",
-                "turns w/o cues", "pending", "from", "to"):
-        table.add_column(col, justify="right" if col not in ("conversation", "from", "to") else "left",
-                         no_wrap=col == "conversation")
+    """One row per conversation, narrow enough for 80 columns: edges as temporal/semantic, degree as
+    min/mean/max, "no cue" counting turns without a cue, the span in months, and "pending" only when a
+    turn's extraction failed (`--format json` has every count and the exact times)."""
+    pending = any(s["pending_turns"] for s in stats)
+    table = Table(title="Memory", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
+                  show_edge=False)
+    table.add_column("conversation", no_wrap=True)
+    for col in ("turns", "cues", "edges t/s", "degree", "no cue", *(["pending"] if pending else [])):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("span", no_wrap=True)
     for s in stats:
         d = s["degree"]
-        table.add_row(escape(s["conversation"]), str(s["turns"]), str(s["cues"]), str(s["temporal_edges"]),
-                      str(s["semantic_edges"]), f"{d['min']}/{d['mean']}/{d['max']}", str(s["turns_without_cues"]),
-                      str(s["pending_turns"]), format_human(s["first_time"]) if s["first_time"] else "",
-                      format_human(s["last_time"]) if s["last_time"] else "")
+        table.add_row(escape(s["conversation"]), str(s["turns"]), str(s["cues"]),
+                      f"{s['temporal_edges']}/{s['semantic_edges']}", f"{d['min']}/{d['mean']:.1f}/{d['max']}",
+                      str(s["turns_without_cues"]), *([str(s["pending_turns"])] if pending else []),
+                      _span(s["first_time"], s["last_time"]))
     out.print(table)
     out.print(" · ".join(f"{k} {escape(str(v))}" for k, v in settings.items()))
+
+
+def _span(first: str | None, last: str | None) -> str:
+    months = [parse_time(t)[:7] if t else "?" for t in (first, last)]
+    return "" if not (first or last) else months[0] if months[0] == months[1] else f"{months[0]}→{months[1]}"
 
 
 def render_turn(detail: dict[str, Any]) -> None:

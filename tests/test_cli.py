@@ -213,6 +213,17 @@ def test_inspect_graph_formats(cli, maya_db):
     assert missing.exit_code == 1 and "no turn 'nope'" in missing.stderr
 
 
+def test_inspect_graph_table_fits_80_columns(cli, maya_db, monkeypatch):
+    from cuemem_cli import render
+
+    monkeypatch.setattr(render.out, "width", 80)
+    lines = cli("--db", str(maya_db), "inspect-graph").stdout.splitlines()
+    assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)  # nothing cut short
+    row = next(line for line in lines if line.startswith("maya-and-leo")).split()
+    assert row[1] == "84" and row[-1] == "2023-03→2023-10"
+    assert "pending" not in lines[1]  # shown only when some turn's extraction failed
+
+
 def test_usage_errors_exit_2(cli, maya_db):
     assert cli("--db", str(maya_db), "inspect-graph", "--format", "pdf").exit_code == 2
     assert cli("--db", str(maya_db), "ask", "q", "--top-m", "0").exit_code == 2
