@@ -157,15 +157,19 @@ def render_turn(detail: dict[str, Any]) -> None:
     out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {when} · {escape(turn['speaker'] or '')}",
                     title_align="left"))
     for cue in detail["cues"]:
-        out.print(f"  cue [{cue['kind']}] ({escape(cue['subject'])}, {escape(cue['relation'])}, {escape(cue['object'])})")
+        out.print(f"  cue {escape('[' + cue['kind'] + ']')} ({escape(cue['subject'])}, {escape(cue['relation'])}, "
+                  f"{escape(cue['object'])})")
     if not detail["cues"]:
         out.print("  [dim]no cues[/dim]")
-    table = Table(title="Neighbours", title_justify="left")
-    for col in ("direction", "kind", "turn", "weight", "rank", "text"):
-        table.add_column(col)
+    table = Table(title="Neighbours", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
+                  show_edge=False)
+    for col in ("dir", "kind", "turn", "weight", "rank"):
+        table.add_column(col, no_wrap=True, justify="right" if col in ("weight", "rank") else "left")
+    # One line per neighbour, cut with an ellipsis; --format json has the whole text.
+    table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 40))
     for n in detail["neighbours"]:
         table.add_row(n["direction"], n["kind"], escape(n["turn"]), f"{n['weight']:.3f}", str(n["rank"]),
-                      escape(n["text"][:80]))
+                      escape(n["text"]))
     out.print(table)
 
 

@@ -213,7 +213,7 @@ def test_inspect_graph_formats(cli, maya_db):
     assert missing.exit_code == 1 and "no turn 'nope'" in missing.stderr
 
 
-def test_inspect_graph_table_fits_80_columns(cli, maya_db, monkeypatch):
+def test_inspect_graph_fits_80_columns(cli, maya_db, monkeypatch):
     from cuemem_cli import render
 
     monkeypatch.setattr(render.out, "width", 80)
@@ -222,6 +222,10 @@ def test_inspect_graph_table_fits_80_columns(cli, maya_db, monkeypatch):
     row = next(line for line in lines if line.startswith("maya-and-leo")).split()
     assert row[1] == "84" and row[-1] == "2023-03→2023-10"
     assert "pending" not in lines[1]  # shown only when some turn's extraction failed
+    turn = cli("--db", str(maya_db), "inspect-graph", "--turn", "s2:9").stdout.splitlines()
+    assert max(map(len, turn)) <= 80
+    assert any(line.strip().startswith("cue [triple] (") for line in turn)  # the kind is text, not markup
+    assert any(line.startswith("in ") or line.startswith("out ") for line in turn)
 
 
 def test_usage_errors_exit_2(cli, maya_db):
