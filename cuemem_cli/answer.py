@@ -101,16 +101,13 @@ def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_
     if not candidates:
         return Answer(text=None, kind=None)
     evidence = context.evidence
-    before = {i: i - 1 for i in {i for _, i in candidates}
-              if i and evidence[i - 1].session == evidence[i].session
-              and evidence[i - 1].position == evidence[i].position - 1}
-    previous_texts = sorted(set(before.values()))
-    vectors = embedder.embed([context.question] + [c[0] for c in candidates]
-                             + [evidence[i].text for i in previous_texts])
+    led = [i for i in sorted({i for _, i in candidates})  # turns whose turn before is in the evidence too
+           if i and evidence[i - 1].session == evidence[i].session
+           and evidence[i - 1].position == evidence[i].position - 1]
+    vectors = embedder.embed([context.question] + [c[0] for c in candidates] + [evidence[i - 1].text for i in led])
     question, own = vectors[0], vectors[1:len(candidates) + 1]
-    row_of = {i: len(candidates) + 1 + n for n, i in enumerate(previous_texts)}
-    previous = np.vstack([vectors[row_of[before[i]]] if i in before else np.zeros_like(question)
-                          for _, i in candidates])
+    before = dict(zip(led, vectors[len(candidates) + 1:]))
+    previous = np.vstack([before.get(i, np.zeros_like(question)) for _, i in candidates])
     scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
     chosen: dict[int, str] = {}
     for best in np.argsort(-scores).tolist():

@@ -46,7 +46,7 @@ from .errors import CuememError
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import Store
-from .timeparse import format_human, named_periods
+from .timeparse import day_of, named_periods
 from .view import Hops, conversation_source
 
 DATE_SLACK_DAYS = 7
@@ -81,11 +81,6 @@ def evidence_line(source_id: str, speaker: str | None, text: str) -> str:
     0.005 more questions with all evidence at 2,000 tokens on LoCoMo, bench/RESULTS.md).
     """
     return f"[{source_id}] {speaker or 'unknown'}: {text}"
-
-
-@lru_cache(maxsize=4096)
-def day_of(time: str | None) -> str:
-    return format_human(time, with_time=False) if time else "date unknown"
 
 
 def day_header(day: str) -> str:

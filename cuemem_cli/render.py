@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from contextlib import contextmanager
-from itertools import groupby
 from dataclasses import asdict
+from itertools import groupby
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
@@ -21,7 +21,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .records import Answer, Context, Turn
-from .timeparse import format_clock, format_human, parse_time
+from .timeparse import day_of, format_clock, format_human, parse_time
 
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
@@ -72,8 +72,7 @@ def render_evidence(context: Context) -> None:
     stamps = [f"{ev.source_id} {format_clock(ev.time) if ev.time else ''}".rstrip() for ev in context.evidence]
     widths = [max(map(len, column), default=0) for column in (stamps, [ev.speaker or "" for ev in context.evidence])]
     rows = list(zip(stamps, context.evidence))
-    for day, group in groupby(rows, key=lambda row: format_human(row[1].time, with_time=False)
-                              if row[1].time else "date unknown"):
+    for day, group in groupby(rows, key=lambda row: day_of(row[1].time)):
         out.rule(f"[bold]{escape(day)}[/bold]", align="left", style="dim")
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True, min_width=widths[0])

@@ -115,6 +115,12 @@ def format_human(iso: str, with_time: bool = True) -> str:
     return f"{date}, {clock}" if clock else date
 
 
+@lru_cache(maxsize=4096)
+def day_of(time: str | None) -> str:
+    """The day a turn was said, as its header line shows it ("8 May 2023"), or "date unknown"."""
+    return format_human(time, with_time=False) if time else "date unknown"
+
+
 def format_clock(iso: str) -> str:
     """The time of day alone ("1:56 pm"), for lines under a day header; "" at midnight (a date only)."""
     return _clock(datetime.fromisoformat(parse_time(iso)))

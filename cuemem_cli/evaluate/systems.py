@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from ..records import Context, Evidence, Turn
-from ..reconstruct import (Settings, context_tokens, day_header, day_of, day_runs, estimate_tokens, evidence_line,
+from ..reconstruct import (Settings, context_tokens, day_header, day_runs, estimate_tokens, evidence_line,
                            fill_budget, reconstruct, resolve_conversation, turn_cost)
 from ..store import Store, private_dir
+from ..timeparse import day_of
 from .tokens import TokenCounter
 
 CUEMEM_SYSTEMS = {
