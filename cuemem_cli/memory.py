@@ -66,10 +66,17 @@ class Memory:
         return self._store
 
     def embedder(self, quick_start: bool = False):
+        """The embedder asked for; else the one this database was built with, so that a database ingested
+        with `--embedder sentence-transformers:MODEL` is read with that model without naming it again."""
         if self._embedder is None:
-            from .embed import get_embedder
+            from .embed import MINILM_ID, get_embedder
 
-            self._embedder = get_embedder(self._embedder_spec, quick_start=quick_start)
+            spec = self._embedder_spec
+            if spec is None and self.path.exists():
+                built_with = self.store.get_meta("embedding_model")
+                if built_with not in (None, MINILM_ID):  # MiniLM itself is read fastest by the ONNX default
+                    spec = f"sentence-transformers:{built_with}"
+            self._embedder = get_embedder(spec, quick_start=quick_start)
         return self._embedder
 
     def close(self) -> None:

