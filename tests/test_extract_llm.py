@@ -122,6 +122,17 @@ def test_cli_ingest_reports_pending_and_extract_pending_completes_them(fake_llm,
     assert summary["conversations"][0]["pending_turns"] == 0
 
 
+def test_an_echo_of_the_reply_format_is_not_a_cue(fake_llm, store):
+    """The v1 prompt showed a placeholder triple; Qwen2.5-1.5B copied it for 86 of 86 LoCoMo turns, and
+    each copy was stored as a cue. A placeholder now counts as a failed turn, asked again, then pending."""
+    out = parse_reply('{"turns": [{"id": "T1", "cues": [["Subject", "relation", "object "]]}]}', {"T1"})
+    assert out == {}
+    fake_llm.script = ['{"turns": [{"id": "T1", "cues": [["subject", "relation", "object"]]}]}']
+    fake_llm.default = good_reply
+    results = LLMExtractor("fake/x", store=store, retries=1).extract(chat(1))
+    assert [(c.subject, c.relation, c.object) for c in results[0]] == [("Bob", "said", "Turn")]
+
+
 @pytest.mark.parametrize("reply", ["", "[]", '{"turns": "nope"}'])
 def test_empty_or_wrong_shaped_replies_leave_turns_pending(fake_llm, store, reply):
     fake_llm.default = reply
