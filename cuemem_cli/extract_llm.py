@@ -76,10 +76,11 @@ def parse_reply(text: str, asked: set[str]) -> dict[str, list[Triple]]:
             if not (isinstance(cue, list) and len(cue) == 3 and all(isinstance(p, str) and p.strip() for p in cue)):
                 valid = False
                 break
-            if [p.strip().lower() for p in cue] == list(_PLACEHOLDER):
-                valid = False  # the reply format echoed back, not a cue: ask again
+            parts = tuple(p.strip() for p in cue)
+            if tuple(p.lower() for p in parts) == _PLACEHOLDER:  # the reply format echoed back, not a cue
+                valid = False
                 break
-            triples.append(Triple(*(p.strip() for p in cue), kind="triple"))
+            triples.append(Triple(*parts, kind="triple"))
         if valid:
             out[entry["id"]] = triples
     return out

@@ -129,8 +129,7 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
     min/mean/max, "no cue" counting turns without a cue, the span in months, and "pending" only when a
     turn's extraction failed (`--format json` has every count and the exact times)."""
     pending = any(s["pending_turns"] for s in stats)
-    table = Table(title="Memory", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
-                  show_edge=False)
+    table = _compact_table("Memory")
     table.add_column("conversation", no_wrap=True)
     for col in ("turns", "cues", "edges t/s", "degree", "no cue", *(["pending"] if pending else [])):
         table.add_column(col, justify="right", no_wrap=True)
@@ -143,6 +142,11 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
                       _span(s["first_time"], s["last_time"]))
     out.print(table)
     out.print(" · ".join(f"{k} {escape(str(v))}" for k, v in settings.items()))
+
+
+def _compact_table(title: str) -> Table:
+    """A header rule and no borders: the inspect-graph tables fit 80 columns."""
+    return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
 
 
 def _span(first: str | None, last: str | None) -> str:
@@ -160,8 +164,7 @@ def render_turn(detail: dict[str, Any]) -> None:
                   f"{escape(cue['object'])})")
     if not detail["cues"]:
         out.print("  [dim]no cues[/dim]")
-    table = Table(title="Neighbours", title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
-                  show_edge=False)
+    table = _compact_table("Neighbours")
     for col in ("dir", "kind", "turn", "weight", "rank"):
         table.add_column(col, no_wrap=True, justify="right" if col in ("weight", "rank") else "left")
     # One line per neighbour, cut with an ellipsis; --format json has the whole text.
