@@ -56,10 +56,11 @@ def _plain(text: str) -> str:
     return escape(text)
 
 
-def _memory(**kwargs):
+def _memory(create: bool = False, **kwargs):
+    """Only the commands that store turns (ingest, import) create the database file."""
     from .memory import Memory
 
-    return Memory(config.db_path(state.db), **kwargs)
+    return Memory(config.db_path(state.db), create=create, **kwargs)
 
 
 @app.callback()
@@ -89,7 +90,7 @@ def ingest(
 
     show_progress = sys.stderr.isatty() and not json_out
     try:
-        with _memory(embedder=embedder, extractor=extractor, extract_model=extract_model) as memory:
+        with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model) as memory:
             with ingest_progress(show_progress) as progress:
                 report = memory.ingest_file(file, conversation, skip_invalid, progress=progress, window=window,
                                             sem_k=sem_k)
@@ -319,8 +320,6 @@ def forget(
 
     try:
         with _memory() as memory:
-            if not memory.path.exists():
-                raise CuememError(f"no cuemem database at {memory.path}", "nothing to forget")
             report = memory.forget(conversation, session, turn or (), before, decay, lru, as_of, dry_run=dry_run,
                                    vacuum=vacuum, confirm=confirm)
     except CuememError as exc:
@@ -360,8 +359,6 @@ def export(
 
     try:
         with _memory() as memory:
-            if not memory.path.exists():
-                raise CuememError(f"no cuemem database at {memory.path}", "ingest something first: cuemem ingest FILE")
             records = memory.export(conversation)
             if output:
                 with open_private_output(output) as fh:
@@ -387,7 +384,7 @@ def import_(
 
     show_progress = sys.stderr.isatty() and not json_out
     try:
-        with _memory(embedder=embedder) as memory:
+        with _memory(create=True, embedder=embedder) as memory:
             with ingest_progress(show_progress) as progress:
                 report = memory.import_file(file, progress=progress)
     except CuememError as exc:

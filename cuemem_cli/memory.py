@@ -50,8 +50,10 @@ class Memory:
     """One cuemem database file. Heavy parts (spaCy, the embedder, litellm) load on first use."""
 
     def __init__(self, path: str | Path, embedder: str | Any | None = None, extractor: str = "spacy",
-                 extract_model: str | None = None):
+                 extract_model: str | None = None, create: bool = True):
+        """`create=False` for readers: a mistyped path is an error naming it, not a new empty file."""
         self.path = Path(path)
+        self._create = create
         self._embedder_spec = embedder
         self._embedder = None if embedder is None or isinstance(embedder, str) else embedder
         self._extractor_name = extractor
@@ -62,7 +64,7 @@ class Memory:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store.open(self.path)
+            self._store = Store.open(self.path, create=self._create)
         return self._store
 
     def embedder(self, quick_start: bool = False):

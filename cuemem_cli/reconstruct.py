@@ -241,6 +241,8 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
 
 def reconstruct(store: Store, embedder, question: str, conversation: str | None = None,
                 settings: Settings = Settings(), as_of: str | None = None) -> Context:
+    if not question.strip():
+        raise CuememError("the question is empty", 'ask something, e.g. cuemem ask "Where does Maya live now?"')
     cid, name = resolve_conversation(store, conversation)
     if not store.has_vectors():
         raise CuememError("this memory holds no cue vectors yet", "ingest a dialogue first: cuemem ingest FILE")

@@ -57,11 +57,13 @@ def render_answer(answer: Answer) -> None:
     if answer.kind == "llm":
         title = f"Answer · {answer.model}"
     elif answer.kind == "extractive":
-        title = "Best-matching sentences (extractive) · no model: set --model or CUEMEM_MODEL"
+        title = "Best-matching sentences (extractive)"
     else:
         title = "No answer"
+    hint = "no model: set --model or CUEMEM_MODEL" if answer.kind != "llm" else None
     out.print(Panel(escape(answer.text or "nothing in memory matches this question"), title=title,
-                    title_align="left", border_style="green" if answer.kind == "llm" else "yellow"))
+                    title_align="left", subtitle=hint, subtitle_align="right",
+                    border_style="green" if answer.kind == "llm" else "yellow"))
 
 
 def render_evidence(context: Context) -> None:

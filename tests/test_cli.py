@@ -243,6 +243,22 @@ def test_empty_memory_says_what_to_do(cli, db_path):
     assert result.exit_code == 1 and "ingest" in result.stderr
 
 
+@pytest.mark.parametrize("command", [["ask", "anything"], ["inspect-graph"], ["export"], ["forget", "--conversation", "x", "--yes"],
+                                     ["extract", "--pending"]])
+def test_read_commands_name_a_missing_database_and_do_not_create_it(cli, tmp_path, command):
+    """A mistyped --db must not leave an empty database behind that later reads as 'memory is empty'."""
+    missing = tmp_path / "mistyped.db"
+    result = cli("--db", str(missing), *command)
+    assert result.exit_code == 1, result.output
+    assert f"no cuemem database at {missing}" in result.stderr and "ingest" in result.stderr
+    assert not missing.exists()
+
+
+def test_an_empty_question_is_refused(cli, maya_db):
+    result = cli("--db", str(maya_db), "ask", "  ")
+    assert result.exit_code == 1 and "the question is empty" in result.stderr and result.stdout == ""
+
+
 def test_context_only_ask_imports_no_heavy_library(maya_db):
     """The pipeline path (`ask --context-only --json`) must stay fast: no torch, spaCy or litellm."""
     import subprocess
