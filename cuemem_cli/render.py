@@ -161,11 +161,13 @@ def render_turn(detail: dict[str, Any]) -> None:
     when = format_human(turn["time"]) if turn["time"] else "time unknown"
     out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {when} · {escape(turn['speaker'] or '')}",
                     title_align="left"))
+    cues = Table.grid(padding=(0, 1, 0, 0))  # a long cue wraps under itself, not under "cue [kind]"
+    for _ in range(3):
+        cues.add_column()
     for cue in detail["cues"]:
-        out.print(f"  cue {escape('[' + cue['kind'] + ']')} ({escape(cue['subject'])}, {escape(cue['relation'])}, "
-                  f"{escape(cue['object'])})")
-    if not detail["cues"]:
-        out.print("  [dim]no cues[/dim]")
+        cues.add_row(" ", "cue " + escape(f"[{cue['kind']}]"),
+                     f"({escape(cue['subject'])}, {escape(cue['relation'])}, {escape(cue['object'])})")
+    out.print(cues if detail["cues"] else "  [dim]no cues[/dim]")
     table = _compact_table("Neighbours")
     for col in ("dir", "kind", "turn", "weight", "rank"):
         table.add_column(col, no_wrap=True, justify="right" if col in ("weight", "rank") else "left")

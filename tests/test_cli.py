@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
 
@@ -224,7 +226,10 @@ def test_inspect_graph_fits_80_columns(cli, maya_db, monkeypatch):
     assert "pending" not in lines[1]  # shown only when some turn's extraction failed
     turn = cli("--db", str(maya_db), "inspect-graph", "--turn", "s2:9").stdout.splitlines()
     assert max(map(len, turn)) <= 80
-    assert any(line.strip().startswith("cue [triple] (") for line in turn)  # the kind is text, not markup
+    assert any(re.match(r" +cue \[triple\] +\(", line) for line in turn)  # the kind is text, not markup
+    cue_lines = turn[turn.index(next(line for line in turn if "cue [" in line)):
+                     turn.index(next(line for line in turn if line.startswith("Neighbours")))]
+    assert len(cue_lines) > 3 and all(line.startswith("  ") for line in cue_lines)  # a long cue wraps indented
     assert any(line.startswith("in ") or line.startswith("out ") for line in turn)
 
 
