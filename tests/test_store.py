@@ -123,7 +123,8 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
         ids = [t.id for t in mem.store.turns(mem.store.conversation_id("c"))]
         mem.store.conn.execute("DROP TABLE turn_vectors")
         mem.store.conn.execute("DROP TABLE cell_centroids")
-        mem.store.conn.execute("DELETE FROM _migrations WHERE name IN ('m002_turn_vectors', 'm003_cells')")
+        mem.store.conn.execute(
+            "DELETE FROM _migrations WHERE name IN ('m002_turn_vectors', 'm003_cells', 'm004_porter_fts')")
     store = Store.open(path)
     assert (tmp_path / "old.db.bak-schema1").exists()
     vectors = store.turn_vectors(ids)
@@ -132,3 +133,23 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
     store.close()
     with Memory(path) as mem:
         assert [e.source_id for e in mem.context("Where did Ana move?", "c").evidence]
+
+
+def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, monkeypatch):
+    """m004: "dog" finds "dogs"; a database indexed before it is re-indexed when it is opened."""
+    from cuemem_cli.reconstruct import fts_query
+    from cuemem_cli.store import NewTurn
+
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS[:3])
+    old = Store.open(db_path)
+    with old.transaction():
+        cid = old.conversation_id("c", create=True)
+        [tid] = old.insert_turns([NewTurn(cid, 0, "t0", "Our dogs love painting by the lake", "h", None, None, None,
+                                          None, {})])
+    assert old.search_turns_fts(cid, fts_query("dog"), 10) == []  # the old index matched whole words only
+    old.close()
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
+    store = Store.open(db_path)
+    for question in ("my dog?", "Who paints?", "lakes"):
+        assert [hit for hit, _ in store.search_turns_fts(cid, fts_query(question), 10)] == [tid], question
+    assert store.search_turns_fts(cid, fts_query("cats"), 10) == []
