@@ -168,7 +168,10 @@ _STOPWORDS = frozenset(
 
 
 def fts_query(question: str) -> str:
-    """A safe FTS5 query from free text: content words, each quoted, OR-ed (BM25 ranks the matches)."""
+    """A safe FTS5 query from free text: content words, each quoted, OR-ed (BM25 ranks the matches).
+
+    Quoting keeps words literal (no FTS5 syntax from the user); the index's Porter tokenizer still
+    stems each one, so "dogs" matches "dog" (migration m004)."""
     words = [w.lower().strip("'-") for w in _WORD.findall(question)]
     terms = dict.fromkeys(w for w in words if w and w not in _STOPWORDS and len(w) > 1)
     return " OR ".join(f'"{w}"' for w in terms)
