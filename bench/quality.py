@@ -2,6 +2,7 @@
 the same `cuemem eval` runs; writes the "Quality" section of bench/RESULTS.md and bench/quality.json.
 
     python bench/quality.py [LOCOMO_JSON]      # ~10 min on 2 idle cores once the eval cache is built
+    python bench/quality.py --render           # rewrite the section from quality.json (notes edited)
 
 Three runs of the documented command `cuemem eval locomo FILE --budget B --systems ... --json`:
 every system at 2,000 tokens; cuemem at top-m 50 and 200 (the default is 100); cuemem and the
@@ -56,16 +57,24 @@ def main(locomo: str = str(HERE.parent.parent / "shared" / "data" / "locomo10.js
     main_run = run_eval(locomo, ["cuemem", *ABLATIONS, *BASELINES], [2000])
     top_m = {m: run_eval(locomo, ["cuemem"], [2000], ["--top-m", str(m)]) for m in (50, 200)}
     budgets = run_eval(locomo, ["cuemem", "naive-rag", "bm25"], [1000, 4000])
+    measured_at = datetime.now().isoformat(timespec="minutes")
     (HERE / "quality.json").write_text(json.dumps(
-        {"main": main_run, "top_m": {str(k): v for k, v in top_m.items()}, "budgets": budgets}, indent=1))
-    write_section(main_run, top_m, budgets)
+        {"measured_at": measured_at, "main": main_run, "top_m": {str(k): v for k, v in top_m.items()},
+         "budgets": budgets}, indent=1))
+    write_section(main_run, top_m, budgets, measured_at)
+
+
+def render() -> None:
+    """Rewrite the section from quality.json (after editing quality_notes.md), keeping the run's own date."""
+    data = json.loads((HERE / "quality.json").read_text())
+    write_section(data["main"], {int(k): v for k, v in data["top_m"].items()}, data["budgets"], data["measured_at"])
 
 
 def pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-def write_section(main_run: dict, top_m: dict, budgets: dict) -> None:
+def write_section(main_run: dict, top_m: dict, budgets: dict, measured_at: str) -> None:
     overall = cells(main_run, "cuemem", 2000)
     goal_all = overall["overall"]["all_evidence"] >= 0.85 and overall["overall"]["recall"] >= 0.90
     worst = min(overall[c]["all_evidence"] for c in CATEGORIES)
@@ -75,7 +84,7 @@ def write_section(main_run: dict, top_m: dict, budgets: dict) -> None:
         MARKER,
         "## Quality: LoCoMo evidence in a 2,000-token context (issue 6)",
         "",
-        f"Written by `python bench/quality.py` on {datetime.now().isoformat(timespec='minutes')}: "
+        f"Measured by `python bench/quality.py` on {measured_at}: "
         f"{overall['overall']['retrieval_questions']} questions with gold evidence, offline spaCy cues, all-MiniLM-L6-v2 "
         "(ONNX), tokens = characters / 4 of the evidence block as the answer model sees it. Every row comes from "
         "the same `cuemem eval` run, database and budget. all-ev = share of questions whose context holds every "
@@ -114,4 +123,4 @@ def write_section(main_run: dict, top_m: dict, budgets: dict) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    render() if sys.argv[1:] == ["--render"] else main(*sys.argv[1:])
