@@ -162,8 +162,6 @@ def render_turn(detail: dict[str, Any]) -> None:
     out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {when} · {escape(turn['speaker'] or '')}",
                     title_align="left"))
     cues = Table.grid(padding=(0, 1, 0, 0))  # a long cue wraps under itself, not under "cue [kind]"
-    for _ in range(3):
-        cues.add_column()
     for cue in detail["cues"]:
         cues.add_row(" ", "cue " + escape(f"[{cue['kind']}]"),
                      f"({escape(cue['subject'])}, {escape(cue['relation'])}, {escape(cue['object'])})")

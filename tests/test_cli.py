@@ -248,8 +248,8 @@ def test_empty_memory_says_what_to_do(cli, db_path):
     assert result.exit_code == 1 and "ingest" in result.stderr
 
 
-@pytest.mark.parametrize("command", [["ask", "anything"], ["inspect-graph"], ["export"], ["forget", "--conversation", "x", "--yes"],
-                                     ["extract", "--pending"]])
+@pytest.mark.parametrize("command", [["ask", "anything"], ["inspect-graph"], ["export"],
+                                     ["forget", "--conversation", "x", "--yes"], ["extract", "--pending"]])
 def test_read_commands_name_a_missing_database_and_do_not_create_it(cli, tmp_path, command):
     """A mistyped --db must not leave an empty database behind that later reads as 'memory is empty'."""
     missing = tmp_path / "mistyped.db"
