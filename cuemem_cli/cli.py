@@ -14,7 +14,7 @@ import typer
 
 from . import config
 from .errors import CuememError
-from .config import DEFAULT_BUDGET, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
+from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
 
 app = typer.Typer(
     name="cuemem",
@@ -128,6 +128,9 @@ def ask(
     sem_k: int = typer.Option(DEFAULT_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
     budget: int = typer.Option(DEFAULT_BUDGET, min=50, help="Evidence budget in tokens (≈ characters / 4)."),
     no_graph: bool = typer.Option(False, "--no-graph", help="Anchors only: no graph expansion (the paper's ablation)."),
+    excerpt: int = typer.Option(DEFAULT_EXCERPT_TOKENS, "--excerpt", min=0,
+                                help="A turn longer than this many tokens shows only its sentences nearest the "
+                                     "question (0: every turn whole)."),
     as_of: Optional[str] = typer.Option(None, help="Question time (default: now)."),
     model: Optional[str] = typer.Option(None, "--model", "-m",
                                         help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
@@ -139,7 +142,8 @@ def ask(
     from .reconstruct import Settings
     from .render import context_json, render_answer, render_evidence, write_json
 
-    settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph)
+    settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
+                        excerpt_tokens=excerpt)
     chosen_model = config.answer_model(model)
     streamed = {"any": False}
 

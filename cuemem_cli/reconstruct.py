@@ -25,7 +25,9 @@ what BM25 finds and MiniLM blurs; "what did she do on 25 May, 2022" names the da
 The weights are round values from the middle of a flat plateau (bench/quality_notes.md), not a fit.
 
 Tokens are estimated as ceil(characters / 4) of each line of the evidence block as the answer prompt
-shows it (turn lines and day headers); each turn is taken whole or not at all.
+shows it (turn lines and day headers); each turn is taken whole or not at all, except that a turn
+longer than `excerpt_tokens` is shown (and paid for) as an excerpt of its sentences nearest the
+question (excerpt.py).
 """
 
 from __future__ import annotations
@@ -34,15 +36,16 @@ import math
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from functools import lru_cache
 from itertools import groupby
 
 import numpy as np
 
-from .config import DEFAULT_BUDGET, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
+from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
 from .errors import CuememError
+from .excerpt import excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import Store
@@ -67,6 +70,7 @@ class Settings:
     semantic_weight: float = 0.1
     lexical_weight: float = 0.1
     lexical_m: int = 50
+    excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
 
 
 def estimate_tokens(text: str) -> int:
@@ -242,6 +246,25 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
     return score, via
 
 
+def _excerpts(source, turns: dict[int, Turn], vector: np.ndarray, limit: int) -> dict[int, Turn]:
+    """The candidates longer than `limit` tokens, each as an excerpt that fits it (excerpt.py)."""
+    long = [tid for tid, turn in turns.items() if limit and turn_cost(turn) > limit]
+    if not long:
+        return {}
+    similarity = source.sentence_similarities(long, vector)
+    out: dict[int, Turn] = {}
+    for tid in long:
+        turn = turns[tid]
+
+        def fits(text: str, turn: Turn = turn) -> bool:
+            return estimate_tokens(evidence_line(turn.source_id, turn.speaker or turn.role, text)) <= limit
+
+        text = excerpt(turn.text, similarity[tid], fits)
+        if text != turn.text:
+            out[tid] = replace(turn, text=text)
+    return out
+
+
 def reconstruct(store: Store, embedder, question: str, conversation: str | None = None,
                 settings: Settings = Settings(), as_of: str | None = None) -> Context:
     if not question.strip():
@@ -286,13 +309,15 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     timings["expand"] = (t3 - t2) * 1000
 
     ranked = sorted(candidates, key=lambda tid: (-score[tid], turns[tid].position))
-    chosen = sorted(fill_budget((turns[tid] for tid in ranked), settings.budget), key=lambda t: t.position)
+    shown = _excerpts(source, turns, vector, settings.excerpt_tokens)
+    chosen = sorted(fill_budget((shown.get(tid, turns[tid]) for tid in ranked), settings.budget),
+                    key=lambda t: t.position)
     used = context_tokens(chosen)
     evidence = tuple(
         Evidence(
             source_id=t.source_id, time=t.time, speaker=t.speaker, text=t.text, via=via[t.id],
             session=t.session, position=t.position, score=round(score[t.id], 4),
-            cue=_render_cue(best[t.id][0]) if t.id in best else None, tokens=turn_cost(t),
+            cue=_render_cue(best[t.id][0]) if t.id in best else None, tokens=turn_cost(t), excerpt=t.id in shown,
         )
         for t in chosen
     )

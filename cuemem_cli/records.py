@@ -109,6 +109,7 @@ class Evidence:
     score: float = 0.0
     cue: str | None = None  # the matched cue, rendered, for anchors
     tokens: int = 0
+    excerpt: bool = False  # text holds only the turn's sentences nearest the question ("…" marks gaps)
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,8 @@ def render_evidence(context: Context) -> None:
             how = f"[{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
             if ev.cue:
                 how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
+            if ev.excerpt:
+                how += " · excerpt of a long turn"
             grid.add_row(escape(stamp), escape(ev.speaker or ""), f"{escape(ev.text)}\n[dim]{how}[/dim]")
         out.print(grid)
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in context.timings_ms.items())

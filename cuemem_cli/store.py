@@ -338,6 +338,17 @@ class Store:
             out.setdefault(r[1], []).append(Cue(*r))
         return out
 
+    def statement_vectors(self, turn_ids: Iterable[int]) -> dict[int, list[tuple[str, np.ndarray]]]:
+        """Each turn's sentences that are statement cues, with their vectors (for excerpts of long turns)."""
+        rows = self.conn.execute(
+            "SELECT c.turn_id, c.object, v.embedding FROM cues c JOIN cue_vectors v ON v.cue_id = c.id"
+            " WHERE c.kind = 'statement' AND c.turn_id IN (SELECT value FROM json_each(?)) ORDER BY c.id",
+            (orjson.dumps(list(turn_ids)).decode(),))
+        out: dict[int, list[tuple[str, np.ndarray]]] = {}
+        for tid, sentence, blob in rows:
+            out.setdefault(tid, []).append((sentence, np.frombuffer(blob, dtype=np.float32)))
+        return out
+
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",

@@ -77,6 +77,7 @@ class ConversationView:
         turn_ids, self.turn_matrix = store.conversation_turn_vectors(conversation_id, dim)
         self.turn_row = {tid: row for row, tid in enumerate(turn_ids.tolist())}
         self._in_context: dict[float, np.ndarray] = {}
+        self._statement_rows: dict[int, list[int]] | None = None
         self._speakers = store.speakers(conversation_id)
         self.edges = store.all_edges(conversation_id)
         self._hops: dict[tuple[int, int], dict[int, list[int]]] = {}
@@ -120,6 +121,20 @@ class ConversationView:
         out = np.full(len(rows), np.nan, dtype=np.float32)
         known = rows >= 0
         out[known] = similarities(self._turn_matrix(context_weight)[rows[known]], query)
+        return out
+
+    def sentence_similarities(self, turn_ids: Iterable[int], query: np.ndarray) -> dict[int, dict[str, float]]:
+        """Cosine with the query of each statement cue (a sentence) of the given turns."""
+        if self._statement_rows is None:
+            self._statement_rows = {}
+            for row, cue in enumerate(self.cues):
+                if cue.kind == "statement":
+                    self._statement_rows.setdefault(cue.turn_id, []).append(row)
+        out: dict[int, dict[str, float]] = {}
+        for tid in turn_ids:
+            rows = self._statement_rows.get(tid, [])
+            sims = similarities(self.matrix[rows], query) if rows else []
+            out[tid] = {self.cues[row].object: float(sim) for row, sim in zip(rows, sims)}
         return out
 
     def _turn_matrix(self, context_weight: float) -> np.ndarray:
@@ -166,6 +181,16 @@ class StoreConversation:
             previous = np.vstack([vectors.get(before.get(tid), zero) for tid in known])
             at = [i for i, tid in enumerate(turn_ids) if tid in vectors]
             out[at] = similarities(in_context(own, previous, context_weight), query)
+        return out
+
+
+    def sentence_similarities(self, turn_ids: Iterable[int], query: np.ndarray) -> dict[int, dict[str, float]]:
+        found = self.store.statement_vectors(turn_ids)
+        out: dict[int, dict[str, float]] = {}
+        for tid in turn_ids:
+            pairs = found.get(tid, [])
+            sims = similarities(np.vstack([v for _, v in pairs]), query) if pairs else []
+            out[tid] = {sentence: float(sim) for (sentence, _), sim in zip(pairs, sims)}
         return out
 
 
