@@ -17,6 +17,7 @@ from cuemem_cli.reconstruct import fill_budget as fill
 from cuemem_cli.records import Turn
 
 FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_eval.json"
+LONG_ANSWERS = Path(__file__).parent / "fixtures" / "longmemeval_long_answers.json"
 LME_SYSTEMS = "cuemem,no-graph,naive-rag,bm25,full-history"
 
 
@@ -140,6 +141,15 @@ def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
     again = eval_json(cli, *args)
     assert again["ingest"]["ingested"] == [] and len(again["ingest"]["cached"]) == 4
     assert [r["recall"] for r in again["rows"] if "recall" in r] == [r["recall"] for r in summary["rows"] if "recall" in r]
+
+
+def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir):
+    """Both assistant answers are longer than the budget: whole, neither fits; as excerpts, the gold one does."""
+    summary = eval_json(cli, "longmemeval", str(LONG_ANSWERS), "--budget", "300", "--systems", "cuemem,whole-turns",
+                        "--cache-dir", str(cache_dir))
+    rows = {(r["system"], r["category"]): r for r in summary["rows"]}
+    assert rows[("cuemem", "overall")]["all_evidence"] == 1.0
+    assert rows[("whole-turns", "overall")]["all_evidence"] == 0.0
 
 
 def _fake_pair(messages):

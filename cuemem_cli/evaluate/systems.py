@@ -37,6 +37,7 @@ CUEMEM_SYSTEMS = {
     "cue-only": {"cue_weight": 1.0},
     "turn-only": {"cue_weight": 0.0},
     "no-context": {"context_weight": 0.0},
+    "whole-turns": {"excerpt_tokens": 0},  # long turns shown whole, not as excerpts (excerpt.py)
 }
 BASELINES = ("full-history", "naive-rag", "bm25")
 SYSTEMS = tuple(CUEMEM_SYSTEMS) + BASELINES
