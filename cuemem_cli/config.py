@@ -14,7 +14,7 @@ DEFAULT_WINDOW = 1
 DEFAULT_SEM_K = 2
 DEFAULT_BUDGET = 2000
 # A turn whose evidence line is longer is shown as an excerpt (excerpt.py). No LoCoMo turn is that long
-# (longest 117 tokens); an assistant's multi-paragraph answer is.
+# (the longest evidence line costs 126 tokens); an assistant's multi-paragraph answer is.
 DEFAULT_EXCERPT_TOKENS = 150
 
 

@@ -1,14 +1,15 @@
 """Long turns shown as excerpts: the sentences nearest the question, in their order, gaps marked "…".
 
 Evidence is whole turns, and in a chat between friends a turn is short (LoCoMo: a median of 29
-tokens; the longest evidence line costs 126). An assistant's answer in a user/assistant chat can run to a thousand tokens: taken
-whole it spends half of a 2,000-token budget on one turn, and a turn longer than the budget could
-never be shown at all. So a turn whose evidence line costs more than `Settings.excerpt_tokens` is
-shown as the sentences whose statement cues are nearest the question (their vectors are already
-stored, so nothing is embedded at question time), added best first while the line fits. The best
-sentence is always kept, so an excerpt is over the limit only when that sentence alone is (a
-sentence is at most 400 characters, statements.MAX_CHARS). Scoring is untouched: a long turn still ranks
-by its whole text and its best cue; only what it costs and shows changes.
+tokens; the longest evidence line costs 126). An assistant's answer in a user/assistant chat can
+run to a thousand tokens: taken whole it spends half of a 2,000-token budget on one turn, and a
+turn longer than the budget could never be shown at all. So a turn whose evidence line costs more
+than `Settings.excerpt_tokens` is shown as the sentences whose statement cues are nearest the
+question (their vectors are already stored, so nothing is embedded at question time), added best
+first while the line fits. The best sentence is always kept, so an excerpt is over the limit only
+when that sentence alone is (a sentence is at most 400 characters, statements.MAX_CHARS). Scoring
+is untouched: a long turn still ranks by its whole text and its best cue; only what it costs and
+shows changes.
 """
 
 from __future__ import annotations
