@@ -8,7 +8,8 @@ a score; the budget is filled by score, then the chosen turns are put back in ch
     own(t)   = cue_weight · best cue similarity of t  (candidates without a top-m cue: the m-th similarity)
              + (1 − cue_weight) · similarity of t as a whole: its turn vector plus context_weight of the
                                vector of the turn before it in the session (view.in_context)
-             + speaker_weight  if t was said by a person the question names
+             + speaker_weight  if t was said by a person the question names (or by the role its
+                               pronouns name in a user/assistant chat: addressed_roles)
              + date_weight     if the question names a day, month or year and t was said then
                                (or up to a week later: people tell of things in the days after)
     score(t) = own(t)
@@ -181,6 +182,26 @@ def fts_query(question: str) -> str:
     return " OR ".join(f'"{w}"' for w in terms)
 
 
+_FIRST_PERSON = re.compile(r"\b(?:i|me|my|mine|myself)\b", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself)\b", re.IGNORECASE)
+_REQUEST = re.compile(r"\b(?:can|could|would|will)\s+you\b", re.IGNORECASE)
+
+
+def addressed_roles(question: str) -> set[str]:
+    """The roles a question names by pronoun: in a user/assistant chat the user asks, so "I", "me" and
+    "my" name the user's turns, and "you" (not the "can you" of a request) the assistant's.
+
+    This is the speaker lift for chats whose people are roles, not names: "Which city did I move to?"
+    lifts the user's turns as "Where did Maya move?" lifts Maya's. A question with both ("what did
+    you recommend for my trip?") lifts both, i.e. neither. Conversations without roles (LoCoMo) are
+    untouched.
+    """
+    roles = {"user"} if _FIRST_PERSON.search(question) else set()
+    if _SECOND_PERSON.search(_REQUEST.sub(" ", question)):
+        roles.add("assistant")
+    return roles
+
+
 def _best_cues(hits: list[tuple[Cue, float]]) -> dict[int, tuple[Cue, float]]:
     """Each anchor turn's best cue and its similarity (hits come best first)."""
     best: dict[int, tuple[Cue, float]] = {}
@@ -204,7 +225,7 @@ def _render_cue(cue: Cue) -> str:
 
 
 def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, best: dict[int, tuple[Cue, float]],
-           lexical: dict[int, float], hops: Hops, floor: float, mentioned: set[str],
+           lexical: dict[int, float], hops: Hops, floor: float, mentioned: set[str], roles: set[str],
            periods: list[tuple[str, str]], settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
     """The module docstring's formula over all candidates at once (NumPy), and how each came in."""
     n = len(candidates)
@@ -213,7 +234,8 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
     for tid, (_, sim) in best.items():
         cue[at[tid]] = sim
     whole = np.where(np.isnan(whole), cue, whole)  # a turn without a vector (older database) counts its cue
-    people = np.array([turns[tid].speaker in mentioned for tid in candidates], dtype=np.float32)
+    people = np.array([turns[tid].speaker in mentioned or turns[tid].role in roles for tid in candidates],
+                      dtype=np.float32)
     dated = np.array([_said_in(turns[tid].time, periods) for tid in candidates], dtype=np.float32) \
         if periods else np.zeros(n, dtype=np.float32)
     own = (settings.cue_weight * cue + (1 - settings.cue_weight) * whole
@@ -304,7 +326,8 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, settings.context_weight), best, lexical, hops,
-                        hits[-1][1] if hits else 0.0, mentioned, _periods(question), settings)
+                        hits[-1][1] if hits else 0.0, mentioned, addressed_roles(question), _periods(question),
+                        settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000
 

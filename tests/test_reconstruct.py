@@ -6,12 +6,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 
 from cuemem_cli import Memory
 from cuemem_cli.reconstruct import Settings, reconstruct
 
 MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
+ASSISTANT = MAYA.with_name("assistant_chat.jsonl")
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +77,39 @@ def test_the_budget_counts_exactly_the_dialogue_the_model_reads(memory):
     headers = [line for line in block if line.startswith("— ")]
     assert headers and len(headers) < len(ctx.evidence), "one header per day, not per turn"
     assert sum(estimate_tokens(line) for line in block) == ctx.tokens <= 600
+
+
+@pytest.mark.parametrize("question, roles", [
+    ("Which city did I move to for my new job?", {"user"}),
+    ("What was the hotel you recommended?", {"assistant"}),
+    ("Can you remind me what you suggested for my knee?", {"user", "assistant"}),
+    ("Can you suggest a dinner for this weekend?", set()),  # a request, not a reference to the assistant
+    ("What is Sam's diet?", set()),
+])
+def test_pronouns_name_the_roles_of_a_user_assistant_chat(question, roles):
+    from cuemem_cli.reconstruct import addressed_roles
+
+    assert addressed_roles(question) == roles
+
+
+def test_a_first_person_question_lifts_the_users_turns(tmp_path):
+    """The speaker lift for chats whose people are roles: with roles stored, "I" lifts the user's turns by
+    the speaker weight; the same chat stored without roles gets no lift."""
+    rows = [orjson.loads(line) for line in ASSISTANT.read_text().splitlines()]
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(orjson.dumps({k: v for k, v in row.items() if k != "role"}).decode() + "\n"
+                            for row in rows))
+    question = "How far did I run on 14 March 2024?"
+    scores = {}
+    for name, path in (("roles", ASSISTANT), ("bare", bare)):
+        with Memory(tmp_path / f"{name}.db") as mem:
+            mem.ingest_file(path)
+            ctx = reconstruct(mem.store, mem.embedder(), question, "assistant-chat", Settings(budget=100_000))
+            scores[name] = {e.source_id: (e.speaker, e.score) for e in ctx.evidence}
+    shared = scores["roles"].keys() & scores["bare"].keys()
+    lift = {sid: scores["roles"][sid][1] - scores["bare"][sid][1] for sid in shared}
+    by_sam = [lift[sid] for sid in shared if scores["roles"][sid][0] == "Sam"]
+    by_assistant = [lift[sid] for sid in shared if scores["roles"][sid][0] == "Assistant"]
+    assert by_sam and by_assistant
+    assert min(by_sam) >= Settings().speaker_weight - 1e-3
+    assert max(by_assistant) < Settings().speaker_weight / 2  # at most a neighbour's pull of the lift
