@@ -123,7 +123,7 @@ class ConversationView:
         out[known] = similarities(self._turn_matrix(context_weight)[rows[known]], query)
         return out
 
-    def sentence_similarities(self, turn_ids: Iterable[int], query: np.ndarray) -> dict[int, dict[str, float]]:
+    def sentence_similarities(self, turn_ids: Sequence[int], query: np.ndarray) -> dict[int, dict[str, float]]:
         """Cosine with the query of each statement cue (a sentence) of the given turns."""
         if self._statement_rows is None:
             self._statement_rows = {}
@@ -183,8 +183,7 @@ class StoreConversation:
             out[at] = similarities(in_context(own, previous, context_weight), query)
         return out
 
-
-    def sentence_similarities(self, turn_ids: Iterable[int], query: np.ndarray) -> dict[int, dict[str, float]]:
+    def sentence_similarities(self, turn_ids: Sequence[int], query: np.ndarray) -> dict[int, dict[str, float]]:
         found = self.store.statement_vectors(turn_ids)
         out: dict[int, dict[str, float]] = {}
         for tid in turn_ids:
