@@ -235,7 +235,7 @@ VOCABULARY = sorted({w.strip(".,!?'\"").lower() for m in messages(MAYA)[:30] for
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(question=st.lists(st.sampled_from(VOCABULARY), min_size=1, max_size=8).map(" ".join)
-       | st.text(min_size=1, max_size=60))
+       | st.text(min_size=1, max_size=60).filter(str.strip))  # a blank question is refused (test_cli)
 def test_ask_never_crosses_conversations(twins, embedder, question):
     from cuemem_cli.memory import Memory
     from cuemem_cli.reconstruct import Settings
