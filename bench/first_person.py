@@ -70,10 +70,8 @@ def main(db: str, locomo: str = str(DEFAULT_LOCOMO)) -> None:
         if len(named) == 1:
             groups[(q.conversation, named[0])].append(q)
     print(f"{sum(map(len, groups.values()))} questions name exactly one speaker; for example:")
-    examples = [q.question for qs in groups.values() for q in qs][:5]
-    names = [name for (_, name), qs in groups.items() for _ in qs][:5]
-    for question, name in zip(examples, names):
-        print(f"    {question} → {first_person(question, name)}")
+    for (_, name), q in [(key, q) for key, qs in groups.items() for q in qs][:5]:
+        print(f"    {q.question} → {first_person(q.question, name)}")
     recall: dict[str, dict[str, list[float]]] = {c: defaultdict(list) for c in CONDITIONS}
     for (conversation, name), questions in groups.items():
         cid = store.conversation_id(conversation)

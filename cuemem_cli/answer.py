@@ -20,7 +20,6 @@ from .reconstruct import dialogue_lines, evidence_line
 from .timeparse import format_human
 from .view import in_context
 
-PROMPT_VERSION = "answer-v3"
 EXTRACTIVE_SENTENCES = 2
 EXTRACTIVE_CONTEXT_WEIGHT = 0.7
 
@@ -100,7 +99,7 @@ def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_
     found: list[tuple[str, int]] = []
     for i, ev in enumerate(context.evidence):
         for sentence in _SENTENCE.split(ev.text):
-            sentence = sentence.strip(" " + GAP)  # an excerpt's gap marks are not part of a sentence
+            sentence = sentence.strip().strip(GAP).strip()  # an excerpt's gap marks are not part of a sentence
             if len(sentence.split()) >= 4:  # greetings and one-word replies answer nothing
                 found.append((sentence, i))
     candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
