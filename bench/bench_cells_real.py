@@ -19,7 +19,7 @@ import numpy as np
 
 from cuemem_cli import cells
 from cuemem_cli.config import DEFAULT_TOP_M
-from cuemem_cli.embed import OnnxMiniLM
+from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.statements import without_names
 from cuemem_cli.store import NewTurn, Store
 
@@ -28,10 +28,11 @@ def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:
     source = Store.open(db, readonly=True)
     parts = [source.conversation_vectors(source.conversation_id(name), 384)[3] for name in source.conversation_names()]
     speakers = {s for name in source.conversation_names() for s in source.speakers(source.conversation_id(name))}
+    embedder = get_embedder(spec_for(source.get_meta("embedding_model")))
     source.close()
     matrix = np.vstack(parts)
     store = Store.open(Path(tempfile.mkdtemp(prefix="cuemem-cells-")) / "c.db")
-    store.bind_embedder("all-MiniLM-L6-v2", 384, "copied")
+    store.bind_embedder(embedder.model_id, 384, "copied")
     with store.transaction():
         cid = store.conversation_id("all-locomo", create=True)
         [tid] = store.insert_turns([NewTurn(cid, 0, "t", "x", "h", None, None, None, None, {})])
@@ -39,7 +40,7 @@ def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:
         store.insert_vectors(cid, cue_ids, matrix)
         n_cells = cells.build(store, cid, 384)
     questions = [q["question"] for c in json.load(open(locomo)) for q in c["qa"]][::4]
-    vectors = OnnxMiniLM().embed([without_names(q, speakers) or q for q in questions])
+    vectors = embedder.embed([without_names(q, speakers) or q for q in questions])
     k = DEFAULT_TOP_M
     exact = [{c.id for c, _ in store.knn_cues(cid, v, k)} for v in vectors]
     sizes = np.bincount(cells.nearest_cell(matrix, store.cell_centroids(cid, 384)[1]), minlength=n_cells)

@@ -21,7 +21,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from cuemem_cli.embed import OnnxMiniLM
+from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.reconstruct import Settings, reconstruct
 from cuemem_cli.store import Store
@@ -60,7 +60,8 @@ def main(db: str, locomo: str = str(DEFAULT_LOCOMO)) -> None:
     source.conn.backup(target.conn)
     source.close()
     target.close()
-    store, embedder = Store.open(copy, create=False), OnnxMiniLM(quick_start=True)
+    store = Store.open(copy, create=False)
+    embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for q in load_locomo(locomo).questions:
         if q.abstention or not q.gold_turns:

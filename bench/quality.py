@@ -4,9 +4,10 @@ the same `cuemem eval` runs; writes the "Quality" section of bench/RESULTS.md an
     python bench/quality.py [LOCOMO_JSON]      # ~10 min on 2 idle cores once the eval cache is built
     python bench/quality.py --render           # rewrite the section from quality.json (notes edited)
 
-Three runs of the documented command `cuemem eval locomo FILE --budget B --systems ... --json`:
+Four runs of the documented command `cuemem eval locomo FILE --budget B --systems ... --json`:
 every system at 2,000 tokens; cuemem at top-m 50 and 200 (the default is 100); cuemem and the
-baselines at 1,000 and 4,000 tokens.
+baselines at 1,000 and 4,000 tokens; cuemem and the baselines with the float embedder (`--embedder
+onnx`, the paper's exact vectors) against the int8 default.
 """
 
 from __future__ import annotations
@@ -58,24 +59,26 @@ def main(locomo: str = str(HERE.parent.parent / "shared" / "data" / "locomo10.js
     main_run = run_eval(locomo, ["cuemem", *ABLATIONS, *BASELINES], [2000])
     top_m = {m: run_eval(locomo, ["cuemem"], [2000], ["--top-m", str(m)]) for m in (50, 200)}
     budgets = run_eval(locomo, ["cuemem", "naive-rag", "bm25"], [1000, 4000])
+    float_run = run_eval(locomo, ["cuemem", "naive-rag", "bm25"], [2000], ["--embedder", "onnx"])
     measured_at = datetime.now().isoformat(timespec="minutes")
     (HERE / "quality.json").write_text(json.dumps(
         {"measured_at": measured_at, "main": main_run, "top_m": {str(k): v for k, v in top_m.items()},
-         "budgets": budgets}, indent=1))
-    write_section(main_run, top_m, budgets, measured_at)
+         "budgets": budgets, "float": float_run}, indent=1))
+    write_section(main_run, top_m, budgets, float_run, measured_at)
 
 
 def render() -> None:
     """Rewrite the section from quality.json (after editing quality_notes.md), keeping the run's own date."""
     data = json.loads((HERE / "quality.json").read_text())
-    write_section(data["main"], {int(k): v for k, v in data["top_m"].items()}, data["budgets"], data["measured_at"])
+    write_section(data["main"], {int(k): v for k, v in data["top_m"].items()}, data["budgets"], data["float"],
+                  data["measured_at"])
 
 
 def pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.3f}"
 
 
-def write_section(main_run: dict, top_m: dict, budgets: dict, measured_at: str) -> None:
+def write_section(main_run: dict, top_m: dict, budgets: dict, float_run: dict, measured_at: str) -> None:
     overall = cells(main_run, "cuemem", 2000)
     goal_all = overall["overall"]["all_evidence"] >= 0.85 and overall["overall"]["recall"] >= 0.90
     worst = min(overall[c]["all_evidence"] for c in CATEGORIES)
@@ -87,7 +90,7 @@ def write_section(main_run: dict, top_m: dict, budgets: dict, measured_at: str) 
         "",
         f"Measured by `python bench/quality.py` on {measured_at}: "
         f"{overall['overall']['retrieval_questions']} questions with gold evidence, offline spaCy cues, all-MiniLM-L6-v2 "
-        "(ONNX), tokens = characters / 4 of the evidence block as the answer model sees it. Every row comes from "
+        "(ONNX with int8 matrix products, the default `onnx-int8`), tokens = characters / 4 of the evidence block as the answer model sees it. Every row comes from "
         "the same `cuemem eval` run, database and budget. all-ev = share of questions whose context holds every "
         "gold evidence turn; recall = mean share of gold turns in the context.",
         "",
@@ -117,6 +120,16 @@ def write_section(main_run: dict, top_m: dict, budgets: dict, measured_at: str) 
             o = cells(budgets, system, budget)["overall"]
             lines.append(f"| `{system}` | {budget:,} | {pct(o['all_evidence'])} | {pct(o['recall'])} | "
                          f"{round(o['tokens']['estimate']):,} |")
+    lines += ["", "Embedder: the default `onnx-int8` against the same model in float32 (`--embedder onnx`, the "
+              "paper's exact vectors), each with its own database, at 2,000 tokens:", "",
+              "| system | embedder | all-ev | recall | " + " | ".join(CATEGORIES) + " |",
+              "|---|---|---|---|" + "---|" * len(CATEGORIES)]
+    for system in ("cuemem", "naive-rag", "bm25"):
+        for label, summary in (("onnx-int8", main_run), ("onnx", float_run)):
+            row = cells(summary, system, 2000)
+            lines.append(f"| `{system}` | {label} | {pct(row['overall']['all_evidence'])} | "
+                         f"{pct(row['overall']['recall'])} | "
+                         + " | ".join(pct(row[c]["all_evidence"]) for c in CATEGORIES) + " |")
     lines += ["", (HERE / "quality_notes.md").read_text().rstrip(), ""]
     results = HERE / "RESULTS.md"
     before = results.read_text().split(MARKER)[0].rstrip() + "\n\n" if results.exists() else ""

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from cuemem_cli.embed import OnnxMiniLM
+from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.reconstruct import Settings, reconstruct
 from cuemem_cli.store import Store
@@ -25,7 +25,8 @@ DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "loco
 
 def replay(db: str, locomo: str, **change) -> dict:
     dataset = load_locomo(locomo)
-    store, embedder = Store.open(db, create=False), OnnxMiniLM(quick_start=True)
+    store = Store.open(db, create=False)
+    embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
     settings = replace(Settings(), **change)
     per: dict[str, list[float]] = defaultdict(list)
     for q in dataset.questions:

