@@ -119,13 +119,14 @@ def write_markdown(r: dict) -> None:
         "the model, or the caller passing a question vector it already has.",
         f"- **Ingest.** Embedding is {round(100 * i['stage_share']['embed'])} % of the wall time: "
         f"{i['texts_embedded']:,} distinct texts (cues and whole turns; repeats are embedded once) at "
-        f"{i['embed_texts_per_s']} texts/s. The int8-stored ONNX model runs its MatMuls in float32 (its weights "
-        "are de-quantised at load; MatMul is 80 % of the model's time in onnxruntime's profiler); on these 2 AVX2 "
-        "cores (no AVX-512, no VNNI) that is ~60 GFLOP/s, about half their peak: compute-bound, not waiting on "
-        "Python or SQLite. Re-quantising the model for int8 GEMM (onnxruntime's quantize_dynamic) measured no "
-        "faster here (165 against 168 cues/s): without VNNI, int8 dot products cost as much as float FMAs. 60 s "
-        "needs ~5× the embedding throughput: a machine like the one ENVIRONMENT.md measured (800–900 cues/s), a "
-        "GPU, or VNNI cores; embedding fewer texts costs quality (Quality below: `cue-only`, `turn-only`).",
+        f"{i['embed_texts_per_s']} texts/s with the default embedder, MiniLM with int8 matrix products "
+        f"(this CPU's int8 dot products: {i['cpu_int8_dot_product']}). The same ingest with the float model "
+        f"(`--embedder onnx`) took {i['float_embedder']['wall_s']} s at {i['float_embedder']['embed_texts_per_s']} "
+        "texts/s. On CPUs without VNNI, int8 products cost about what float ones do (an earlier run on AVX2-only "
+        "cores: 165 against 168 cues/s), so there the default gains little. What is left is compute: "
+        f"spaCy's parse ({i['stage_s']['extract']} s) and the model's forward passes, one text per core. 60 s "
+        "needs a faster CPU or fewer texts, and embedding fewer texts costs quality (Quality below: `cue-only`, "
+        "`turn-only`).",
         "",
     ]
     results = HERE / "RESULTS.md"

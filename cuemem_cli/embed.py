@@ -180,7 +180,7 @@ def quantised_model(folder: Path | None = None) -> Path:
     every product runs in float. Folding those weights into a float graph and quantising it
     dynamically (weights per output channel; activations per run, i.e. per text, see OnnxMiniLM) lets
     onnxruntime use int8 GEMM. Weights are 7-bit (`reduce_range`) so that CPUs without VNNI, whose
-    int8 kernels add pairs of products in 16 bits, cannot saturate and compute the same vectors. The build takes ~3 s and is
+    int8 kernels add pairs of products in 16 bits, cannot saturate (onnxruntime's advice for them). The build takes ~3 s and is
     deterministic for given onnx and onnxruntime versions, which name the file; it is written to a
     temporary name and renamed, so concurrent first uses cannot leave a partial model.
     """
