@@ -57,6 +57,13 @@ def test_int8_vectors_stay_close_to_float_but_name_their_own_space(embedder):
     assert (embedder.model_id, float32.model_id) == (MINILM_INT8_ID, MINILM_ID)
 
 
+def test_ask_embeds_a_question_exactly_as_ingest_embedded_the_same_text(embedder):
+    """`ask` loads its embedder with quick_start; for the int8 model that must not change the vectors."""
+    from cuemem_cli.embed import get_embedder
+
+    assert np.allclose(get_embedder(quick_start=True).embed(SENTENCES), embedder.embed(SENTENCES), atol=1e-6)
+
+
 def test_the_int8_model_is_built_once_and_the_same_every_time(tmp_path):
     """Built from the shipped file on first use; a second use reuses the file; a build elsewhere gives
     the same bytes (so every machine with these versions computes the same vectors)."""
