@@ -90,7 +90,8 @@ def write_section(main_run: dict, top_m: dict, budgets: dict, float_run: dict, m
         "",
         f"Measured by `python bench/quality.py` on {measured_at}: "
         f"{overall['overall']['retrieval_questions']} questions with gold evidence, offline spaCy cues, all-MiniLM-L6-v2 "
-        "(ONNX with int8 matrix products, the default `onnx-int8`), tokens = characters / 4 of the evidence block as the answer model sees it. Every row comes from "
+        "(ONNX with int8 matrix products, the default `onnx-int8`), tokens = characters / 4 of the evidence "
+        "block as the answer model sees it. Every row comes from "
         "the same `cuemem eval` run, database and budget. all-ev = share of questions whose context holds every "
         "gold evidence turn; recall = mean share of gold turns in the context.",
         "",

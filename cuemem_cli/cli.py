@@ -79,7 +79,7 @@ def ingest(
                                                help="Conversation for lines that name none."),
     extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules) or llm."),
     extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
-    embedder: Optional[str] = typer.Option(None, help="onnx-int8 (default), onnx (float, the paper's exact vectors) or sentence-transformers[:MODEL]."),
+    embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
     window: Optional[int] = typer.Option(None, help="Temporal window w built into the graph (new DB only; default 2)."),
     sem_k: Optional[int] = typer.Option(None, help="Semantic neighbours k per cue built into the graph (new DB only; default 5)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
@@ -380,7 +380,7 @@ def export(
 @app.command("import")
 def import_(
     file: str = typer.Argument(..., help="A `cuemem export` file, or - for standard input."),
-    embedder: Optional[str] = typer.Option(None, help="onnx-int8 (default), onnx (float, the paper's exact vectors) or sentence-transformers[:MODEL]."),
+    embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Re-create turns from a `cuemem export` file with their recorded cues (no extraction), embed and link them."""

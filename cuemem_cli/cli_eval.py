@@ -15,6 +15,7 @@ from typing import Any, List, Optional
 
 import typer
 
+from .config import EMBEDDER_HELP
 from .errors import CuememError
 
 EXIT_INTERRUPTED = 130
@@ -34,7 +35,7 @@ _BUDGET = typer.Option(None, "--budget", help="Evidence budget in tokens (≈ ch
 _LIMIT = typer.Option(None, "--limit", min=1, help="Evaluate only the first N questions.")
 _EXTRACTOR = typer.Option("spacy", help="Cue extractor for ingest: spacy or llm.")
 _EXTRACT_MODEL = typer.Option(None, help="litellm model for --extractor llm.")
-_EMBEDDER = typer.Option(None, help="onnx-int8 (default), onnx (float, the paper's exact vectors) or sentence-transformers[:MODEL].")
+_EMBEDDER = typer.Option(None, help=EMBEDDER_HELP)
 _TOP_M = typer.Option(None, "--top-m", min=1, max=4096, help="Cues retrieved (default: ask's default).")
 _WINDOW = typer.Option(None, "--window", min=0, help="Temporal neighbours per side (default: ask's default).")
 _SEM_K = typer.Option(None, "--sem-k", min=0, help="Semantic neighbours of rank ≤ k (default: ask's default).")

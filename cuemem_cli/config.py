@@ -16,6 +16,8 @@ DEFAULT_BUDGET = 2000
 # A turn whose evidence line is longer is shown as an excerpt (excerpt.py). No LoCoMo turn is that long
 # (the longest evidence line costs 126 tokens); an assistant's multi-paragraph answer is.
 DEFAULT_EXCERPT_TOKENS = 150
+# Help of `--embedder` on ingest, import and eval; the names are resolved by embed.get_embedder
+EMBEDDER_HELP = "onnx-int8 (default), onnx (float, the paper's exact vectors) or sentence-transformers[:MODEL]."
 
 
 def default_db_path() -> Path:

