@@ -15,7 +15,10 @@ Two policies then apply *within* that selection, per conversation:
 
 A forgotten turn takes its cues, cue vectors, lexical-index entries, its edges in both directions and
 its LLM-extraction cache entries with it, in one transaction; a conversation left without turns goes
-too. Positions are not renumbered: the neighbours of a forgotten turn simply lose their temporal
+too. The turn said right after a forgotten one in the same session was embedded together with it
+(statements.turn_text), so its vector is embedded again, in the same transaction, from its own text
+and the turn now before it: no forgotten word stays in a vector. Only then is the embedding model
+loaded (forgetting whole sessions or conversations never needs it). Positions are not renumbered: the neighbours of a forgotten turn simply lose their temporal
 edges to it. Deleted pages are zeroed (`secure_delete`), and the full-text indexes are merged so no
 forgotten term lingers in them; with `vacuum`, the WAL is checkpointed and truncated and the file
 rebuilt, so not one byte of the forgotten text is left in the database file or its WAL.
@@ -34,7 +37,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import CuememError
-from .store import Store
+from .statements import turn_text
+from .store import TURN_WITH_PREVIOUS, Store
 from .timeparse import parse_time
 
 
@@ -61,6 +65,7 @@ class ForgetReport:
     cues: int = 0
     vectors: int = 0
     edges: int = 0
+    turn_vectors_renewed: int = 0  # turns right after a forgotten one, embedded again without it
     extraction_cache: int = 0
     conversations: dict[str, int] = field(default_factory=dict)  # turns forgotten per conversation
     conversations_removed: list[str] = field(default_factory=list)
@@ -76,6 +81,8 @@ class ForgetReport:
                 f"{self.edges} edges")
         if self.conversations_removed:
             text += f"; conversation(s) emptied and removed: {', '.join(self.conversations_removed)}"
+        if self.turn_vectors_renewed:
+            text += f"; {self.turn_vectors_renewed} following turn(s) embedded again without the forgotten text"
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -160,11 +167,14 @@ def plan(store: Store, selection: Selection) -> tuple[list[int], ForgetReport]:
 
 
 def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bool = False,
-           confirm: Callable[[ForgetReport], bool] | None = None) -> ForgetReport:
+           confirm: Callable[[ForgetReport], bool] | None = None,
+           embedder: Callable[[], Any] | None = None) -> ForgetReport:
     """Plan, ask `confirm` (if given), then delete in one transaction; optionally scrub the file.
 
     Only turns that were both planned (and confirmed) and still match the selection at delete time
-    are removed, so a concurrent change can never widen what was agreed to.
+    are removed, so a concurrent change can never widen what was agreed to. `embedder()` gives the
+    database's embedder when a kept turn's vector must be embedded again (default: the one recorded
+    in the database, `embed.spec_for`); it is loaded before the write transaction begins.
     """
     if selection.is_empty() and not vacuum:
         raise CuememError("nothing selected to forget",
@@ -181,10 +191,15 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
         return report
     if ids:
         cid = _scope(store, selection)
+        renew = store.turn_vector_text() == TURN_WITH_PREVIOUS
+        model = _load(store, embedder) if renew and store.turns_after(ids) else None
         with store.transaction():
             agreed = set(ids)
             now_selected = [tid for tid, _ in _select(store, selection, cid) if tid in agreed]
+            after = store.turns_after(now_selected) if renew else []
             counts = store.delete_turns(now_selected)
+            if after:
+                report.turn_vectors_renewed = _embed_again(store, after, model or _load(store, embedder))
         report.turns, report.cues, report.vectors, report.edges = (
             counts["turns"], counts["cues"], counts["vectors"], counts["edges"])
         report.extraction_cache = counts["extraction_cache"]
@@ -195,3 +210,25 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
         store.scrub()
         report.vacuumed = True
     return report
+
+
+def _load(store: Store, embedder: Callable[[], Any] | None):
+    """The embedder that re-embeds kept turns: `embedder()`, else the one the database records."""
+    if embedder is None:
+        from .embed import get_embedder, spec_for
+
+        model = get_embedder(spec_for(store.get_meta("embedding_model")))
+    else:
+        model = embedder()
+    store.check_embedder(model.model_id, model.dim)
+    return model
+
+
+def _embed_again(store: Store, turn_ids: Sequence[int], embedder) -> int:
+    """Each turn's vector from its own text and the turn now before it in its session; call in the transaction."""
+    rows = store.texts_with_previous(turn_ids)
+    if not rows:
+        return 0
+    vectors = embedder.embed([turn_text(text, previous) for _, text, previous in rows])
+    store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors)))
+    return len(rows)

@@ -27,8 +27,8 @@ from . import cells
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
-from .statements import cue_text, statement_cues
-from .store import NewTurn, Store
+from .statements import cue_text, statement_cues, turn_text
+from .store import TURN_ALONE, NewTurn, Store
 from .timeparse import parse_time
 
 DEFAULT_WINDOW = 2  # temporal edges built; `ask` may use fewer
@@ -289,13 +289,29 @@ class Ingestor:
         texts = [cue_text(triple, m.speaker) for (m, _, _), triples in zip(fresh, results) if triples
                  for triple in triples]
         # Each turn is also embedded whole (reconstruct.py scores a turn by it beside its best cue).
-        vectors = embed_distinct(self.embedder, texts + [m.text for m, _, _ in fresh], report)
+        vectors = embed_distinct(self.embedder, texts + self._turn_texts([m for m, _, _ in fresh]), report)
         t2 = time.perf_counter()
         report.add_time("embed", t2 - t1)
         with self.store.transaction():
             self._store_batch(fresh, results, vectors[: len(texts)], vectors[len(texts):], report)
         self._release_indexes({m.conversation for m, _, _ in fresh})
         report.add_time("store+graph", time.perf_counter() - t2)
+
+    def _turn_texts(self, messages: list[Message]) -> list[str]:
+        """What each new turn's vector is embedded from (statements.turn_text): the turn before it is the
+        previous message of its conversation in this batch, or else the conversation's latest stored turn."""
+        if self.store.turn_vector_text() == TURN_ALONE:  # a database from before m005 stays consistent
+            return [m.text for m in messages]
+        last: dict[str, tuple[str | None, str] | None] = {}
+        out = []
+        for m in messages:
+            if m.conversation not in last:
+                cid = self.store.conversation_id(m.conversation)
+                last[m.conversation] = self.store.last_turn(cid) if cid is not None else None
+            before = last[m.conversation]
+            out.append(turn_text(m.text, before[1] if before is not None and before[0] == m.session else None))
+            last[m.conversation] = (m.session, m.text)
+        return out
 
     def _store_batch(self, fresh, results: list[list[Triple] | None], vectors: np.ndarray,
                      turn_vectors: np.ndarray, report: IngestReport) -> None:

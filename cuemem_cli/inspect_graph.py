@@ -27,6 +27,7 @@ def summary(store: Store, conversation: str | None = None) -> dict[str, Any]:
         "embedding_model": meta.get("embedding_model"),
         "embedding_dim": int(meta["embedding_dim"]) if "embedding_dim" in meta else None,
         "embedding_backend": meta.get("embedding_backend"),
+        "turn_vectors": store.turn_vector_text(),  # what a turn's vector was embedded from
         "graph_window": int(meta["graph_window"]) if "graph_window" in meta else None,
         "graph_sem_k": int(meta["graph_sem_k"]) if "graph_sem_k" in meta else None,
     }

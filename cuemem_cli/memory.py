@@ -164,7 +164,7 @@ class Memory:
         from .forget import forget, selection_from
 
         selection = selection_from(conversation, session, tuple(turns), before, decay_days, lru, as_of)
-        return forget(self.store, selection, dry_run=dry_run, vacuum=vacuum, confirm=confirm)
+        return forget(self.store, selection, dry_run=dry_run, vacuum=vacuum, confirm=confirm, embedder=self.embedder)
 
     def export(self, conversation: str | None = None):
         """Turns with their cues as export records (dicts), re-importable with `import_file`."""

@@ -105,4 +105,13 @@ MIGRATIONS: list[tuple[str, str]] = [
         INSERT INTO cues_fts(rowid, text) SELECT id, subject || ' ' || relation || ' ' || object FROM cues;
         """,
     ),
+    (
+        # From here on a turn's vector is embedded from its text followed by the turn before it in its
+        # session (statements.turn_text): a reply is read with what it answers. Vectors written before
+        # held the turn alone; this records that, so they are still read as such (reconstruct.py).
+        "m005_turn_vector_text",
+        """
+        INSERT INTO meta(key, value) SELECT 'turn_vectors', 'turn' WHERE EXISTS (SELECT 1 FROM turn_vectors);
+        """,
+    ),
 ]

@@ -6,8 +6,8 @@ its tokens: anchors, their one-hop neighbours and lexical (FTS5) hits are all *c
 a score; the budget is filled by score, then the chosen turns are put back in chronological order.
 
     own(t)   = cue_weight · best cue similarity of t  (candidates without a top-m cue: the m-th similarity)
-             + (1 − cue_weight) · similarity of t as a whole: its turn vector plus context_weight of the
-                               vector of the turn before it in the session (view.in_context)
+             + (1 − cue_weight) · similarity of t as a whole: its turn vector, embedded from its text
+                               followed by the turn before it in the session (statements.turn_text)
              + speaker_weight  if t was said by a person the question names (or by the role its
                                pronouns name in a user/assistant chat: addressed_roles)
              + date_weight     if the question names a day, month or year and t was said then
@@ -49,7 +49,7 @@ from .errors import CuememError
 from .excerpt import excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
-from .store import Store
+from .store import TURN_ALONE, Store
 from .timeparse import day_of, named_periods
 from .view import Hops, conversation_source
 
@@ -64,7 +64,7 @@ class Settings:
     budget: int = DEFAULT_BUDGET
     graph: bool = True
     cue_weight: float = 0.5
-    context_weight: float = 0.3
+    context_weight: float = 0.3  # only for turn vectors of the turn alone (databases from before m005)
     speaker_weight: float = 0.2
     date_weight: float = 0.2
     temporal_weight: float = 0.2
@@ -325,7 +325,9 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     hops = source.hops(seeds, settings.window, settings.sem_k) if settings.graph and seeds else Hops.of([])
     candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
-    score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, settings.context_weight), best, lexical, hops,
+    # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
+    mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
+    score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, mix), best, lexical, hops,
                         hits[-1][1] if hits else 0.0, mentioned, addressed_roles(question), _periods(question),
                         settings)
     t3 = time.perf_counter()

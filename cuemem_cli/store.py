@@ -23,6 +23,10 @@ from .records import Cue, Turn
 
 APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
 SQLITE_HEADER = b"SQLite format 3\x00"
+# What a database's turn vectors were embedded from (meta `turn_vectors`, see m005): the turn followed
+# by the turn before it in its session, or (databases written before m005) the turn alone.
+TURN_WITH_PREVIOUS = "turn+previous"
+TURN_ALONE = "turn"
 
 _TURN_COLUMNS = "t.id, c.name, t.position, t.source_id, t.text, t.session, t.time, t.speaker, t.role"
 
@@ -373,6 +377,34 @@ class Store:
             "  ORDER BY q.position DESC LIMIT 1)"
             " WHERE t.id IN (SELECT value FROM json_each(?)) AND p.session IS t.session",
             (orjson.dumps(list(turn_ids)).decode(),)).fetchall())
+
+    def last_turn(self, conversation_id: int) -> tuple[str | None, str] | None:
+        """(session, text) of the conversation's latest turn: what a turn appended to it is read after."""
+        return self.conn.execute("SELECT session, text FROM turns WHERE conversation_id = ?"
+                                 " ORDER BY position DESC LIMIT 1", (conversation_id,)).fetchone()
+
+    def turns_after(self, turn_ids: Iterable[int]) -> list[int]:
+        """The turns said right after these in the same session, not among them: the turns whose
+        vectors hold these turns' text (TURN_WITH_PREVIOUS)."""
+        ids = orjson.dumps(list(turn_ids)).decode()
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT n.id FROM turns t JOIN turns n ON n.id = ("
+            "  SELECT q.id FROM turns q WHERE q.conversation_id = t.conversation_id AND q.position > t.position"
+            "  ORDER BY q.position LIMIT 1)"
+            " WHERE t.id IN (SELECT value FROM json_each(?1)) AND n.session IS t.session"
+            " AND n.id NOT IN (SELECT value FROM json_each(?1)) ORDER BY n.id", (ids,))]
+
+    def texts_with_previous(self, turn_ids: Iterable[int]) -> list[tuple[int, str, str | None]]:
+        """(turn id, text, text of the turn before it in its session or None) for each existing turn."""
+        ids = list(turn_ids)
+        before = self.previous_turns(ids)
+        turns = self.turns_by_id([*ids, *before.values()])
+        return [(tid, turns[tid].text, turns[before[tid]].text if tid in before else None)
+                for tid in ids if tid in turns]
+
+    def turn_vector_text(self) -> str:
+        """What this database's turn vectors hold: TURN_WITH_PREVIOUS, or TURN_ALONE if written before m005."""
+        return self.get_meta("turn_vectors") or TURN_WITH_PREVIOUS
 
     def _backfill_turn_vectors(self) -> None:
         """Turn vectors for a database written before they existed, without a model at hand: the
@@ -732,6 +764,21 @@ class Store:
         for table in ("turns_fts", "cues_fts"):
             self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
         return counts
+
+    def copy_to(self, path: str | os.PathLike) -> None:
+        """A page-for-page copy of this database into a new private file (SQLite's backup API)."""
+        _create_private_file(str(path))
+        target = sqlite3.connect(str(path))
+        try:
+            self.conn.backup(target)
+        finally:
+            target.close()
+
+    def turn_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+
+    def all_turn_texts(self) -> list[tuple[int, str]]:
+        return self.conn.execute("SELECT id, text FROM turns ORDER BY id").fetchall()
 
     def scrub(self) -> None:
         """Leave no deleted byte in the file or its WAL: checkpoint and truncate the WAL, VACUUM, again."""

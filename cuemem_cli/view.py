@@ -56,9 +56,9 @@ def similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 def in_context(vectors: np.ndarray, previous: np.ndarray, weight: float) -> np.ndarray:
     """Each turn vector with `weight` of the turn before it added, renormalised (a zero row: no turn before).
 
-    A reply is often only readable next to what it answers ("Yep, a few years back" after "Do you still
-    paint?"); measured on LoCoMo at 2,000 tokens, weight 0.3 puts all evidence in 0.7 points more
-    contexts than the bare turn vector (bench/quality_notes.md).
+    For databases from before m005, whose turn vectors hold the turn alone: a reply is often only
+    readable next to what it answers ("Yep, a few years back" after "Do you still paint?"). Newer turn
+    vectors are embedded with the turn before them (statements.turn_text), which reads better still.
     """
     mixed = vectors + np.float32(weight) * previous
     return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)

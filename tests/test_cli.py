@@ -198,6 +198,7 @@ def test_inspect_graph_formats(cli, maya_db):
     summary = orjson.loads(cli("--db", str(maya_db), "inspect-graph", "--format", "json").stdout)
     assert summary["settings"]["graph_window"] == 2 and summary["settings"]["graph_sem_k"] == 5
     assert summary["settings"]["embedding_model"] == "all-MiniLM-L6-v2-int8"  # the default embedder
+    assert summary["settings"]["turn_vectors"] == "turn+previous"  # each turn read after the one before it
     conv = summary["conversations"][0]
     assert conv["turns"] == 84 and conv["temporal_edges"] > 0 and conv["semantic_edges"] > 0
     assert conv["degree"]["max"] >= conv["degree"]["mean"] >= conv["degree"]["min"]

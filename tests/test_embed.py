@@ -92,8 +92,9 @@ def test_ingest_embeds_each_distinct_text_once(tmp_path):
 
     said = "We adopted a beagle named Biscuit from the shelter."
     with Memory(tmp_path / "m.db") as memory:
-        report = memory.add([{"speaker": "Maya", "text": said, "conversation": "c"},
-                             {"speaker": "Leo", "text": said, "conversation": "c"}])
+        # In two sessions, so that each turn is embedded without a turn before it (statements.turn_text).
+        report = memory.add([{"speaker": "Maya", "text": said, "conversation": "c", "session": "s1"},
+                             {"speaker": "Leo", "text": said, "conversation": "c", "session": "s2"}])
         store = memory.store
         cid = store.conversation_id("c")
         turns = store.turns(cid)

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 
+import numpy as np
 import orjson
 import pytest
 
@@ -408,6 +409,41 @@ def test_forget_from_the_library(db, embedder):
         report = memory.forget(conversation="maya-and-leo", session="s1", confirm=lambda r: True)
         assert report.applied and report.turns == 18
         assert memory.forget(conversation="maya-and-leo", session="s1").turns == 0
+
+
+def test_the_turn_after_a_forgotten_one_is_embedded_again_without_it(cli, db, embedder):
+    """Its vector was embedded from its text followed by the forgotten turn's; now it holds the turn before that."""
+    def vectors():
+        store = Store.open(db)
+        turns = {t.source_id: t for t in store.turns(store.conversation_id(SECRET))}
+        found = store.turn_vectors([t.id for t in turns.values()])
+        store.close()
+        return {sid: found[t.id] for sid, t in turns.items()}
+
+    text = {f"v{i}": line[2] for i, line in enumerate(SECRET_LINES, start=1)}
+    before = vectors()
+    assert np.allclose(before["v3"], embedder.embed([text["v3"] + "\n" + text["v2"]])[0], atol=1e-6)
+    report = forget_json(cli, db, "--conversation", SECRET, "--turn", "v2", "--yes")
+    assert report["turns"] == 1 and report["turn_vectors_renewed"] == 1
+    after = vectors()
+    assert np.allclose(after["v3"], embedder.embed([text["v3"] + "\n" + text["v1"]])[0], atol=1e-6)
+    assert all(np.array_equal(after[sid], before[sid]) for sid in after if sid != "v3")
+    healthy(db)
+
+
+def test_forgetting_whole_sessions_or_the_last_turn_needs_no_model(db):
+    from cuemem_cli.forget import forget, selection_from
+
+    def no_model():
+        raise AssertionError("no kept turn was embedded with a forgotten one: the model must not load")
+
+    store = Store.open(db)
+    try:
+        last = forget(store, selection_from(SECRET, turns=["v6"]), embedder=no_model)
+        session = forget(store, selection_from("maya-and-leo", session="s1"), embedder=no_model)
+        assert (last.turns, last.turn_vectors_renewed) == (1, 0) and (session.turns, session.turn_vectors_renewed) == (18, 0)
+    finally:
+        store.close()
 
 
 # ---------------------------------------------------------------------- ADD

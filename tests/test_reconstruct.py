@@ -28,14 +28,70 @@ def context(memory, question, **change):
     return reconstruct(memory.store, memory.embedder(), question, "maya-and-leo", replace(Settings(), **change))
 
 
-def test_every_turn_is_embedded_whole(memory):
+def test_every_turn_is_embedded_whole_followed_by_the_turn_before_it_in_its_session(memory):
     store = memory.store
     turns = store.turns(store.conversation_id("maya-and-leo"))
     vectors = store.turn_vectors([t.id for t in turns])
     assert len(vectors) == len(turns) == 84
-    sample = turns[20]
-    expected = memory.embedder().embed([sample.text])[0]
-    assert float(vectors[sample.id] @ expected) > 0.999
+    texts = [turn.text + "\n" + before.text if before is not None and before.session == turn.session else turn.text
+             for before, turn in zip([None, *turns], turns)]
+    assert sum(text == turn.text for text, turn in zip(texts, turns)) == len({t.session for t in turns})
+    expected = memory.embedder().embed(texts)
+    assert np.allclose(np.vstack([vectors[t.id] for t in turns]), expected, atol=1e-6)
+
+
+MESSAGES = [{"conversation": "c", "session": "s1", "speaker": "Ana", "text": "Do you still paint?"},
+            {"conversation": "c", "session": "s1", "speaker": "Ben", "text": "Yep, a few years back I started again."},
+            {"conversation": "c", "session": "s1", "speaker": "Ana", "text": "Oils or watercolours?"},
+            {"conversation": "c", "session": "s2", "speaker": "Ben", "text": "Guess what, I sold a painting!"},
+            {"conversation": "c", "session": "s2", "speaker": "Ana", "text": "Congratulations, which one?"}]
+
+
+def test_an_appended_turn_is_read_after_the_stored_turn_before_it(tmp_path):
+    """Ingesting a conversation in pieces gives the turn vectors one ingest gives."""
+    with Memory(tmp_path / "one.db") as one, Memory(tmp_path / "pieces.db") as pieces:
+        one.add(MESSAGES)
+        for chunk in (MESSAGES[:2], MESSAGES[2:4], MESSAGES[4:]):
+            pieces.add(chunk)
+        vectors = [np.vstack(list(m.store.turn_vectors([t.id for t in m.store.turns(1)]).values())) for m in (one, pieces)]
+        assert np.allclose(*vectors, atol=1e-6)
+        alone = one.embedder().embed([m["text"] for m in MESSAGES])
+        first_of_session = [0, 3]
+        assert np.allclose(vectors[0][first_of_session], alone[first_of_session], atol=1e-6)
+        assert float(vectors[0][1] @ alone[1]) < 0.99  # "Yep, a few years back…" holds "Do you still paint?"
+
+
+def test_a_database_from_before_m005_keeps_its_turn_vectors_and_mixes_the_turn_before(tmp_path):
+    """Such vectors hold the turn alone: appends stay so, and the previous turn is mixed in at question time."""
+    from cuemem_cli.store import TURN_ALONE
+
+    with Memory(tmp_path / "new.db") as new, Memory(tmp_path / "old.db") as old:
+        new.add(MESSAGES[:4])
+        old.add(MESSAGES[:4])
+        turns = old.store.turns(1)
+        with old.store.transaction():  # as m005 leaves a database written before it
+            old.store.insert_turn_vectors(list(zip([t.id for t in turns], old.embedder().embed([t.text for t in turns]))))
+            old.store.set_meta("turn_vectors", TURN_ALONE)
+        old.add(MESSAGES[4:])
+        [appended] = [t for t in old.store.turns(1) if t.text == MESSAGES[4]["text"]]
+        assert np.allclose(old.store.turn_vectors([appended.id])[appended.id],
+                           old.embedder().embed([appended.text])[0], atol=1e-6)
+        new.add(MESSAGES[4:])
+
+        def scores(memory, weight):
+            settings = replace(Settings(), context_weight=weight)
+            found = reconstruct(memory.store, memory.embedder(), "What does Ben paint with?", "c", settings)
+            return {e.source_id: e.score for e in found.evidence}
+
+        assert scores(old, 0.0) != scores(old, 0.3)
+        assert scores(new, 0.0) == scores(new, 0.3)  # the turn before is in the vector already
+
+        exported = tmp_path / "old.jsonl"
+        exported.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in old.export()))
+        with Memory(tmp_path / "imported.db") as imported:  # how the README says to upgrade such a database
+            imported.import_file(str(exported))
+            vectors = [m.store.turn_vectors([t.id for t in m.store.turns(1)]) for m in (new, imported)]
+            assert np.allclose(np.vstack(list(vectors[0].values())), np.vstack(list(vectors[1].values())), atol=1e-6)
 
 
 def test_a_named_day_lifts_the_turns_said_that_week(memory):

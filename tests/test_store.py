@@ -10,7 +10,7 @@ import pytest
 
 from cuemem_cli.errors import ModelMismatch, StoreError
 from cuemem_cli.migrations import MIGRATIONS
-from cuemem_cli.store import Store, sqlite3
+from cuemem_cli.store import TURN_ALONE, Store, sqlite3
 
 
 def test_new_db_is_private_wal_and_migrated(tmp_path):
@@ -123,13 +123,14 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
         ids = [t.id for t in mem.store.turns(mem.store.conversation_id("c"))]
         mem.store.conn.execute("DROP TABLE turn_vectors")
         mem.store.conn.execute("DROP TABLE cell_centroids")
-        mem.store.conn.execute(
-            "DELETE FROM _migrations WHERE name IN ('m002_turn_vectors', 'm003_cells', 'm004_porter_fts')")
+        mem.store.conn.execute("DELETE FROM meta WHERE key = 'turn_vectors'")
+        mem.store.conn.execute("DELETE FROM _migrations WHERE name != 'm001_initial'")
     store = Store.open(path)
     assert (tmp_path / "old.db.bak-schema1").exists()
     vectors = store.turn_vectors(ids)
     assert sorted(vectors) == ids
     assert all(abs(float(np.linalg.norm(v)) - 1.0) < 1e-5 for v in vectors.values())
+    assert store.turn_vector_text() == TURN_ALONE  # sentence means: read as vectors of the turn alone
     store.close()
     with Memory(path) as mem:
         assert [e.source_id for e in mem.context("Where did Ana move?", "c").evidence]
