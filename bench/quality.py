@@ -21,7 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MARKER = "<!-- quality: written by bench/quality.py -->"
 ABLATIONS = ["no-graph", "no-semantic", "no-temporal", "no-lexical", "no-speaker", "no-date", "cue-only", "turn-only",
-             "no-context", "whole-turns"]
+             "no-context", "mixed-context", "whole-turns"]
 BASELINES = ["naive-rag", "bm25", "full-history"]
 WHAT = {
     "cuemem": "all terms (the defaults of `cuemem ask`)",
@@ -33,7 +33,8 @@ WHAT = {
     "no-date": "no lift for turns said in a named period",
     "cue-only": "turn scored by its best cue only",
     "turn-only": "turn scored by its whole-text vector only",
-    "no-context": "turn vector without the turn before it (context weight 0)",
+    "no-context": "turn vector from the turn alone, nothing of the turn before it",
+    "mixed-context": "turn vector from the turn alone, 0.3 of the previous turn's vector added (before m005)",
     "whole-turns": "no excerpts: a turn over 150 tokens shown whole",
     "naive-rag": "baseline: turns by MiniLM cosine",
     "bm25": "baseline: turns by FTS5 BM25",

@@ -29,7 +29,7 @@ eval_app = typer.Typer(
 _SYSTEMS = typer.Option(None, "--systems", help="Comma-separated: cuemem, no-graph, no-semantic, no-temporal, "
                                                 "full-history, naive-rag, bm25 (the default), and the ablations "
                                                 "no-lexical, no-speaker, no-date, cue-only, turn-only, "
-                                                "no-context, whole-turns.")
+                                                "no-context, mixed-context, whole-turns.")
 _BUDGET = typer.Option(None, "--budget", help="Evidence budget in tokens (≈ characters / 4); repeat for several "
                                               "(default: ask's default).")
 _LIMIT = typer.Option(None, "--limit", min=1, help="Evaluate only the first N questions.")

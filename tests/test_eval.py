@@ -152,6 +152,30 @@ def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_di
     assert rows[("whole-turns", "overall")]["all_evidence"] == 0.0
 
 
+def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_dir, embedder):
+    """`no-context` and `mixed-context` need vectors of each turn alone, which the database no longer holds."""
+    from cuemem_cli.store import TURN_ALONE, TURN_WITH_PREVIOUS, Store
+
+    summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem,no-context,mixed-context",
+                        "--cache-dir", str(cache_dir))
+    rows = {(r["system"], r["category"]): r for r in summary["rows"]}
+    assert {"cuemem", "no-context", "mixed-context"} <= {system for system, _ in rows}
+    database = Path(summary["database"])
+    original, copy = Store.open(database, create=False), Store.open(database.with_suffix(".turn-alone.db"), create=False)
+    try:
+        assert (original.turn_vector_text(), copy.turn_vector_text()) == (TURN_WITH_PREVIOUS, TURN_ALONE)
+        assert original.all_turn_texts() == copy.all_turn_texts()
+        ids, texts = zip(*copy.all_turn_texts())
+        alone = embedder.embed(list(texts))
+        stored = copy.turn_vectors(ids)
+        assert all(float(stored[tid] @ vector) > 0.9999 for tid, vector in zip(ids, alone))
+        with_previous = original.turn_vectors(ids)
+        assert any(float(with_previous[tid] @ vector) < 0.99 for tid, vector in zip(ids, alone))
+    finally:
+        original.close()
+        copy.close()
+
+
 def _fake_pair(messages):
     """Answerer and judge in one fake: the judge rule is simple enough to predict every verdict."""
     system, user = messages[0]["content"], messages[1]["content"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import CuememError, LLMError
 from ..reconstruct import Settings
-from ..store import Store, private_dir
+from ..store import TURN_ALONE, Store, private_dir
 from . import judge as judging
 from .cache import BuildSettings, IngestSummary, default_cache_dir, ensure_ingested, file_digest
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
@@ -93,7 +93,8 @@ def _database(config: EvalConfig, build: BuildSettings) -> Path:
     folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
     path = folder / f"{config.dataset}-{build.key(config.dataset, file_digest(Path(config.file)))}.db"
     if config.rebuild:
-        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        alone = _turn_alone_path(path)
+        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), alone, Path(f"{alone}-wal"), Path(f"{alone}-shm")):
             stale.unlink(missing_ok=True)
         shutil.rmtree(_vector_dir(path), ignore_errors=True)
     return path
@@ -101,6 +102,49 @@ def _database(config: EvalConfig, build: BuildSettings) -> Path:
 
 def _vector_dir(db: Path) -> Path:
     return db.with_suffix(".turn-vectors")
+
+
+def _turn_alone_path(db: Path) -> Path:
+    return db.with_suffix(".turn-alone.db")
+
+
+class _TurnAloneCopy:
+    """The eval database with each turn vector embedded from the turn alone (as before m005), for the
+    `no-context` and `mixed-context` ablations; made on first use, cached beside the database."""
+
+    def __init__(self, store: Store, path: Path, embedder):
+        self.source, self.path, self.embedder = store, path, embedder
+        self.store: Store | None = None
+
+    def __call__(self) -> Store:
+        if self.store is None:
+            self.store = Store.open(self.path, create=False) if self.path.exists() else None
+            if self.store is None or self.store.get_meta("copy_of_turns") != str(self.source.turn_count()):
+                self.close()  # none yet, or the database has gained conversations since
+                self._build()
+                self.store = Store.open(self.path, create=False)
+        return self.store
+
+    def _build(self) -> None:
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.unlink(missing_ok=True)
+        self.source.copy_to(partial)
+        copy = Store.open(partial, create=False)
+        try:
+            rows = copy.all_turn_texts()
+            vectors = self.embedder.embed([text for _, text in rows])
+            with copy.transaction():
+                copy.insert_turn_vectors(list(zip([tid for tid, _ in rows], vectors)))
+                copy.set_meta("turn_vectors", TURN_ALONE)
+                copy.set_meta("copy_of_turns", str(len(rows)))
+        finally:
+            copy.close()
+        partial.replace(self.path)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
 
 
 def make_record(dataset: Dataset, q: Question, view: ConversationView, name: str, budget: int | None,
@@ -188,12 +232,13 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     state = _Progress()
     qa = _QA(config, dataset.name) if config.model else None
     store = Store.open(db_path)
+    turn_alone = _TurnAloneCopy(store, _turn_alone_path(db_path), embedder)
     try:
         state.ingest = ensure_ingested(store, dataset.messages, build, embedder, lambda d, t: notify("ingest", d, t))
         embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
         vectors = _vector_dir(db_path)
         env = Env(store, QueryVectors(embedder), settings, lambda view: view.matrix(
-            embedder, vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy"))
+            embedder, vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy"), turn_alone)
         _questions(dataset, env, config.systems, budgets, qa, config.workers, state, notify)
     except KeyboardInterrupt:
         state.interrupted = True
@@ -201,6 +246,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         state.interrupted, state.error = True, exc.message
     finally:
         store.close()
+        turn_alone.close()
     summary = {
         "dataset": dataset.name, "file": str(config.file), "questions": state.done,
         "questions_selected": len(dataset.questions), "interrupted": state.interrupted, "error": state.error,

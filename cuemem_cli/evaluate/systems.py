@@ -1,5 +1,8 @@
 """The systems compared: CueMem and its ablations through `reconstruct`, and three baselines.
 
+Two ablations need turn vectors the database does not hold (the turn alone, without the turn before
+it): they run on a copy of the database with those vectors, made once and cached beside it (runner).
+
 Every budgeted system fills the same budget by the same rule as `reconstruct` (`fill_budget`): turns
 in rank order, each whole or skipped, cost = `reconstruct.turn_cost` plus a day header for each new
 day; the context is then put in chronological order and shown the same way. Latency is query-time
@@ -36,11 +39,15 @@ CUEMEM_SYSTEMS = {
     "no-date": {"date_weight": 0.0},
     "cue-only": {"cue_weight": 1.0},
     "turn-only": {"cue_weight": 0.0},
-    "no-context": {"context_weight": 0.0},
     "whole-turns": {"excerpt_tokens": 0},  # long turns shown whole, not as excerpts (excerpt.py)
 }
+# Run on a copy of the database whose turn vectors hold the turn alone, as before m005 (Env.turn_alone).
+TURN_ALONE_SYSTEMS = {
+    "no-context": {"context_weight": 0.0},  # nothing of the turn before
+    "mixed-context": {},  # the turn before mixed in at question time: view.in_context, the default before m005
+}
 BASELINES = ("full-history", "naive-rag", "bm25")
-SYSTEMS = tuple(CUEMEM_SYSTEMS) + BASELINES
+SYSTEMS = tuple(CUEMEM_SYSTEMS) + tuple(TURN_ALONE_SYSTEMS) + BASELINES
 DEFAULT_SYSTEMS = ("cuemem", "no-graph", "no-semantic", "no-temporal") + BASELINES
 UNBUDGETED = ("full-history",)
 
@@ -146,6 +153,7 @@ class Env:
     queries: QueryVectors
     settings: Settings  # CLI overrides applied to the current defaults
     turn_vectors: Callable[[ConversationView], np.ndarray]
+    turn_alone: Callable[[], Store]  # the database copy for TURN_ALONE_SYSTEMS, made on first use
 
 
 def _context(question, view: ConversationView, turns: list[Turn], via: str, scores: dict[str, float],
@@ -160,10 +168,10 @@ def _context(question, view: ConversationView, turns: list[Turn], via: str, scor
                    evidence=evidence, tokens=context_tokens(turns), timings_ms={"total": round(latency, 2)})
 
 
-def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int) -> Retrieval:
+def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int, store: Store | None = None) -> Retrieval:
     settings = replace(env.settings, budget=budget, **change)
     embedder = CachedQueryEmbedder(env.queries)
-    context = reconstruct(env.store, embedder, question.question, view.name, settings, question.as_of)
+    context = reconstruct(store or env.store, embedder, question.question, view.name, settings, question.as_of)
     ranked = sorted(context.evidence, key=lambda e: (e.via != "anchor", -e.score, e.position))
     timings = context.timings_ms
     latency = timings["total"] - timings.get("embed_query", 0.0) + env.queries.get(question.question)[1]
@@ -208,6 +216,9 @@ def system(name: str) -> Callable[[Env, ConversationView, object, int | None], R
     if name in CUEMEM_SYSTEMS:
         change = CUEMEM_SYSTEMS[name]
         return lambda env, view, question, budget: cuemem(change, env, view, question, budget)
+    if name in TURN_ALONE_SYSTEMS:
+        change = TURN_ALONE_SYSTEMS[name]
+        return lambda env, view, question, budget: cuemem(change, env, view, question, budget, env.turn_alone())
     return {"full-history": full_history, "naive-rag": naive_rag, "bm25": bm25}[name]
 
 
