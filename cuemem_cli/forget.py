@@ -15,11 +15,11 @@ Two policies then apply *within* that selection, per conversation:
 
 A forgotten turn takes its cues, cue vectors, lexical-index entries, its edges in both directions and
 its LLM-extraction cache entries with it, in one transaction; a conversation left without turns goes
-too. The turn said right after a forgotten one in the same session was embedded together with it
-(statements.turn_text), so its vector is embedded again, in the same transaction, from its own text
+too. The turn said right after a forgotten one in the same session was read together with it
+(ingest.embed_turns), so its vector is embedded again, in the same transaction, from its own text
 and the turn now before it: no forgotten word stays in a vector. Only then is the embedding model
-loaded (forgetting whole sessions or conversations never needs it). Positions are not renumbered: the neighbours of a forgotten turn simply lose their temporal
-edges to it. Deleted pages are zeroed (`secure_delete`), and the full-text indexes are merged so no
+loaded (forgetting whole sessions or conversations never needs it). Positions are not renumbered:
+the neighbours of a forgotten turn simply lose their temporal edges to it. Deleted pages are zeroed (`secure_delete`), and the full-text indexes are merged so no
 forgotten term lingers in them; with `vacuum`, the WAL is checkpointed and truncated and the file
 rebuilt, so not one byte of the forgotten text is left in the database file or its WAL.
 
@@ -37,7 +37,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import CuememError
-from .statements import turn_text
 from .store import TURN_WITH_PREVIOUS, Store
 from .timeparse import parse_time
 
@@ -229,6 +228,8 @@ def _embed_again(store: Store, turn_ids: Sequence[int], embedder) -> int:
     rows = store.texts_with_previous(turn_ids)
     if not rows:
         return 0
-    vectors = embedder.embed([turn_text(text, previous) for _, text, previous in rows])
+    from .ingest import embed_turns
+
+    vectors = embed_turns(embedder, [(text, previous) for _, text, previous in rows])
     store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors)))
     return len(rows)

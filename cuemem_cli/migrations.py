@@ -106,8 +106,8 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # From here on a turn's vector is embedded from its text followed by the turn before it in its
-        # session (statements.turn_text): a reply is read with what it answers. Vectors written before
+        # From here on a turn's vector is its own tokens as the model reads them with the turn before it
+        # in its session (ingest.embed_turns): a reply is read with what it answers. Vectors written before
         # held the turn alone; this records that, so they are still read as such (reconstruct.py).
         "m005_turn_vector_text",
         """

@@ -6,8 +6,8 @@ its tokens: anchors, their one-hop neighbours and lexical (FTS5) hits are all *c
 a score; the budget is filled by score, then the chosen turns are put back in chronological order.
 
     own(t)   = cue_weight · best cue similarity of t  (candidates without a top-m cue: the m-th similarity)
-             + (1 − cue_weight) · similarity of t as a whole: its turn vector, embedded from its text
-                               followed by the turn before it in the session (statements.turn_text)
+             + (1 − cue_weight) · similarity of t as a whole: its turn vector, its own tokens read with
+                               the turn before it in the session (ingest.embed_turns)
              + speaker_weight  if t was said by a person the question names (or by the role its
                                pronouns name in a user/assistant chat: addressed_roles)
              + date_weight     if the question names a day, month or year and t was said then

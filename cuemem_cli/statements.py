@@ -60,16 +60,3 @@ def cue_text(cue: Triple, speaker: str | None) -> str:
     text = cue.object if cue.kind == "statement" else cue.text()
     stripped = without_names(text, [speaker] if speaker else [])
     return stripped or text
-
-
-def turn_text(text: str, previous: str | None) -> str:
-    """What gets embedded for a turn as a whole: its text, then the turn before it in its session.
-
-    A reply is often only readable next to what it answers ("Yep, a few years back" after "Do you still
-    paint?"). Its own text comes first, so that where the pair outgrows the embedder's 128 tokens it is
-    the previous turn that is cut. Measured on LoCoMo at 2,000 tokens: all evidence for 0.868 of the
-    questions against 0.861 with the turn alone plus 0.3 of its predecessor's vector mixed in at
-    question time (the `mixed-context` ablation), up on both halves of the conversations
-    (bench/quality_notes.md).
-    """
-    return text if previous is None else f"{text}\n{previous}"

@@ -23,8 +23,8 @@ from .records import Cue, Turn
 
 APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
 SQLITE_HEADER = b"SQLite format 3\x00"
-# What a database's turn vectors were embedded from (meta `turn_vectors`, see m005): the turn followed
-# by the turn before it in its session, or (databases written before m005) the turn alone.
+# What a database's turn vectors were embedded from (meta `turn_vectors`, see m005): the turn read with
+# the turn before it in its session (ingest.embed_turns), or (databases written before m005) the turn alone.
 TURN_WITH_PREVIOUS = "turn+previous"
 TURN_ALONE = "turn"
 

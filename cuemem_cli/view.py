@@ -58,7 +58,7 @@ def in_context(vectors: np.ndarray, previous: np.ndarray, weight: float) -> np.n
 
     For databases from before m005, whose turn vectors hold the turn alone: a reply is often only
     readable next to what it answers ("Yep, a few years back" after "Do you still paint?"). Newer turn
-    vectors are embedded with the turn before them (statements.turn_text), which reads better still.
+    vectors are read with the turn before them (ingest.embed_turns), which reads better still.
     """
     mixed = vectors + np.float32(weight) * previous
     return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)

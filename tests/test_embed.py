@@ -92,7 +92,7 @@ def test_ingest_embeds_each_distinct_text_once(tmp_path):
 
     said = "We adopted a beagle named Biscuit from the shelter."
     with Memory(tmp_path / "m.db") as memory:
-        # In two sessions, so that each turn is embedded without a turn before it (statements.turn_text).
+        # In two sessions, so that each turn is embedded without a turn before it (ingest.embed_turns).
         report = memory.add([{"speaker": "Maya", "text": said, "conversation": "c", "session": "s1"},
                              {"speaker": "Leo", "text": said, "conversation": "c", "session": "s2"}])
         store = memory.store
@@ -193,3 +193,32 @@ def test_a_damaged_int8_model_in_the_cache_is_named_with_what_to_do(cli, tmp_pat
     assert str(model) in result.stderr and "delete it" in result.stderr
     assert "Traceback" not in result.stderr
     assert orjson.loads(cli("--db", str(db), "inspect-graph", "--format", "json").stdout)["conversations"] == []
+
+
+def test_a_text_in_context_is_its_own_tokens_read_with_the_context(embedder):
+    """embed_in_context: the model reads text + context; the mean is over the text's tokens (and the
+    special ones) only, worked out here from the text's own tokenisation."""
+    reply, asked = "Yep, a few years back I started again.", "Do you still paint? I remember your watercolours."
+    [vector] = embedder.embed_in_context([(reply, asked)])
+    tokenizer, session = embedder._tokenizer, embedder._session
+    joined = tokenizer.encode(reply + "\n" + asked)
+    own = len(tokenizer.encode(reply).ids) - 1  # [CLS] and the reply's tokens, without its [SEP]
+    ids = np.array([joined.ids], dtype=np.int64)
+    hidden = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})[0][0]
+    expected = hidden[[*range(own), len(joined.ids) - 1]].mean(axis=0)
+    assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-5)
+    assert np.allclose(embedder.embed_in_context([(reply, None)]), embedder.embed([reply]), atol=1e-6)
+
+
+def test_a_long_turn_before_a_short_one_informs_it_without_drowning_it(embedder):
+    """Why the context's tokens are not averaged in: a user's short statement after a long assistant
+    answer must still match a question about it (bench/quality_notes.md has the measured stress test)."""
+    answer = ("Great question! Feed the starter with equal weights of flour and water for about a week. Then "
+              "mix 500 g of bread flour with 350 g of water and let it rest for an hour before adding the "
+              "starter and the salt. Stretch and fold every thirty minutes for two hours, shape it, leave it in "
+              "the fridge overnight and bake it at 250 °C in a Dutch oven. Would you like tips on scoring it?")
+    said = "Maybe later. By the way, I just moved to Lisbon last month, so my kitchen is tiny now."
+    [question, alone, joined] = embedder.embed(["Which city did I move to?", said, said + "\n" + answer])
+    [in_context] = embedder.embed_in_context([(said, answer)])
+    assert float(question @ in_context) > 2 * float(question @ joined)
+    assert float(question @ in_context) > 0.5 * float(question @ alone)

@@ -412,7 +412,7 @@ def test_forget_from_the_library(db, embedder):
 
 
 def test_the_turn_after_a_forgotten_one_is_embedded_again_without_it(cli, db, embedder):
-    """Its vector was embedded from its text followed by the forgotten turn's; now it holds the turn before that."""
+    """Its vector was read with the forgotten turn; now it is read with the turn before that."""
     def vectors():
         store = Store.open(db)
         turns = {t.source_id: t for t in store.turns(store.conversation_id(SECRET))}
@@ -422,11 +422,11 @@ def test_the_turn_after_a_forgotten_one_is_embedded_again_without_it(cli, db, em
 
     text = {f"v{i}": line[2] for i, line in enumerate(SECRET_LINES, start=1)}
     before = vectors()
-    assert np.allclose(before["v3"], embedder.embed([text["v3"] + "\n" + text["v2"]])[0], atol=1e-6)
+    assert np.allclose(before["v3"], embedder.embed_in_context([(text["v3"], text["v2"])])[0], atol=1e-6)
     report = forget_json(cli, db, "--conversation", SECRET, "--turn", "v2", "--yes")
     assert report["turns"] == 1 and report["turn_vectors_renewed"] == 1
     after = vectors()
-    assert np.allclose(after["v3"], embedder.embed([text["v3"] + "\n" + text["v1"]])[0], atol=1e-6)
+    assert np.allclose(after["v3"], embedder.embed_in_context([(text["v3"], text["v1"])])[0], atol=1e-6)
     assert all(np.array_equal(after[sid], before[sid]) for sid in after if sid != "v3")
     healthy(db)
 

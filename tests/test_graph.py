@@ -28,6 +28,9 @@ class KeyedEmbedder:
     def embed(self, texts):
         return np.array([VECTORS[t.split()[-1]] for t in texts], dtype=np.float32)
 
+    def embed_in_context(self, pairs):
+        return self.embed([text for text, _ in pairs])
+
 
 class OneCue:
     name = "one-cue"

@@ -28,16 +28,18 @@ def context(memory, question, **change):
     return reconstruct(memory.store, memory.embedder(), question, "maya-and-leo", replace(Settings(), **change))
 
 
-def test_every_turn_is_embedded_whole_followed_by_the_turn_before_it_in_its_session(memory):
+def test_every_turn_is_embedded_whole_read_with_the_turn_before_it_in_its_session(memory):
     store = memory.store
     turns = store.turns(store.conversation_id("maya-and-leo"))
     vectors = store.turn_vectors([t.id for t in turns])
     assert len(vectors) == len(turns) == 84
-    texts = [turn.text + "\n" + before.text if before is not None and before.session == turn.session else turn.text
+    pairs = [(turn.text, before.text if before is not None and before.session == turn.session else None)
              for before, turn in zip([None, *turns], turns)]
-    assert sum(text == turn.text for text, turn in zip(texts, turns)) == len({t.session for t in turns})
-    expected = memory.embedder().embed(texts)
-    assert np.allclose(np.vstack([vectors[t.id] for t in turns]), expected, atol=1e-6)
+    firsts = [i for i, (_, before) in enumerate(pairs) if before is None]
+    assert len(firsts) == len({t.session for t in turns})
+    stored = np.vstack([vectors[t.id] for t in turns])
+    assert np.allclose(stored, memory.embedder().embed_in_context(pairs), atol=1e-6)
+    assert np.allclose(stored[firsts], memory.embedder().embed([turns[i].text for i in firsts]), atol=1e-6)
 
 
 MESSAGES = [{"conversation": "c", "session": "s1", "speaker": "Ana", "text": "Do you still paint?"},
@@ -58,7 +60,7 @@ def test_an_appended_turn_is_read_after_the_stored_turn_before_it(tmp_path):
         alone = one.embedder().embed([m["text"] for m in MESSAGES])
         first_of_session = [0, 3]
         assert np.allclose(vectors[0][first_of_session], alone[first_of_session], atol=1e-6)
-        assert float(vectors[0][1] @ alone[1]) < 0.99  # "Yep, a few years back…" holds "Do you still paint?"
+        assert float(vectors[0][1] @ alone[1]) < 0.99  # "Yep, a few years back…" is read after "Do you still paint?"
 
 
 def test_a_database_from_before_m005_keeps_its_turn_vectors_and_mixes_the_turn_before(tmp_path):
