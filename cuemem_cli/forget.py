@@ -19,9 +19,10 @@ too. The turn said right after a forgotten one in the same session was read toge
 (ingest.embed_turns), so its vector is embedded again, in the same transaction, from its own text
 and the turn now before it: no forgotten word stays in a vector. Only then is the embedding model
 loaded (forgetting whole sessions or conversations never needs it). Positions are not renumbered:
-the neighbours of a forgotten turn simply lose their temporal edges to it. Deleted pages are zeroed (`secure_delete`), and the full-text indexes are merged so no
-forgotten term lingers in them; with `vacuum`, the WAL is checkpointed and truncated and the file
-rebuilt, so not one byte of the forgotten text is left in the database file or its WAL.
+the neighbours of a forgotten turn simply lose their temporal edges to it. Deleted pages are zeroed
+(`secure_delete`), and the full-text indexes are merged so no forgotten term lingers in them; with
+`vacuum`, the WAL is checkpointed and truncated and the file rebuilt, so not one byte of the forgotten
+text is left in the database file or its WAL.
 
 Forgetting does not touch the files a memory was ingested from: ingesting them again brings the
 turns back.
