@@ -53,7 +53,7 @@ class Embedder(Protocol):
         ...
 
 
-def in_context(text: str, context: str | None) -> str:
+def text_read_with(text: str, context: str | None) -> str:
     """What the model reads for a text in context: the text first, so that truncation at MAX_TOKENS
     cuts the context, never the text."""
     return text if context is None else f"{text}\n{context}"
@@ -120,7 +120,7 @@ class OnnxMiniLM:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._session is None:
             self._load()
-        encodings = self._tokenizer.encode_batch([in_context(text, context) for text, context in pairs])
+        encodings = self._tokenizer.encode_batch([text_read_with(text, context) for text, context in pairs])
         with ThreadPoolExecutor(self.threads) as pool:
             return _normalise(np.vstack(list(pool.map(
                 lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
@@ -200,8 +200,8 @@ class SentenceTransformerEmbedder:
         return _normalise(np.asarray(vectors, dtype=np.float32))
 
     def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
-        """The model's own modules, with the pooling mask narrowed to the text's tokens ([CLS], the text's
-        tokens, the final [SEP]), so any pooling, dense or normalising layers after it still apply."""
+        """The model's own modules, with the pooling mask narrowed to `own_positions`, so any pooling,
+        dense or normalising layers after it still apply."""
         if not pairs:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._model is None:
@@ -213,15 +213,15 @@ class SentenceTransformerEmbedder:
         out = []
         for start in range(0, len(pairs), self.batch_size):
             chunk = pairs[start:start + self.batch_size]
-            features = preprocess([in_context(text, context) for text, context in chunk])
-            lengths = features["attention_mask"].sum(dim=1).tolist()
+            texts = [text_read_with(text, context) for text, context in chunk]
+            features = preprocess(texts)
+            offsets = self._model.tokenizer(texts, return_offsets_mapping=True, truncation=True,
+                                            max_length=self._model.max_seq_length)["offset_mapping"]
             with torch.no_grad():
                 features = modules[0](features)
                 mask = torch.zeros_like(features["attention_mask"])
-                for row, ((text, _), length) in enumerate(zip(chunk, lengths)):
-                    own = min(len(self._model.tokenizer(text)["input_ids"]) - 1, length - 1)
-                    mask[row, :own] = 1
-                    mask[row, length - 1] = 1
+                for row, ((text, _), spans) in enumerate(zip(chunk, offsets)):
+                    mask[row, own_positions(spans, len(text))] = 1
                 features["attention_mask"] = mask
                 for module in modules[1:]:
                     features = module(features)

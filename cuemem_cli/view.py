@@ -56,9 +56,10 @@ def similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 def in_context(vectors: np.ndarray, previous: np.ndarray, weight: float) -> np.ndarray:
     """Each turn vector with `weight` of the turn before it added, renormalised (a zero row: no turn before).
 
-    For databases from before m005, whose turn vectors hold the turn alone: a reply is often only
-    readable next to what it answers ("Yep, a few years back" after "Do you still paint?"). Newer turn
-    vectors are read with the turn before them (ingest.embed_turns), which reads better still.
+    A reply is often only readable next to what it answers ("Yep, a few years back" after "Do you still
+    paint?"). Used for the turn vectors of databases from before m005, which hold the turn alone (newer
+    ones are read with the turn before them, ingest.embed_turns), and for the extractive answer's
+    sentences (answer.py).
     """
     mixed = vectors + np.float32(weight) * previous
     return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
