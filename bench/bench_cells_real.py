@@ -31,7 +31,12 @@ def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))
     source.close()
     matrix = np.vstack(parts)
-    store = Store.open(Path(tempfile.mkdtemp(prefix="cuemem-cells-")) / "c.db")
+    with tempfile.TemporaryDirectory(prefix="cuemem-cells-") as folder:
+        return measure(Path(folder) / "c.db", embedder, matrix, speakers, locomo, probes)
+
+
+def measure(path: Path, embedder, matrix: np.ndarray, speakers: set[str], locomo: str, probes: str) -> dict:
+    store = Store.open(path)
     store.bind_embedder(embedder.model_id, 384, "copied")
     with store.transaction():
         cid = store.conversation_id("all-locomo", create=True)

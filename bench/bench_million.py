@@ -63,11 +63,14 @@ def build(store: Store, n: int, rng: np.random.Generator, centres: np.ndarray) -
 
 
 def main(n: str = "1000000", queries: str = "30") -> dict:
-    n_cues, n_queries = int(n), int(queries)
+    with tempfile.TemporaryDirectory(prefix="cuemem-million-") as folder:  # ~4 GB at a million cues
+        return measure(Path(folder) / "m.db", int(n), int(queries))
+
+
+def measure(path: Path, n_cues: int, n_queries: int) -> dict:
     rng = np.random.default_rng(7)
     centres = rng.standard_normal((TOPICS, DIM)).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    path = Path(tempfile.mkdtemp(prefix="cuemem-million-")) / "m.db"
     store = Store.open(path)
     start = time.perf_counter()
     matrix = build(store, n_cues, rng, centres)

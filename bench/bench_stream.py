@@ -64,10 +64,14 @@ def write_jsonl(path: Path, lines: int) -> None:
 
 
 def one(lines: int) -> dict:
-    from cuemem_cli.ingest import IngestReport, Ingestor, open_input, read_messages, validate
+    with tempfile.TemporaryDirectory(prefix="cuemem-stream-") as folder:
+        return measure(Path(folder), lines)
+
+
+def measure(folder: Path, lines: int) -> dict:
+    from cuemem_cli.ingest import Ingestor, open_input, read_messages, validate
     from cuemem_cli.store import Store
 
-    folder = Path(tempfile.mkdtemp(prefix="cuemem-stream-"))
     source = folder / "in.jsonl"
     write_jsonl(source, lines)
     before = peak_rss_kb()
@@ -77,6 +81,7 @@ def one(lines: int) -> dict:
     with handle:
         report = validate(handle, name, None, False)
         report = Ingestor(store, OneCue(), HashEmbedder()).run(read_messages(handle, name, None, None, False), report)
+    store.close()
     return {"lines": lines, "jsonl_bytes": source.stat().st_size, "turns_added": report.turns_added,
             "seconds": round(time.perf_counter() - start, 1),
             "peak_rss_mb_before": round(before / 1024, 1), "peak_rss_mb": round(peak_rss_kb() / 1024, 1)}

@@ -55,12 +55,17 @@ def first_person(question: str, name: str) -> str:
 
 
 def main(db: str, locomo: str = str(DEFAULT_LOCOMO)) -> None:
-    copy = Path(tempfile.mkdtemp()) / "first-person.db"
-    source, target = Store.open(db, create=False, readonly=True), Store.open(copy)
-    source.conn.backup(target.conn)
-    source.close()
-    target.close()
-    store = Store.open(copy, create=False)
+    with tempfile.TemporaryDirectory(prefix="cuemem-first-person-") as folder:
+        copy = Path(folder) / "first-person.db"  # roles are rewritten, so never on the caller's database
+        source = Store.open(db, create=False, readonly=True)
+        source.copy_to(copy)
+        source.close()
+        store = Store.open(copy, create=False)
+        measure(store, locomo)
+        store.close()
+
+
+def measure(store: Store, locomo: str) -> None:
     embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for q in load_locomo(locomo).questions:

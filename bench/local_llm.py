@@ -55,9 +55,8 @@ def speed(args) -> dict:
     started = time.perf_counter()
     local_llm.load()
     load_s = time.perf_counter() - started
-    db = Path(tempfile.mkdtemp(prefix="cuemem-bench-")) / "maya_and_leo.db"
     rows, details = [], []
-    with Memory(db) as memory:
+    with tempfile.TemporaryDirectory(prefix="cuemem-bench-") as folder, Memory(Path(folder) / "maya_and_leo.db") as memory:
         memory.ingest_file(str(SAMPLE))
         memory.ask("warm-up", "maya-and-leo", model=LOCAL, record_retrieval=False)  # first call pays one-time setup
         for budget in args.budgets:

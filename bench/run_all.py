@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -26,14 +27,15 @@ import bench_stream  # noqa: E402
 def main(locomo: str, million: str = "1000000") -> None:
     started = time.perf_counter()
     results = {}
-    results["ingest"] = bench_ingest.main(locomo)
-    db = results["ingest"]["db"]
-    results["cli"] = bench_cli.main(db, "conv-26")
-    results["reconstruct"] = bench_reconstruct.main(db, locomo, "conv-26")
-    results["llm_calls"] = bench_llm_calls.main(locomo)
-    results["million"] = bench_million.main(million, "30")
-    results["cells_real"] = bench_cells_real.main(db, locomo)
-    results["stream"] = bench_stream.main()
+    with tempfile.TemporaryDirectory(prefix="cuemem-bench-") as work:  # several GB by the end; never left behind
+        results["ingest"] = bench_ingest.main(locomo, work)
+        db = results["ingest"]["db"]
+        results["cli"] = bench_cli.main(db, "conv-26")
+        results["reconstruct"] = bench_reconstruct.main(db, locomo, "conv-26")
+        results["llm_calls"] = bench_llm_calls.main(locomo)
+        results["million"] = bench_million.main(million, "30")
+        results["cells_real"] = bench_cells_real.main(db, locomo)
+        results["stream"] = bench_stream.main()
     results["total_s"] = round(time.perf_counter() - started, 1)
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     write_markdown(results)
