@@ -150,6 +150,9 @@ def _report(summary: dict[str, Any], out: Optional[Path]) -> None:
     err.print(f"[dim]database {escape(summary['database'])}: {len(ingest['cached'])} conversations cached, "
               f"{len(ingest['ingested'])} ingested ({ingest['turns_added']} turns, {ingest['cues']} cues, "
               f"{ingest['seconds']} s)[/dim]")
+    if ingest["superseded_removed"]:
+        err.print(f"[dim]removed {len(ingest['superseded_removed'])} cached database(s) built by another version of "
+                  f"the ingest code, which this one never reads: {ingest['superseded_bytes'] / 1e6:.0f} MB freed[/dim]")
     if ingest["pending"]:
         err.print(f"[yellow]{len(ingest['pending'])} turns pending (their LLM extraction failed); retry with "
                   f"cuemem --db {escape(summary['database'])} extract --pending[/yellow]")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -141,6 +142,34 @@ def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
     again = eval_json(cli, *args)
     assert again["ingest"]["ingested"] == [] and len(again["ingest"]["cached"]) == 4
     assert [r["recall"] for r in again["rows"] if "recall" in r] == [r["recall"] for r in summary["rows"] if "recall" in r]
+
+
+def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, cache_dir):
+    """Same data and settings, another code version (or the old naming) is dead weight; anything else stays."""
+    args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem", "--cache-dir", str(cache_dir))
+    database = Path(eval_json(cli, *args)["database"])
+    dataset, lineage, code = database.stem.rsplit("-", 2)
+    older = cache_dir / f"{dataset}-{lineage}-{'0' * 8}.db"
+    shutil.copy(database, older)
+    (older.with_suffix(".turn-vectors")).mkdir()
+    (older.with_suffix(".turn-vectors") / "view.npy").write_bytes(b"x" * 1000)
+    legacy = cache_dir / f"{dataset}-{'a' * 16}.db"
+    shutil.copy(database, legacy)
+    shutil.copy(database, legacy.with_suffix(".turn-alone.db"))
+    shutil.copy(database, f"{legacy}.bak-schema4")  # left by a schema migration
+    kept = [cache_dir / f"{dataset}-{'b' * 12}-{'0' * 8}.db", cache_dir / f"other-{lineage}-{'0' * 8}.db"]
+    for path in kept:
+        shutil.copy(database, path)
+
+    result = cli("eval", *args, "--json")
+    assert result.exit_code == 0, result.stderr
+    ingest = orjson.loads(result.stdout)["ingest"]
+    assert sorted(ingest["superseded_removed"]) == sorted([legacy.name, older.name]) and ingest["cached"]
+    assert ingest["superseded_bytes"] >= 4 * database.stat().st_size + 1000
+    assert "2 cached database(s) built by another version" in result.stderr
+    assert not any(p.exists() for p in (older, older.with_suffix(".turn-vectors"), legacy,
+                                        legacy.with_suffix(".turn-alone.db"), Path(f"{legacy}.bak-schema4")))
+    assert database.exists() and all(p.exists() for p in kept)
 
 
 def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir):

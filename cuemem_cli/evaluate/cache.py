@@ -6,12 +6,21 @@ source of the ingest modules and of the cuemem modules they import, so a changed
 silently reuses stale cues, while a change elsewhere (answering, printing) keeps the cache.
 Inside, a conversation counts as done once all its messages were written (recorded in the store's
 meta table); an interrupted ingest resumes, adding only what is missing.
+
+A database's name is `<dataset>-<what it was built from>-<ingest code>.db`. Once this version builds
+one, the databases of the same data and settings from other versions of the ingest code are removed:
+this version never reads them, and each holds a whole benchmark (LoCoMo ~80 MB, with its naive-RAG
+vectors and ablation copy ~160 MB), so a cache that only grew would fill a disk over upgrades or a
+day of work on the extractor. Databases named as before this scheme (`<dataset>-<16 hex>.db`) are
+never read either, and go the same way.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,10 +83,52 @@ class BuildSettings:
     window: int = DEFAULT_WINDOW
     sem_k: int = DEFAULT_SEM_K
 
-    def key(self, dataset: str, data_digest: str) -> str:
-        parts = [CACHE_VERSION, dataset, data_digest, code_digest(), self.extractor, self.extract_model or "",
+    def lineage(self, dataset: str, data_digest: str) -> str:
+        """What a database is built from, except the version of the ingest code."""
+        parts = [CACHE_VERSION, dataset, data_digest, self.extractor, self.extract_model or "",
                  self.embedder_id, str(self.window), str(self.sem_k)]
-        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+        return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12]
+
+
+def database_path(folder: Path, dataset: str, build: BuildSettings, data_digest: str) -> Path:
+    return folder / f"{dataset}-{build.lineage(dataset, data_digest)}-{code_digest()[:8]}.db"
+
+
+def turn_alone_path(db: Path) -> Path:
+    """The copy with vectors of each turn alone, for the `no-context` and `mixed-context` ablations."""
+    return db.with_suffix(".turn-alone.db")
+
+
+def vector_dir(db: Path) -> Path:
+    """Naive RAG's turn vectors (one .npy per view)."""
+    return db.with_suffix(".turn-vectors")
+
+
+def remove_database(db: Path) -> int:
+    """Delete a cached database and everything kept beside it; returns the bytes freed."""
+    files = [Path(f"{base}{suffix}") for base in (db, turn_alone_path(db)) for suffix in ("", "-wal", "-shm")]
+    files += list(db.parent.glob(f"{db.name}.bak-schema*"))  # copies a schema migration kept
+    vectors = vector_dir(db)
+    files += list(vectors.glob("*")) if vectors.is_dir() else []
+    freed = sum(f.stat().st_size for f in files if f.is_file())
+    for f in files:
+        f.unlink(missing_ok=True)
+    shutil.rmtree(vectors, ignore_errors=True)
+    return freed
+
+
+def remove_superseded(db: Path) -> tuple[list[str], int]:
+    """Remove the databases this version of the ingest code will never read again: the same data and
+    settings built by another version, and any named before the lineage scheme. Returns their names
+    and the bytes freed."""
+    dataset, lineage, _ = db.stem.rsplit("-", 2)
+    pattern = re.compile(rf"{re.escape(dataset)}-(?:{lineage}-[0-9a-f]{{8}}|[0-9a-f]{{16}})\.db")
+    removed, freed = [], 0
+    for other in sorted(db.parent.glob(f"{dataset}-*.db")):
+        if other != db and pattern.fullmatch(other.name):
+            freed += remove_database(other)
+            removed.append(other.name)
+    return removed, freed
 
 
 @dataclass
@@ -88,6 +139,8 @@ class IngestSummary:
     cues: int = 0
     pending: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    superseded_removed: list[str] = field(default_factory=list)  # see remove_superseded
+    superseded_bytes: int = 0
 
 
 def _done_key(conversation: str) -> str:

@@ -7,7 +7,6 @@ every system's record for every question it finished: the partial summary compar
 from __future__ import annotations
 
 import hashlib
-import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +18,8 @@ from ..errors import CuememError, LLMError
 from ..reconstruct import Settings
 from ..store import TURN_ALONE, Store, private_dir
 from . import judge as judging
-from .cache import BuildSettings, IngestSummary, default_cache_dir, ensure_ingested, file_digest
+from .cache import (BuildSettings, IngestSummary, database_path, default_cache_dir, ensure_ingested, file_digest,
+                    remove_database, remove_superseded, turn_alone_path, vector_dir)
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
 from .metrics import evidence_scores, longmemeval_scores, summarise, unique_in_order
 from .systems import (DEFAULT_SYSTEMS, SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors, Retrieval,
@@ -91,21 +91,10 @@ def base_settings(config: EvalConfig) -> Settings:
 
 def _database(config: EvalConfig, build: BuildSettings) -> Path:
     folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
-    path = folder / f"{config.dataset}-{build.key(config.dataset, file_digest(Path(config.file)))}.db"
+    path = database_path(folder, config.dataset, build, file_digest(Path(config.file)))
     if config.rebuild:
-        alone = _turn_alone_path(path)
-        for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), alone, Path(f"{alone}-wal"), Path(f"{alone}-shm")):
-            stale.unlink(missing_ok=True)
-        shutil.rmtree(_vector_dir(path), ignore_errors=True)
+        remove_database(path)
     return path
-
-
-def _vector_dir(db: Path) -> Path:
-    return db.with_suffix(".turn-vectors")
-
-
-def _turn_alone_path(db: Path) -> Path:
-    return db.with_suffix(".turn-alone.db")
 
 
 class _TurnAloneCopy:
@@ -232,11 +221,12 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     state = _Progress()
     qa = _QA(config, dataset.name) if config.model else None
     store = Store.open(db_path)
-    turn_alone = _TurnAloneCopy(store, _turn_alone_path(db_path), embedder)
+    turn_alone = _TurnAloneCopy(store, turn_alone_path(db_path), embedder)
     try:
         state.ingest = ensure_ingested(store, dataset.messages, build, embedder, lambda d, t: notify("ingest", d, t))
+        state.ingest.superseded_removed, state.ingest.superseded_bytes = remove_superseded(db_path)
         embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
-        vectors = _vector_dir(db_path)
+        vectors = vector_dir(db_path)
         env = Env(store, QueryVectors(embedder), settings, lambda view: view.matrix(
             embedder, vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy"), turn_alone)
         _questions(dataset, env, config.systems, budgets, qa, config.workers, state, notify)
