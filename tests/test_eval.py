@@ -145,7 +145,8 @@ def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
 
 
 def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, cache_dir):
-    """Same data and settings, another code version (or the old naming) is dead weight; anything else stays."""
+    """Same data and settings, another code version (or the old naming) is dead weight; anything else, or
+    one another run has open, stays."""
     args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem", "--cache-dir", str(cache_dir))
     database = Path(eval_json(cli, *args)["database"])
     dataset, lineage, code = database.stem.rsplit("-", 2)
@@ -157,9 +158,11 @@ def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, c
     shutil.copy(database, legacy)
     shutil.copy(database, legacy.with_suffix(".turn-alone.db"))
     shutil.copy(database, f"{legacy}.bak-schema4")  # left by a schema migration
-    kept = [cache_dir / f"{dataset}-{'b' * 12}-{'0' * 8}.db", cache_dir / f"other-{lineage}-{'0' * 8}.db"]
+    in_use = cache_dir / f"{dataset}-{lineage}-{'1' * 8}.db"
+    kept = [cache_dir / f"{dataset}-{'b' * 12}-{'0' * 8}.db", cache_dir / f"other-{lineage}-{'0' * 8}.db", in_use]
     for path in kept:
         shutil.copy(database, path)
+    Path(f"{in_use}-wal").write_bytes(b"")  # another run has it open
 
     result = cli("eval", *args, "--json")
     assert result.exit_code == 0, result.stderr

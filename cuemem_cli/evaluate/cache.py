@@ -119,13 +119,15 @@ def remove_database(db: Path) -> int:
 
 def remove_superseded(db: Path) -> tuple[list[str], int]:
     """Remove the databases this version of the ingest code will never read again: the same data and
-    settings built by another version, and any named before the lineage scheme. Returns their names
-    and the bytes freed."""
+    settings built by another version, and any named before the lineage scheme. One with a write-ahead
+    log beside it is open in another run (SQLite deletes the log when the last connection closes), say
+    a second checkout evaluating at the same time, and is left alone. Returns the names removed and
+    the bytes freed."""
     dataset, lineage, _ = db.stem.rsplit("-", 2)
     pattern = re.compile(rf"{re.escape(dataset)}-(?:{lineage}-[0-9a-f]{{8}}|[0-9a-f]{{16}})\.db")
     removed, freed = [], 0
     for other in sorted(db.parent.glob(f"{dataset}-*.db")):
-        if other != db and pattern.fullmatch(other.name):
+        if other != db and pattern.fullmatch(other.name) and not Path(f"{other}-wal").exists():
             freed += remove_database(other)
             removed.append(other.name)
     return removed, freed
