@@ -26,7 +26,8 @@ what BM25 finds and MiniLM blurs; "what did she do on 25 May, 2022" names the da
 The weights are round values from the middle of a flat plateau (bench/quality_notes.md), not a fit.
 
 Tokens are estimated as ceil(characters / 4) of each line of the evidence block as the answer prompt
-shows it (turn lines and day headers); each turn is taken whole or not at all, except that a turn
+shows it (turn lines, day headers and the "…" lines between turns that were not said one after the
+other: `dialogue_lines`); each turn is taken whole or not at all, except that a turn
 longer than `excerpt_tokens` is shown (and paid for) as an excerpt of its sentences nearest the
 question (excerpt.py).
 """
@@ -36,6 +37,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from bisect import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
@@ -46,7 +48,7 @@ import numpy as np
 
 from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
 from .errors import CuememError
-from .excerpt import excerpt
+from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import TURN_ALONE, Store
@@ -78,67 +80,95 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def evidence_line(source_id: str, speaker: str | None, text: str) -> str:
-    """How a turn is shown to the answer model, and what the budget counts: `[id] speaker: text`.
+def evidence_line(speaker: str | None, text: str) -> str:
+    """How a turn is shown to the answer model, and what the budget counts: `speaker: text`.
 
     Its day is on a header line above it (`day_header`), once per run of turns said the same day:
     questions ask on which day, and a date repeated on every line costs ~3 tokens a turn (measured:
-    0.005 more questions with all evidence at 2,000 tokens on LoCoMo, bench/RESULTS.md).
+    0.005 more questions with all evidence at 2,000 tokens on LoCoMo, bench/RESULTS.md). Its turn id
+    is not shown: the model is not asked to cite, and an id tells it nothing but where the turn sits,
+    which a "…" line between turns not said one after the other tells for one token per gap
+    (`dialogue_lines`). Ids cost ~2.5 tokens a line on LoCoMo ("[D14:23] ") and ~5 for hash or
+    session ids ("[h:3f9a0c2e71b4d586] "): without them, 0.008 more LoCoMo questions have all their
+    evidence at 2,000 tokens (bench/quality_notes.md). People see the ids in `ask`'s evidence table.
     """
-    return f"[{source_id}] {speaker or 'unknown'}: {text}"
+    return f"{speaker or 'unknown'}: {text}"
 
 
 def day_header(day: str) -> str:
     return f"— {day} —"
 
 
-def dialogue_lines(items: Iterable[tuple[str | None, str]]) -> list[str]:
-    """(time, evidence line) in chronological order → lines with a day header wherever the day changes."""
+GAP_LINE = GAP  # between two turns of one day that were not said one after the other
+
+
+def dialogue_lines(items: Iterable[tuple[str | None, int, str]]) -> list[str]:
+    """(time, position, evidence line) in chronological order → the evidence block's lines: a day
+    header wherever the day changes, and a "…" line where turns between two shown ones are left out."""
     lines: list[str] = []
     for day, group in groupby(items, key=lambda item: day_of(item[0])):
         lines.append(day_header(day))
-        lines.extend(line for _, line in group)
+        previous = None
+        for _, position, line in group:
+            if previous is not None and position > previous + 1:
+                lines.append(GAP_LINE)
+            lines.append(line)
+            previous = position
     return lines
 
 
-def day_runs(times: Iterable[str | None]) -> list[str]:
-    """The day of each run of consecutive turns said the same day: one header each."""
-    return [day for day, _ in groupby(times, key=day_of)]
+def break_lines(turns: Iterable[Turn]) -> list[str]:
+    """The lines of the evidence block that are not turns (day headers and gap lines), in order, for
+    turns in chronological order."""
+    lines = dialogue_lines((t.time, t.position, "") for t in turns)
+    return [line for line in lines if line]
 
 
 def turn_cost(turn: Turn) -> int:
-    return _line_cost(turn.source_id, turn.speaker or turn.role, turn.text)
+    return _line_cost(turn.speaker or turn.role, turn.text)
 
 
 @lru_cache(maxsize=65536)
-def _line_cost(source_id: str, speaker: str | None, text: str) -> int:
+def _line_cost(speaker: str | None, text: str) -> int:
     """Every question re-ranks the same turns of a conversation: their costs are worth keeping."""
-    return estimate_tokens(evidence_line(source_id, speaker, text))
+    return estimate_tokens(evidence_line(speaker, text))
 
 
 def context_tokens(turns: Sequence[Turn]) -> int:
-    """Tokens of the evidence block as the prompt shows it: turn lines plus day headers."""
+    """Tokens of the evidence block as the prompt shows it: turn lines, day headers and gap lines."""
     ordered = sorted(turns, key=lambda t: t.position)
-    lines = dialogue_lines((t.time, evidence_line(t.source_id, t.speaker or t.role, t.text)) for t in ordered)
-    return sum(estimate_tokens(line) for line in lines)
+    return sum(turn_cost(t) for t in ordered) + sum(estimate_tokens(line) for line in break_lines(ordered))
+
+
+def _gaps(before: tuple[int, str] | None, after: tuple[int, str] | None) -> int:
+    """1 if a gap line stands between two shown turns, given as (position, day)."""
+    return int(before is not None and after is not None and before[1] == after[1] and after[0] > before[0] + 1)
 
 
 def fill_budget(ranked: Iterable[Turn], budget: int) -> list[Turn]:
     """Turns in rank order while they fit, each whole or skipped (a skipped turn is not a stop).
 
-    A turn said on a day not yet shown also pays for its day header. Should the chronological
+    A turn said on a day not yet shown also pays for its day header, and for the gap lines it adds
+    between itself and the shown turns beside it (less the one it closes). Should the chronological
     rendering need more headers than that (a day interrupted by another), the lowest-ranked turns
     are dropped until the block fits.
     """
     chosen: list[Turn] = []
+    shown: list[tuple[int, str]] = []  # (position, day) of the chosen turns, in order
     used = 0
     days: set[str] = set()
+    gap_cost = estimate_tokens(GAP_LINE)
     for turn in ranked:
         day = day_of(turn.time)
-        cost = turn_cost(turn) + (0 if day in days else estimate_tokens(day_header(day)))
+        here = (turn.position, day)
+        at = bisect(shown, here)
+        before, after = (shown[at - 1] if at else None), (shown[at] if at < len(shown) else None)
+        gaps = _gaps(before, here) + _gaps(here, after) - _gaps(before, after)
+        cost = turn_cost(turn) + (0 if day in days else estimate_tokens(day_header(day))) + gaps * gap_cost
         if used + cost > budget:
             continue
         chosen.append(turn)
+        shown.insert(at, here)
         used += cost
         days.add(day)
     while chosen and context_tokens(chosen) > budget:
@@ -279,7 +309,7 @@ def _excerpts(source, turns: dict[int, Turn], vector: np.ndarray, limit: int) ->
         turn = turns[tid]
 
         def fits(text: str, turn: Turn = turn) -> bool:
-            return estimate_tokens(evidence_line(turn.source_id, turn.speaker or turn.role, text)) <= limit
+            return estimate_tokens(evidence_line(turn.speaker or turn.role, text)) <= limit
 
         text = excerpt(turn.text, similarity[tid], fits)
         if text != turn.text:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 
 import orjson
@@ -105,11 +106,17 @@ def test_evidence_reads_by_day_in_an_80_column_terminal(cli, maya_db, monkeypatc
 def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
     fake_llm.default = "Denver."
     data = ask_json(cli, maya_db, "Where does Maya live now?", "--model", "fake/answerer",
-                    "--as-of", "2023-10-09")
+                    "--as-of", "2023-10-09", "--budget", "600")
     assert data["answer"] == "Denver." and data["answer_kind"] == "llm" and data["model"] == "fake/answerer"
     prompt = fake_llm.requests[0][1]["content"]
     assert "Question time: 9 October 2023" in prompt
-    assert all(f"[{e['source_id']}]" in prompt for e in data["evidence"])
+    lines = prompt.split("<dialogue>\n")[1].split("\n</dialogue>")[0].splitlines()
+    evidence = data["evidence"]
+    assert [line for line in lines if line != "…" and not line.startswith("— ")] == \
+        [f"{e['speaker']}: {html.escape(e['text'], quote=False)}" for e in evidence]
+    left_out = [a["time"][:10] == b["time"][:10] and b["position"] > a["position"] + 1
+                for a, b in zip(evidence, evidence[1:])]
+    assert lines.count("…") == sum(left_out) > 0  # one line wherever turns of a day are left out
 
 
 def test_cuemem_model_env_is_the_default_model(cli, maya_db, fake_llm, monkeypatch):

@@ -13,7 +13,7 @@ import pytest
 from cuemem_cli.evaluate.datasets import normalise_evidence
 from cuemem_cli.evaluate.metrics import evidence_scores, ndcg, summarise
 from cuemem_cli.evaluate.systems import fts_query
-from cuemem_cli.reconstruct import context_tokens
+from cuemem_cli.reconstruct import context_tokens, dialogue_lines, evidence_line
 from cuemem_cli.reconstruct import fill_budget as fill
 from cuemem_cli.records import Turn
 
@@ -85,19 +85,26 @@ DAY1, DAY2 = "2023-05-08T10:00:00", "2023-05-09T10:00:00"  # headers "— 8 May 
 
 
 def test_baselines_fill_the_budget_like_reconstruct():
-    """Rank order, each turn whole or skipped; a turn said on a day not yet shown pays for its header."""
-    # "[t0] A: " + 12 chars = 20 → 5 tokens; t1: 40 chars → 10; t2, t3: 12 chars → 3.
-    turns = [Turn(0, "c", 0, "t0", "x" * 12, time=DAY1, speaker="A"), Turn(1, "c", 1, "t1", "x" * 32, time=DAY2, speaker="A"),
-             Turn(2, "c", 2, "t2", "x" * 4, time=DAY1, speaker="A"), Turn(3, "c", 3, "t3", "x" * 4, time=DAY2, speaker="A")]
-    assert [t.source_id for t in fill(turns, 16)] == ["t0", "t2"]  # 9 + 3; t1 (14) and t3 (3 + 4) do not fit
-    chosen = fill(turns, 19)
-    assert [t.source_id for t in chosen] == ["t0", "t2", "t3"] and context_tokens(chosen) == 19
+    """Rank order, each turn whole or skipped; a turn pays for its day header if the day is new, and for
+    the "…" line it opens between itself and a shown turn of that day it was not said next to (or gets
+    back the one it closes)."""
+    def turn(position, text, day):  # shown as "A: " + text: ceil((3 + len) / 4) tokens
+        return Turn(position, "c", position, f"t{position}", text, time=day, speaker="A")
+
+    a, b, c, d = turn(0, "x" * 13, DAY1), turn(2, "x" * 5, DAY1), turn(1, "x" * 5, DAY1), turn(5, "x" * 5, DAY2)
+    ranked = [a, b, c, d]  # a: 4 tokens + header 4; b: 2 + a gap line 1; c: 2 − that gap line; d: 2 + header 4
+    assert fill(ranked, 11) == [a, b] and context_tokens([a, b]) == 11
+    assert fill(ranked, 12) == [a, b, c] and context_tokens([a, b, c]) == 12
+    assert fill(ranked, 17) == [a, b, c]
+    assert fill(ranked, 18) == ranked and context_tokens(ranked) == 18
+    assert dialogue_lines((t.time, t.position, evidence_line(t.speaker, t.text)) for t in [a, b, d]) == [
+        "— 8 May 2023 —", "A: " + "x" * 13, "…", "A: xxxxx", "— 9 May 2023 —", "A: xxxxx"]
 
 
 def test_a_day_interrupted_by_another_pays_for_its_second_header():
-    turns = [Turn(i, "c", i, f"t{i}", "x" * 4, time=day, speaker="A") for i, day in enumerate([DAY1, DAY2, DAY1])]
-    chosen = fill(turns, 17)  # counted as 3 × 3 + 2 headers × 4 = 17, but shown with 3 headers: 21
-    assert [t.source_id for t in chosen] == ["t0", "t1"] and context_tokens(chosen) == 14
+    turns = [Turn(i, "c", i, f"t{i}", "x" * 5, time=day, speaker="A") for i, day in enumerate([DAY1, DAY2, DAY1])]
+    chosen = fill(turns, 17)  # counted as 3 × 2 + 2 headers × 4 = 14, but shown with 3 headers: 18
+    assert [t.source_id for t in chosen] == ["t0", "t1"] and context_tokens(chosen) == 12
 
 
 # ----------------------------------------------------------- the real evaluator

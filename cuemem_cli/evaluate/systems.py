@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from ..records import Context, Evidence, Turn
-from ..reconstruct import (Settings, context_tokens, day_header, day_runs, estimate_tokens, evidence_line,
-                           fill_budget, reconstruct, resolve_conversation, turn_cost)
+from ..reconstruct import (GAP_LINE, Settings, break_lines, context_tokens, day_header, estimate_tokens,
+                           evidence_line, fill_budget, reconstruct, resolve_conversation, turn_cost)
 from ..store import Store, private_dir
 from ..timeparse import day_of
 from .tokens import TokenCounter
@@ -108,13 +108,12 @@ class ConversationView:
         self.index = {t.source_id: i for i, t in enumerate(self.turns)}
         self.tokenizers = ("estimate",) + counter.names
         self.cost = {t.source_id: turn_cost(t) for t in self.turns}
-        lines = [evidence_line(t.source_id, t.speaker or t.role, t.text) for t in self.turns]
+        lines = [evidence_line(t.speaker or t.role, t.text) for t in self.turns]
         self.counts = {t.source_id: {"estimate": self.cost[t.source_id], **counts}
                        for t, counts in zip(self.turns, counter.count(lines))}
-        days = sorted({day_of(t.time) for t in self.turns})
-        headers = [day_header(day) for day in days]
-        self.header_counts = {day: {"estimate": estimate_tokens(header), **counts}
-                              for day, header, counts in zip(days, headers, counter.count(headers))}
+        breaks = sorted({day_header(day_of(t.time)) for t in self.turns}) + [GAP_LINE]
+        self.break_counts = {line: {"estimate": estimate_tokens(line), **counts}
+                             for line, counts in zip(breaks, counter.count(breaks))}
         self._matrix: np.ndarray | None = None
 
     def matrix(self, embedder, cache_file: Path | None) -> np.ndarray:
@@ -223,10 +222,10 @@ def system(name: str) -> Callable[[Env, ConversationView, object, int | None], R
 
 
 def count_tokens(view: ConversationView, source_ids: Sequence[str]) -> dict[str, int]:
-    """The context's size per tokenizer: the sum over its lines, turn lines and day headers, as shown."""
+    """The context's size per tokenizer: the sum over its lines (turns, day headers, gap lines) as shown."""
     turns = sorted((view.turns[view.index[sid]] for sid in source_ids), key=lambda t: t.position)
     counts = {name: sum(view.counts[t.source_id][name] for t in turns) for name in view.tokenizers}
-    for day in day_runs(t.time for t in turns):
+    for line in break_lines(turns):
         for name in view.tokenizers:
-            counts[name] += view.header_counts[day][name]
+            counts[name] += view.break_counts[line][name]
     return counts
