@@ -5,9 +5,10 @@ it): they run on a copy of the database with those vectors, made once and cached
 
 Every budgeted system fills the same budget by the same rule as `reconstruct` (`fill_budget`): turns
 in rank order, each whole or skipped, cost = `reconstruct.turn_cost` plus a day header for each new
-day and the "…" lines between turns not said one after the other; the context is then put in chronological order and shown the same way. Latency is query-time
-work: the question's embedding (computed once per question and charged to every system that needs
-it), search, expansion and trimming.
+day and the "…" lines between turns not said one after the other; the context is then put in
+chronological order and shown the same way. Latency is query-time work: the question's embedding
+(computed once per question and charged to every system that needs it), search, expansion and
+trimming.
 """
 
 from __future__ import annotations
