@@ -39,7 +39,17 @@ from .errors import CuememError
 PROVIDER = "local"
 PREFIX = f"{PROVIDER}/"
 INSTALL_HINT = "install the extra: pip install 'cuemem[local]'"
-THREADS = 2  # the machines this is built for have two cores
+MAX_THREADS = 8  # llama.cpp's token generation is memory-bound: more threads than this buy little
+
+
+def threads() -> int:
+    """The cores this process may use (its CPU affinity where Python can tell), at most MAX_THREADS."""
+    count = os.process_cpu_count() if hasattr(os, "process_cpu_count") else None  # Python ≥ 3.13
+    if count is None and hasattr(os, "sched_getaffinity"):
+        count = len(os.sched_getaffinity(0))
+    return max(1, min(MAX_THREADS, count or os.cpu_count() or 1))
+
+
 CONTEXT_TOKENS = 8192  # a 2,000-token evidence budget plus prompt and answer fits with room to spare
 DEFAULT_MAX_TOKENS = 512  # enough for the extractor's JSON for ten turns; answers stop far earlier
 _CHUNK = 1 << 20
@@ -266,8 +276,7 @@ def load(name: str = QWEN_1_5B.name) -> Engine:
     params.model.path = str(path)
     params.n_ctx = CONTEXT_TOKENS
     params.n_parallel = 1
-    params.cpuparams.n_threads = THREADS
-    params.cpuparams_batch.n_threads = THREADS
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads()
     params.n_predict = DEFAULT_MAX_TOKENS
     params.use_jinja = True
     params.verbosity = -1
