@@ -107,6 +107,34 @@ def test_a_day_interrupted_by_another_pays_for_its_second_header():
     assert [t.source_id for t in chosen] == ["t0", "t1"] and context_tokens(chosen) == 12
 
 
+# ------------------------------------------------------------------ cache key
+@pytest.mark.parametrize("module", ["store.py", "migrations.py", "extract.py", "ingest.py"])
+def test_a_change_to_what_shapes_the_database_changes_the_cache_key(tmp_path, module):
+    """The store and its migrations decide the rows a benchmark reads as much as the extractor does: a
+    change to any of them must build a new database, not reuse one written by the old code."""
+    from cuemem_cli.evaluate.cache import code_digest
+
+    package = tmp_path / "cuemem_cli"
+    shutil.copytree(Path(code_digest.__code__.co_filename).parents[1], package,
+                    ignore=shutil.ignore_patterns("__pycache__", "data"))
+    before = code_digest(package)
+    with open(package / module, "a", encoding="utf-8") as handle:
+        handle.write("\nCHANGED = True\n")
+    assert code_digest(package) != before
+
+
+def test_a_change_to_printing_keeps_the_cache_key(tmp_path):
+    from cuemem_cli.evaluate.cache import code_digest
+
+    package = tmp_path / "cuemem_cli"
+    shutil.copytree(Path(code_digest.__code__.co_filename).parents[1], package,
+                    ignore=shutil.ignore_patterns("__pycache__", "data"))
+    before = code_digest(package)
+    with open(package / "render.py", "a", encoding="utf-8") as handle:
+        handle.write("\nCHANGED = True\n")
+    assert code_digest(package) == before
+
+
 # ----------------------------------------------------------- the real evaluator
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
