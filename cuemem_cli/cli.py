@@ -14,7 +14,8 @@ import typer
 
 from . import config
 from .errors import CuememError
-from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
+from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS,
+                     DEFAULT_TOP_M)
 
 app = typer.Typer(
     name="cuemem",
@@ -80,8 +81,8 @@ def ingest(
     extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules) or llm."),
     extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
     embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
-    window: Optional[int] = typer.Option(None, help="Temporal window w built into the graph (new DB only; default 2)."),
-    sem_k: Optional[int] = typer.Option(None, help="Semantic neighbours k per cue built into the graph (new DB only; default 5)."),
+    window: Optional[int] = typer.Option(None, help=f"Temporal window w built into the graph (new DB only; default {BUILD_WINDOW})."),
+    sem_k: Optional[int] = typer.Option(None, help=f"Semantic neighbours k per cue built into the graph (new DB only; default {BUILD_SEM_K})."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
@@ -124,8 +125,8 @@ def ask(
     conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
                                                help="Conversation to search (required when the DB holds several)."),
     top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
-    window: int = typer.Option(DEFAULT_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
-    sem_k: int = typer.Option(DEFAULT_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
+    window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
+    sem_k: int = typer.Option(ASK_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
     budget: int = typer.Option(DEFAULT_BUDGET, min=50, help="Evidence budget in tokens (≈ characters / 4)."),
     no_graph: bool = typer.Option(False, "--no-graph", help="Anchors only: no graph expansion (the paper's ablation)."),
     excerpt: int = typer.Option(DEFAULT_EXCERPT_TOKENS, "--excerpt", min=0,

@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ingest import DEFAULT_SEM_K, DEFAULT_WINDOW, IngestReport, Ingestor
+from ..config import BUILD_SEM_K, BUILD_WINDOW
+from ..ingest import IngestReport, Ingestor
 from ..memory import make_extractor
 from ..records import Message
 from ..store import Store
@@ -95,8 +96,8 @@ class BuildSettings:
     extractor: str = "spacy"
     extract_model: str | None = None
     embedder_id: str = ""
-    window: int = DEFAULT_WINDOW
-    sem_k: int = DEFAULT_SEM_K
+    window: int = BUILD_WINDOW
+    sem_k: int = BUILD_SEM_K
 
     def lineage(self, dataset: str, data_digest: str) -> str:
         """What a database is built from, except the version of the ingest code."""
