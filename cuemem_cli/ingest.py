@@ -57,6 +57,7 @@ class IngestReport:
     temporal_edges: int = 0
     semantic_edges: int = 0
     pending: list[str] = field(default_factory=list)
+    extraction_failures: list[str] = field(default_factory=list)  # the extractor's errors (LLM calls), as said
     conversations: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -267,6 +268,7 @@ class Ingestor:
             self._write_batch(batch, report)
         if progress:
             progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+        report.extraction_failures = list(getattr(self.extractor, "failures", ()))
         report.seconds = time.perf_counter() - started
         return report
 
