@@ -291,11 +291,47 @@ def test_context_only_ask_imports_no_heavy_library(maya_db):
     assert out.stdout.strip() == "none"
 
 
+def test_the_package_root_exports_the_result_types_lazily():
+    """`from cuemem_cli import Memory, Context, Evidence, Answer, Settings` without reaching into modules; the
+    bare import loads none of the engine (`cuemem --help` stays fast)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cuemem_cli\n"
+        "loaded = sorted(m for m in ('cuemem_cli.memory', 'cuemem_cli.reconstruct', 'cuemem_cli.store', 'numpy')"
+        " if m in sys.modules)\n"
+        "from cuemem_cli import Answer, Context, Evidence, Memory, Result, Settings\n"
+        "from cuemem_cli import memory, records, reconstruct\n"
+        "assert (Memory, Result, Settings) == (memory.Memory, memory.Result, reconstruct.Settings)\n"
+        "assert (Answer, Context, Evidence) == (records.Answer, records.Context, records.Evidence)\n"
+        "assert set(cuemem_cli.__all__) <= set(dir(cuemem_cli))\n"
+        "print(','.join(loaded) or 'none')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "none"
+
+
 def test_help_lists_every_command_and_the_readme_documents_them(cli):
+    """Walks the real Typer app, so a command added later fails here until it has help and a README entry."""
+    import typer
+
     from conftest import REPO
+    from cuemem_cli.cli import app
 
     readme = (REPO / "README.md").read_text()
-    result = cli("--help")
-    for command in ("ingest", "ask", "inspect-graph", "convert", "extract"):
-        assert command in result.stdout
-        assert f"cuemem {command}" in readme
+    listed = cli("--help").stdout
+    commands = typer.main.get_command(app).commands
+    assert {"ingest", "ask", "inspect-graph", "convert", "extract", "forget", "export", "import", "eval"} <= set(commands)
+    for name, command in commands.items():
+        assert not command.hidden and name in listed, f"{name} is missing from cuemem --help"
+        assert (command.help or "").strip(), f"cuemem {name} has no help text"
+        assert f"`cuemem {name}" in readme, f"the README's command table does not document cuemem {name}"
+        subcommands = getattr(command, "commands", {})  # a group: convert, eval
+        group_help = cli(name, "--help").stdout if subcommands else ""
+        for sub, subcommand in subcommands.items():
+            assert (subcommand.help or "").strip(), f"cuemem {name} {sub} has no help text"
+            assert sub in group_help, f"{sub} is missing from cuemem {name} --help"
+            assert re.search(rf"cuemem {name} [^`\n]*\b{re.escape(sub)}\b", readme), \
+                f"the README does not document cuemem {name} {sub}"
