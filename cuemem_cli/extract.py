@@ -29,7 +29,9 @@ class TurnLike(Protocol):
 
 
 class Extractor(Protocol):
-    """`name` is recorded in the database so cues from different extractors are never mixed silently."""
+    """What an extractor registered in cuemem_cli.registry returns. A database records the registry name
+    it was built with and refuses cues from another unless mixing is asked for (registry.bind_extractor);
+    `name` names the extractor and the version of its rules or prompt."""
 
     name: str
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import BUILD_SEM_K, BUILD_WINDOW
-from ..ingest import IngestReport, Ingestor
-from ..memory import make_extractor
+from ..ingest import Ingestor, IngestReport
 from ..records import Message
+from ..registry import bind_extractor, make_extractor
 from ..store import Store
 
 CACHE_VERSION = "eval-cache-v1"
@@ -177,10 +177,12 @@ def ensure_ingested(store: Store, messages: dict[str, list[Message]], build: Bui
             todo.append(name)
     if not todo:
         return summary
+    extractor = make_extractor(build.extractor, build.extract_model, store)
+    bind_extractor(store, build.extractor)
     if build.extract_model:
         with store.transaction():
             store.set_meta("extract_model", build.extract_model)
-    ingestor = Ingestor(store, make_extractor(build.extractor, build.extract_model, store), embedder,
+    ingestor = Ingestor(store, extractor, embedder,
                         build.window, build.sem_k)
     total = sum(len(messages[name]) for name in todo)
     report = IngestReport(lines=total)
