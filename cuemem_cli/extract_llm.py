@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .errors import CuememError, LLMError
+from .errors import CuememError, LLMError, UnknownConversation
 from .records import Triple
 from .timeparse import format_human
 
@@ -154,7 +154,7 @@ def retry_pending(memory, model: str | None, conversation: str | None) -> dict[s
     if conversation is not None:
         cid = store.conversation_id(conversation)
         if cid is None:
-            raise CuememError(f"no conversation named {conversation!r}")
+            raise UnknownConversation(conversation, store.conversation_names())
     pending = [turn for turn, _ in store.pending_turns(cid)]
     chosen = model or store.get_meta("extract_model")
     if not pending:

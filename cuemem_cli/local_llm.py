@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CuememError
+from .files import private_dir
 
 PROVIDER = "local"
 PREFIX = f"{PROVIDER}/"
@@ -88,15 +89,6 @@ def model_dir() -> Path:
     return Path(user_cache_dir("cuemem", appauthor=False)) / "models"
 
 
-def _private_dir(path: Path) -> Path:
-    """Create `path` and its parent as 0700 (mkdir's mode does not apply to parents, and a folder
-    someone else created keeps its mode): the weights and the runtime's socket are the user's alone."""
-    for folder in (path.parent, path):
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(folder, 0o700)
-    return path
-
-
 # ------------------------------------------------------------------ weights
 def part_paths(model: LocalModel) -> list[Path]:
     """The installed part files, in order; a clear error naming the extra when any is missing.
@@ -122,7 +114,7 @@ def part_paths(model: LocalModel) -> list[Path]:
 def assemble(parts: Sequence[Path], target: Path, size: int, sha256: str) -> Path:
     """Concatenate `parts` into `target`, streaming and hashing 1 MiB at a time; rename only when the
     size and sha256 are right. Two processes doing this at once each write their own temporary file."""
-    folder = _private_dir(target.parent)
+    folder = private_dir(target.parent, ours=True)  # the weights are the user's alone
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")  # mode 0600
     digest = hashlib.sha256()
     written = 0

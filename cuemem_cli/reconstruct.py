@@ -47,7 +47,7 @@ from itertools import groupby
 import numpy as np
 
 from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M
-from .errors import CuememError
+from .errors import CuememError, UnknownConversation
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
@@ -188,8 +188,7 @@ def resolve_conversation(store: Store, conversation: str | None) -> tuple[int, s
         conversation = names[0]
     cid = store.conversation_id(conversation)
     if cid is None:
-        raise CuememError(f"no conversation named {conversation!r}",
-                          f"known: {', '.join(names[:20])}")
+        raise UnknownConversation(conversation, names)
     return cid, conversation
 
 

@@ -336,3 +336,12 @@ def test_help_lists_every_command_and_the_readme_documents_them(cli):
             assert sub in group_help, f"{sub} is missing from cuemem {name} --help"
             assert re.search(rf"cuemem {name} [^`\n]*\b{re.escape(sub)}\b", readme), \
                 f"the README does not document cuemem {name} {sub}"
+
+
+@pytest.mark.parametrize("command", [("ask", "Where?", "-c"), ("export", "-c"), ("forget", "--yes", "--conversation"),
+                                     ("inspect-graph", "-c"), ("extract", "--pending", "--conversation")])
+def test_every_command_names_an_unknown_conversation_alike(cli, maya_db, command):
+    """One error (errors.UnknownConversation) for every command that takes a conversation."""
+    result = cli("--db", str(maya_db), *command, "nobody")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "no conversation named 'nobody'" in result.stderr and "known: maya-and-leo" in result.stderr

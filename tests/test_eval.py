@@ -12,8 +12,7 @@ import pytest
 
 from cuemem_cli.evaluate.datasets import normalise_evidence
 from cuemem_cli.evaluate.metrics import evidence_scores, ndcg, summarise
-from cuemem_cli.evaluate.systems import fts_query
-from cuemem_cli.reconstruct import context_tokens, dialogue_lines, evidence_line
+from cuemem_cli.reconstruct import context_tokens, dialogue_lines, evidence_line, fts_query
 from cuemem_cli.reconstruct import fill_budget as fill
 from cuemem_cli.records import Turn
 
@@ -77,8 +76,8 @@ def test_malformed_locomo_evidence_is_split_or_skipped():
 
 def test_questions_become_safe_fts_queries():
     assert fts_query('What did "Caroline" research, and why?') == '"caroline" OR "research"'
-    assert fts_query("NEAR(dog cat) OR * -x AND") == '"near" OR "dog" OR "cat" OR "x"'
-    assert fts_query("What is it?") is None
+    assert fts_query("NEAR(dog cat) OR * -x AND") == '"near" OR "dog" OR "cat"'  # one-letter words say nothing
+    assert fts_query("What is it?") == ""
 
 
 DAY1, DAY2 = "2023-05-08T10:00:00", "2023-05-09T10:00:00"  # headers "— 8 May 2023 —": 14 chars, 4 tokens
