@@ -273,11 +273,18 @@ def test_an_empty_question_is_refused(cli, maya_db):
     assert result.exit_code == 1 and "the question is empty" in result.stderr and result.stdout == ""
 
 
-def test_context_only_ask_imports_no_heavy_library(maya_db):
-    """The pipeline path (`ask --context-only --json`) must stay fast: no torch, spaCy or litellm."""
+def python_prints(code: str) -> str:
+    """Run `code` in a fresh interpreter (nothing imported yet) and return what it printed."""
     import subprocess
     import sys
 
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_context_only_ask_imports_no_heavy_library(maya_db):
+    """The pipeline path (`ask --context-only --json`) must stay fast: no torch, spaCy or litellm."""
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
@@ -287,17 +294,12 @@ def test_context_only_ask_imports_no_heavy_library(maya_db):
         "heavy = sorted(m for m in ('torch', 'spacy', 'litellm', 'sentence_transformers') if m in sys.modules)\n"
         "print(','.join(heavy) or 'none')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "none"
+    assert python_prints(code) == "none"
 
 
 def test_the_package_root_exports_the_result_types_lazily():
     """`from cuemem_cli import Memory, Context, Evidence, Answer, Settings` without reaching into modules; the
     bare import loads none of the engine (`cuemem --help` stays fast)."""
-    import subprocess
-    import sys
-
     code = (
         "import sys, cuemem_cli\n"
         "loaded = sorted(m for m in ('cuemem_cli.memory', 'cuemem_cli.reconstruct', 'cuemem_cli.store', 'numpy')"
@@ -309,9 +311,7 @@ def test_the_package_root_exports_the_result_types_lazily():
         "assert set(cuemem_cli.__all__) <= set(dir(cuemem_cli))\n"
         "print(','.join(loaded) or 'none')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "none"
+    assert python_prints(code) == "none"
 
 
 def test_help_lists_every_command_and_the_readme_documents_them(cli):
