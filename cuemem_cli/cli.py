@@ -139,7 +139,7 @@ def ask(
     model: Optional[str] = typer.Option(None, "--model", "-m",
                                         help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
     context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),
-    answerer: Optional[str] = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
+    answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
                                                       "a model, else extractive)."),
     embedder: Optional[str] = typer.Option(None, help="Query embedder; must match the DB's model."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),

@@ -317,8 +317,8 @@ def test_the_package_root_exports_the_result_types_lazily():
 def test_help_lists_every_command_and_the_readme_documents_them(cli):
     """Walks the real Typer app, so a command added later fails here until it has help and a README entry."""
     import typer
-
     from conftest import REPO
+
     from cuemem_cli.cli import app
 
     readme = (REPO / "README.md").read_text()

@@ -12,7 +12,12 @@ import pytest
 
 from cuemem_cli.evaluate.datasets import normalise_evidence
 from cuemem_cli.evaluate.metrics import evidence_scores, ndcg, summarise
-from cuemem_cli.reconstruct import context_tokens, dialogue_lines, evidence_line, fts_query
+from cuemem_cli.reconstruct import (
+    context_tokens,
+    dialogue_lines,
+    evidence_line,
+    fts_query,
+)
 from cuemem_cli.reconstruct import fill_budget as fill
 from cuemem_cli.records import Turn
 
