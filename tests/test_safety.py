@@ -84,6 +84,7 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     its first batch and rerun — with a reader asking questions all along."""
     from cuemem_cli.ingest import open_input, read_messages
     from cuemem_cli.memory import Memory
+    from cuemem_cli.registry import bind_extractor
 
     root = tmp_path_factory.mktemp("crash")
     base = root / "base.db"
@@ -97,10 +98,11 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     total = len(lines)
     assert total > BATCH_TURNS
 
-    # The clean single run (the same Ingestor, models and batches the CLI uses).
+    # The clean single run (the same Ingestor, models and batches the CLI uses, and its extractor record).
     clean = root / "clean.db"
     shutil.copy2(base, clean)
     store = Store.open(clean)
+    bind_extractor(store, "spacy")
     handle, name = open_input(str(big))
     with handle:
         Ingestor(store, spacy_extractor, embedder).run(read_messages(handle, name, None), IngestReport())
