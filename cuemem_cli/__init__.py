@@ -1,15 +1,36 @@
-"""cuemem: cue-guided long-term memory for conversations (the CueMem method) over one SQLite file."""
+"""cuemem: cue-guided long-term memory for conversations (the CueMem method) over one SQLite file.
+
+    from cuemem_cli import Memory, Settings
+    result = Memory("chat.db").ask("Where does Maya live?", settings=Settings(budget=1000))
+    result.context  # a Context: the question, the matched cues and the Evidence turns, in order
+    result.answer   # an Answer: its text and kind (llm or extractive)
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
-__all__ = ["Memory", "__version__"]
+__all__ = ["Answer", "Context", "Evidence", "Memory", "Result", "Settings", "__version__"]
+
+if TYPE_CHECKING:
+    from .memory import Memory, Result
+    from .reconstruct import Settings
+    from .records import Answer, Context, Evidence
+
+# Where each public name lives; imported on first use so that `cuemem --help` loads none of the engine.
+_EXPORTS = {"Memory": "memory", "Result": "memory", "Settings": "reconstruct",
+            "Answer": "records", "Context": "records", "Evidence": "records"}
 
 
 def __getattr__(name: str):
-    """`from cuemem_cli import Memory` without importing the engine for `cuemem --help`."""
-    if name == "Memory":
-        from .memory import Memory
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cuemem_cli' has no attribute {name!r}")
+    from importlib import import_module
 
-        return Memory
-    raise AttributeError(name)
+    return getattr(import_module(f".{module}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -14,7 +14,8 @@ import typer
 
 from . import config
 from .errors import CuememError
-from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
+from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS,
+                     DEFAULT_TOP_M)
 
 app = typer.Typer(
     name="cuemem",
@@ -77,11 +78,13 @@ def ingest(
     file: str = typer.Argument(..., help="Message JSONL file, or - for standard input."),
     conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
                                                help="Conversation for lines that name none."),
-    extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules) or llm."),
+    extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules), llm, or a registered name."),
     extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
+    mix_extractors: bool = typer.Option(False, "--mix-extractors",
+                                        help="Allow cues of another extractor than the database was built with."),
     embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
-    window: Optional[int] = typer.Option(None, help="Temporal window w built into the graph (new DB only; default 2)."),
-    sem_k: Optional[int] = typer.Option(None, help="Semantic neighbours k per cue built into the graph (new DB only; default 5)."),
+    window: Optional[int] = typer.Option(None, help=f"Temporal window w built into the graph (new DB only; default {BUILD_WINDOW})."),
+    sem_k: Optional[int] = typer.Option(None, help=f"Semantic neighbours k per cue built into the graph (new DB only; default {BUILD_SEM_K})."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
@@ -90,7 +93,8 @@ def ingest(
 
     show_progress = sys.stderr.isatty() and not json_out
     try:
-        with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model) as memory:
+        with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
+                     mix_extractors=mix_extractors) as memory:
             with ingest_progress(show_progress) as progress:
                 report = memory.ingest_file(file, conversation, skip_invalid, progress=progress, window=window,
                                             sem_k=sem_k)
@@ -124,8 +128,8 @@ def ask(
     conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
                                                help="Conversation to search (required when the DB holds several)."),
     top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
-    window: int = typer.Option(DEFAULT_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
-    sem_k: int = typer.Option(DEFAULT_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
+    window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
+    sem_k: int = typer.Option(ASK_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
     budget: int = typer.Option(DEFAULT_BUDGET, min=50, help="Evidence budget in tokens (≈ characters / 4)."),
     no_graph: bool = typer.Option(False, "--no-graph", help="Anchors only: no graph expansion (the paper's ablation)."),
     excerpt: int = typer.Option(DEFAULT_EXCERPT_TOKENS, "--excerpt", min=0,
@@ -135,6 +139,8 @@ def ask(
     model: Optional[str] = typer.Option(None, "--model", "-m",
                                         help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
     context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),
+    answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
+                                                      "a model, else extractive)."),
     embedder: Optional[str] = typer.Option(None, help="Query embedder; must match the DB's model."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
@@ -159,7 +165,8 @@ def ask(
                 answer = None
             else:
                 stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
-                result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream)
+                result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream,
+                                    answerer=answerer)
                 context, answer = result.context, result.answer
     except CuememError as exc:
         raise fail(exc)

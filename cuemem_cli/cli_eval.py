@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from .config import EMBEDDER_HELP
+from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_TOP_M, EMBEDDER_HELP
 from .errors import CuememError
 
 EXIT_INTERRUPTED = 130
@@ -31,14 +31,14 @@ _SYSTEMS = typer.Option(None, "--systems", help="Comma-separated: cuemem, no-gra
                                                 "no-lexical, no-speaker, no-date, cue-only, turn-only, "
                                                 "no-context, mixed-context, whole-turns.")
 _BUDGET = typer.Option(None, "--budget", help="Evidence budget in tokens (≈ characters / 4); repeat for several "
-                                              "(default: ask's default).")
+                                              f"(default: ask's, {DEFAULT_BUDGET}).")
 _LIMIT = typer.Option(None, "--limit", min=1, help="Evaluate only the first N questions.")
 _EXTRACTOR = typer.Option("spacy", help="Cue extractor for ingest: spacy or llm.")
 _EXTRACT_MODEL = typer.Option(None, help="litellm model for --extractor llm.")
 _EMBEDDER = typer.Option(None, help=EMBEDDER_HELP)
-_TOP_M = typer.Option(None, "--top-m", min=1, max=4096, help="Cues retrieved (default: ask's default).")
-_WINDOW = typer.Option(None, "--window", min=0, help="Temporal neighbours per side (default: ask's default).")
-_SEM_K = typer.Option(None, "--sem-k", min=0, help="Semantic neighbours of rank ≤ k (default: ask's default).")
+_TOP_M = typer.Option(None, "--top-m", min=1, max=4096, help=f"Cues retrieved (default: ask's, {DEFAULT_TOP_M}).")
+_WINDOW = typer.Option(None, "--window", min=0, help=f"Temporal neighbours per side (default: ask's, {ASK_WINDOW}).")
+_SEM_K = typer.Option(None, "--sem-k", min=0, help=f"Semantic neighbours of rank ≤ k (default: ask's, {ASK_SEM_K}).")
 _MODEL = typer.Option(None, "--model", "-m", help="Answerer, any litellm model (default: retrieval only; "
                                                   "$CUEMEM_MODEL is not read here).")
 _JUDGE = typer.Option(None, "--judge-model", help="Judge, any litellm model (needs --model).")

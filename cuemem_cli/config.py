@@ -10,14 +10,19 @@ APP_NAME = "cuemem"
 # Query-time defaults of `ask` (and `Settings`), chosen by measurement on all of LoCoMo at a 2,000-token
 # budget (bench/RESULTS.md, "Quality"): all-evidence at top-m 50 → 0.850, 100 → 0.853, 200 → 0.854.
 DEFAULT_TOP_M = 100
-DEFAULT_WINDOW = 1
-DEFAULT_SEM_K = 2
+ASK_WINDOW = 1  # temporal neighbours per side followed per question (≤ BUILD_WINDOW)
+ASK_SEM_K = 2  # semantic neighbours of rank ≤ k followed per question (≤ BUILD_SEM_K)
 DEFAULT_BUDGET = 2000
 # A turn whose evidence line is longer is shown as an excerpt (excerpt.py). No LoCoMo turn is that long
 # (the longest evidence line costs 126 tokens); an assistant's multi-paragraph answer is.
 DEFAULT_EXCERPT_TOKENS = 150
+# Build-time defaults of `ingest`: the graph a new database gets, fixed for its life (ingest.Ingestor).
+# Wider than the question-time values above, so that `ask` may follow more (or fewer) edges without a
+# rebuild.
+BUILD_WINDOW = 2  # temporal edges to turns within this many positions
+BUILD_SEM_K = 5  # semantic edges from each cue to its k most similar cues of earlier turns
 # Help of `--embedder` on ingest, import and eval; the names are resolved by embed.get_embedder
-EMBEDDER_HELP = "onnx-int8 (default), onnx (float, the paper's exact vectors) or sentence-transformers[:MODEL]."
+EMBEDDER_HELP = "onnx-int8 (default), onnx (float, the paper's exact vectors), sentence-transformers[:MODEL] or a registered name."
 
 
 def default_db_path() -> Path:

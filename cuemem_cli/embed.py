@@ -335,16 +335,11 @@ def _check_sha256(path: Path, expected: str) -> None:
 
 
 def get_embedder(spec: str | None = None, quick_start: bool = False) -> Embedder:
-    """`onnx-int8` (default), `onnx` or `sentence-transformers[:MODEL]`."""
-    spec = spec or DEFAULT_EMBEDDER
-    if spec == "onnx-int8":
-        return QuantisedMiniLM(quick_start=quick_start)
-    if spec == "onnx":
-        return OnnxMiniLM(quick_start=quick_start)
-    if spec == "sentence-transformers" or spec.startswith("sentence-transformers:"):
-        _, _, model = spec.partition(":")
-        return SentenceTransformerEmbedder(model or None)
-    raise CuememError(f"unknown embedder {spec!r}", "use 'onnx-int8', 'onnx' or 'sentence-transformers[:MODEL]'")
+    """`onnx-int8` (default), `onnx`, `sentence-transformers[:MODEL]`, or any name registered in
+    cuemem_cli.registry (which also builds these three)."""
+    from .registry import make_embedder
+
+    return make_embedder(spec or DEFAULT_EMBEDDER, quick_start=quick_start)
 
 
 def spec_for(model_id: str | None) -> str | None:

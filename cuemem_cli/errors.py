@@ -36,3 +36,11 @@ class LLMError(CuememError):
 
 class StoreError(CuememError):
     """The database file cannot be used as a cuemem store."""
+
+
+class UnknownConversation(CuememError):
+    """A conversation name the database does not hold; the hint lists the ones it does."""
+
+    def __init__(self, name: str, known: list[str]):
+        listed = ", ".join(known[:20]) + (f", … ({len(known)} in all)" if len(known) > 20 else "")
+        super().__init__(f"no conversation named {name!r}", f"known: {listed or 'none (this memory is empty)'}")

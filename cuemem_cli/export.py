@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import orjson
 
-from .errors import CuememError, InputError
+from .errors import CuememError, InputError, UnknownConversation
 from .ingest import Ingestor, IngestReport, open_input, read_messages, source_id_of
 from .records import Message, Triple
 from .store import Store
@@ -40,9 +40,7 @@ def export_records(store: Store, conversation: str | None = None) -> Iterator[di
     if conversation is not None:
         cid = store.conversation_id(conversation)
         if cid is None:
-            names = store.conversation_names()
-            raise CuememError(f"no conversation named {conversation!r}",
-                              f"known: {', '.join(names[:20]) or 'none (this memory is empty)'}")
+            raise UnknownConversation(conversation, store.conversation_names())
     return _records(store, cid)
 
 

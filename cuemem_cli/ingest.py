@@ -24,6 +24,7 @@ import numpy as np
 import orjson
 
 from . import cells
+from .config import BUILD_SEM_K, BUILD_WINDOW
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
@@ -31,8 +32,6 @@ from .statements import cue_text, statement_cues
 from .store import TURN_ALONE, NewTurn, Store
 from .timeparse import parse_time
 
-DEFAULT_WINDOW = 2  # temporal edges built; `ask` may use fewer
-DEFAULT_SEM_K = 5  # semantic neighbours built per cue; `ask` may use fewer
 BATCH_TURNS = 256
 
 _FIELD_ALIASES = {
@@ -58,6 +57,7 @@ class IngestReport:
     temporal_edges: int = 0
     semantic_edges: int = 0
     pending: list[str] = field(default_factory=list)
+    extraction_failures: list[str] = field(default_factory=list)  # the extractor's errors (LLM calls), as said
     conversations: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -217,8 +217,8 @@ class Ingestor:
         stored_w = self.store.get_meta("graph_window")
         stored_k = self.store.get_meta("graph_sem_k")
         if stored_w is None:
-            w = DEFAULT_WINDOW if window is None else window
-            k = DEFAULT_SEM_K if sem_k is None else sem_k
+            w = BUILD_WINDOW if window is None else window
+            k = BUILD_SEM_K if sem_k is None else sem_k
             if w < 0 or k < 0:
                 raise CuememError("--window and --sem-k must be ≥ 0")
             with self.store.transaction():
@@ -268,6 +268,7 @@ class Ingestor:
             self._write_batch(batch, report)
         if progress:
             progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+        report.extraction_failures = list(getattr(self.extractor, "failures", ()))
         report.seconds = time.perf_counter() - started
         return report
 

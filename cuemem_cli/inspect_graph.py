@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .errors import CuememError
+from .errors import CuememError, UnknownConversation
 from .records import Turn
 from .reconstruct import resolve_conversation
 from .store import Store
@@ -16,8 +16,7 @@ def summary(store: Store, conversation: str | None = None) -> dict[str, Any]:
     if conversation is not None:
         stats = [s for s in stats if s["conversation"] == conversation]
         if not stats:
-            raise CuememError(f"no conversation named {conversation!r}",
-                              f"known: {', '.join(store.conversation_names()[:20]) or 'none'}")
+            raise UnknownConversation(conversation, store.conversation_names())
     for s in stats:
         s["degree"] = store.degree_stats(store.conversation_id(s["conversation"]))
     meta = store.meta()

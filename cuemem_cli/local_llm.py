@@ -35,11 +35,22 @@ from pathlib import Path
 from typing import Any
 
 from .errors import CuememError
+from .files import private_dir
 
 PROVIDER = "local"
 PREFIX = f"{PROVIDER}/"
 INSTALL_HINT = "install the extra: pip install 'cuemem[local]'"
-THREADS = 2  # the machines this is built for have two cores
+MAX_THREADS = 8  # llama.cpp's token generation is memory-bound: more threads than this buy little
+
+
+def threads() -> int:
+    """The cores this process may use (its CPU affinity where Python can tell), at most MAX_THREADS."""
+    count = os.process_cpu_count() if hasattr(os, "process_cpu_count") else None  # Python ≥ 3.13
+    if count is None and hasattr(os, "sched_getaffinity"):
+        count = len(os.sched_getaffinity(0))
+    return max(1, min(MAX_THREADS, count or os.cpu_count() or 1))
+
+
 CONTEXT_TOKENS = 8192  # a 2,000-token evidence budget plus prompt and answer fits with room to spare
 DEFAULT_MAX_TOKENS = 512  # enough for the extractor's JSON for ten turns; answers stop far earlier
 _CHUNK = 1 << 20
@@ -78,15 +89,6 @@ def model_dir() -> Path:
     return Path(user_cache_dir("cuemem", appauthor=False)) / "models"
 
 
-def _private_dir(path: Path) -> Path:
-    """Create `path` and its parent as 0700 (mkdir's mode does not apply to parents, and a folder
-    someone else created keeps its mode): the weights and the runtime's socket are the user's alone."""
-    for folder in (path.parent, path):
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(folder, 0o700)
-    return path
-
-
 # ------------------------------------------------------------------ weights
 def part_paths(model: LocalModel) -> list[Path]:
     """The installed part files, in order; a clear error naming the extra when any is missing.
@@ -112,7 +114,7 @@ def part_paths(model: LocalModel) -> list[Path]:
 def assemble(parts: Sequence[Path], target: Path, size: int, sha256: str) -> Path:
     """Concatenate `parts` into `target`, streaming and hashing 1 MiB at a time; rename only when the
     size and sha256 are right. Two processes doing this at once each write their own temporary file."""
-    folder = _private_dir(target.parent)
+    folder = private_dir(target.parent, ours=True)  # the weights are the user's alone
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")  # mode 0600
     digest = hashlib.sha256()
     written = 0
@@ -266,8 +268,7 @@ def load(name: str = QWEN_1_5B.name) -> Engine:
     params.model.path = str(path)
     params.n_ctx = CONTEXT_TOKENS
     params.n_parallel = 1
-    params.cpuparams.n_threads = THREADS
-    params.cpuparams_batch.n_threads = THREADS
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads()
     params.n_predict = DEFAULT_MAX_TOKENS
     params.use_jinja = True
     params.verbosity = -1

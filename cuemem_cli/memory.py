@@ -21,6 +21,7 @@ from .errors import CuememError
 from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct, resolve_conversation
+from .registry import bind_extractor, make_answerer, make_extractor
 from .store import Store
 from .timeparse import parse_time
 
@@ -31,33 +32,21 @@ class Result:
     answer: Answer
 
 
-def make_extractor(name: str, model: str | None = None, store: Store | None = None):
-    """`spacy` (offline rules) or `llm` (any litellm model, cached in the store)."""
-    if name == "spacy":
-        from .extract import SpacyExtractor
-
-        return SpacyExtractor()
-    if name == "llm":
-        if not model:
-            raise CuememError("--extractor llm needs a model", "pass --extract-model MODEL (any litellm model)")
-        from .extract_llm import LLMExtractor
-
-        return LLMExtractor(model, store=store)
-    raise CuememError(f"unknown extractor {name!r}", "use 'spacy' or 'llm'")
-
-
 class Memory:
     """One cuemem database file. Heavy parts (spaCy, the embedder, litellm) load on first use."""
 
     def __init__(self, path: str | Path, embedder: str | Any | None = None, extractor: str = "spacy",
-                 extract_model: str | None = None, create: bool = True):
-        """`create=False` for readers: a mistyped path is an error naming it, not a new empty file."""
+                 extract_model: str | None = None, create: bool = True, mix_extractors: bool = False):
+        """`create=False` for readers: a mistyped path is an error naming it, not a new empty file.
+        `extractor` and `embedder` are names from cuemem_cli.registry; `mix_extractors` lets this
+        extractor add cues to a database built with another (registry.bind_extractor)."""
         self.path = Path(path)
         self._create = create
         self._embedder_spec = embedder
         self._embedder = None if embedder is None or isinstance(embedder, str) else embedder
         self._extractor_name = extractor
         self._extract_model = extract_model
+        self._mix_extractors = mix_extractors
         self._store: Store | None = None
 
     # ----------------------------------------------------------- resources
@@ -118,6 +107,7 @@ class Memory:
 
     def _ingestor(self, window: int | None, sem_k: int | None) -> Ingestor:
         extractor = make_extractor(self._extractor_name, self._extract_model, self.store)
+        bind_extractor(self.store, self._extractor_name, self._mix_extractors)
         if self._extract_model:
             with self.store.transaction():
                 self.store.set_meta("extract_model", self._extract_model)
@@ -132,21 +122,20 @@ class Memory:
 
     def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,
-            on_token: Callable[[str], None] | None = None, record_retrieval: bool = True) -> Result:
-        """Answer with `model` (any litellm model) or, without one, extractively and offline."""
-        from .answer import answer_extractively, answer_with_model
-
+            on_token: Callable[[str], None] | None = None, record_retrieval: bool = True,
+            answerer: str | None = None) -> Result:
+        """Answer with `model` (any litellm model) or, without one, extractively and offline; `answerer`
+        names another registered answerer (cuemem_cli.registry)."""
+        answer_with = make_answerer(answerer or ("llm" if model else "extractive"), model=model,
+                                    embedder=lambda: self.embedder(quick_start=True), priority=priority,
+                                    on_token=on_token)
         context = self.context(question, conversation, settings, as_of)
         if record_retrieval and context.evidence:
             cid, _ = resolve_conversation(self.store, context.conversation)
             with self.store.transaction():
                 self.store.mark_retrieved(cid, [e.source_id for e in context.evidence],
                                           datetime.now().isoformat(timespec="seconds"))
-        if model:
-            answer = answer_with_model(context, model, priority=priority, on_token=on_token)
-        else:
-            answer = answer_extractively(context, self.embedder(quick_start=True))
-        return Result(context, answer)
+        return Result(context, answer_with(context))
 
     def conversations(self) -> list[str]:
         return self.store.conversation_names()

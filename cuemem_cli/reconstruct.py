@@ -46,8 +46,8 @@ from itertools import groupby
 
 import numpy as np
 
-from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
-from .errors import CuememError
+from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M
+from .errors import CuememError, UnknownConversation
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
@@ -61,8 +61,8 @@ DATE_SLACK_DAYS = 7
 @dataclass(frozen=True)
 class Settings:
     top_m: int = DEFAULT_TOP_M
-    window: int = DEFAULT_WINDOW
-    sem_k: int = DEFAULT_SEM_K
+    window: int = ASK_WINDOW
+    sem_k: int = ASK_SEM_K
     budget: int = DEFAULT_BUDGET
     graph: bool = True
     cue_weight: float = 0.5
@@ -188,8 +188,7 @@ def resolve_conversation(store: Store, conversation: str | None) -> tuple[int, s
         conversation = names[0]
     cid = store.conversation_id(conversation)
     if cid is None:
-        raise CuememError(f"no conversation named {conversation!r}",
-                          f"known: {', '.join(names[:20])}")
+        raise UnknownConversation(conversation, names)
     return cid, conversation
 
 

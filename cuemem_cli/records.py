@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -80,14 +80,6 @@ class Cue:
 
 
 @dataclass(frozen=True)
-class Edge:
-    src: int
-    dst: int
-    kind: str  # temporal | semantic
-    weight: float
-
-
-@dataclass(frozen=True)
 class ScoredCue:
     subject: str
     relation: str
@@ -131,6 +123,3 @@ class Answer:
     usage: dict[str, int] = field(default_factory=dict)
     timing_ms: float = 0.0
 
-
-def to_dict(record: Any) -> dict[str, Any]:
-    return asdict(record)

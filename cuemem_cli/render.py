@@ -123,6 +123,9 @@ def render_ingest_report(report: dict[str, Any]) -> None:
         err.print(f"[yellow]skipped[/yellow] {escape(line)}")
     if len(report["invalid"]) > 20:
         err.print(f"[yellow]… and {len(report['invalid']) - 20} more invalid lines[/yellow]")
+    failures = report.get("extraction_failures") or []
+    if failures:
+        err.print(f"[yellow]{len(failures)} extraction calls failed[/yellow], the last: {escape(failures[-1])}")
     if report["pending"]:
         err.print(f"[yellow]{len(report['pending'])} turns are pending[/yellow] (their cue extraction failed); "
                   "retry with: cuemem extract --pending")

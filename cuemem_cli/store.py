@@ -18,6 +18,7 @@ import numpy as np
 import orjson
 
 from .errors import ModelMismatch, StoreError
+from .files import private_dir
 from .migrations import MIGRATIONS
 from .records import Cue, Turn
 
@@ -809,15 +810,6 @@ class Store:
 
 def _split_sql(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
-
-
-def private_dir(path: str | os.PathLike) -> Path:
-    """A directory for cuemem's files, created 0700 when it is new (an existing one keeps its mode)."""
-    folder = Path(path).expanduser()
-    if not folder.exists():
-        folder.mkdir(parents=True, mode=0o700)
-        os.chmod(folder, 0o700)
-    return folder
 
 
 def _create_private_file(path: str) -> None:

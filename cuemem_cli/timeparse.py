@@ -16,15 +16,17 @@ from functools import lru_cache
 
 from dateutil import parser as _dateutil
 
-_MONTH_NAMES = (
+MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
 )
-_MONTHS: dict[str, int] = {}
-for _number, _name in enumerate(_MONTH_NAMES, 1):
-    _MONTHS[_name.lower()] = _number
-    _MONTHS[_name[:3].lower()] = _number
-_MONTHS["sept"] = 9
+# month number by lowercase name and abbreviation ("may", "sep", "sept"): the one table for dates in
+# input files, questions (here) and turns (extract.py)
+MONTH_NUMBERS: dict[str, int] = {}
+for _number, _name in enumerate(MONTH_NAMES, 1):
+    MONTH_NUMBERS[_name.lower()] = _number
+    MONTH_NUMBERS[_name[:3].lower()] = _number
+MONTH_NUMBERS["sept"] = 9
 
 _TIME = r"(\d{1,2}):(\d{2})(?::(\d{2}))?"
 _ISO = re.compile(
@@ -75,7 +77,7 @@ def parse_time(value: str | int | float) -> str:
     return _parse_text(value.strip())
 
 
-_MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_MONTH_RE = "|".join(sorted(MONTH_NUMBERS, key=len, reverse=True))
 _NAMED_DAY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH_RE})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _NAMED_DAY_US = re.compile(rf"\b({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _NAMED_MONTH = re.compile(rf"\b({_MONTH_RE})\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
@@ -93,13 +95,13 @@ def named_periods(text: str) -> list[tuple[str, str]]:
     for match, (d, m, y) in [(mt, (1, 2, 3)) for mt in _NAMED_DAY.finditer(text)] + \
                             [(mt, (2, 1, 3)) for mt in _NAMED_DAY_US.finditer(text)]:
         try:
-            day = datetime(int(match[y]), _MONTHS[match[m].lower()], int(match[d]))
+            day = datetime(int(match[y]), MONTH_NUMBERS[match[m].lower()], int(match[d]))
         except ValueError:
             continue
         days.append((day, day))
     if not days:
         for match in _NAMED_MONTH.finditer(text):
-            first = datetime(int(match[2]), _MONTHS[match[1].lower()], 1)
+            first = datetime(int(match[2]), MONTH_NUMBERS[match[1].lower()], 1)
             days.append((first, (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)))
     if not days:
         for match in _NAMED_YEAR.finditer(text):
@@ -110,7 +112,7 @@ def named_periods(text: str) -> list[tuple[str, str]]:
 def format_human(iso: str, with_time: bool = True) -> str:
     """Render a time for people and prompts: "8 May 2023, 1:56 pm", or "8 May 2023" at midnight."""
     moment = datetime.fromisoformat(parse_time(iso))
-    date = f"{moment.day} {_MONTH_NAMES[moment.month - 1]} {moment.year}"
+    date = f"{moment.day} {MONTH_NAMES[moment.month - 1]} {moment.year}"
     clock = _clock(moment) if with_time else ""
     return f"{date}, {clock}" if clock else date
 
@@ -157,15 +159,15 @@ def _parse_text(text: str) -> str:
         return _from_epoch(float(text))
     if match := _MONTH_DAY_YEAR.fullmatch(text):
         month_name, day, year = match.groups()
-        if month_name.lower() in _MONTHS:
+        if month_name.lower() in MONTH_NUMBERS:
             return _iso(_build(text, year, _month(text, month_name), day))
     if match := _DAY_MONTH_YEAR.fullmatch(text):
         day, month_name, year = match.groups()
-        if month_name.lower() in _MONTHS:
+        if month_name.lower() in MONTH_NUMBERS:
             return _iso(_build(text, year, _month(text, month_name), day))
     if match := _MONTH_YEAR.fullmatch(text):
         month_name, year = match.groups()
-        if month_name.lower() in _MONTHS:
+        if month_name.lower() in MONTH_NUMBERS:
             return _iso(_build(text, year, _month(text, month_name), 1))
     if match := _YEAR_MONTH.fullmatch(text):
         return _iso(_build(text, match[1], match[2], 1))
@@ -207,7 +209,7 @@ def _build(
 
 def _month(text: str, name: str) -> int:
     try:
-        return _MONTHS[name.lower()]
+        return MONTH_NUMBERS[name.lower()]
     except KeyError:
         raise ValueError(f"unknown month {name!r} in {_show(text)}") from None
 

@@ -44,6 +44,34 @@ def _loopback_only(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
+def raw(path):
+    """A plain connection to a database file (sqlite-vec loaded), for checks below the store's API."""
+    import sqlite_vec
+
+    from cuemem_cli.store import sqlite3
+
+    conn = sqlite3.connect(str(path), timeout=30)
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    return conn
+
+
+def assert_whole(path) -> None:
+    """integrity_check ok; no orphan cue, vector, FTS entry or edge."""
+    conn = raw(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    for table in ("turns_fts", "cues_fts"):
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 0)")
+    cue_ids = {r[0] for r in conn.execute("SELECT id FROM cues")}
+    turn_ids = {r[0] for r in conn.execute("SELECT id FROM turns")}
+    assert {r[0] for r in conn.execute("SELECT cue_id FROM cue_vectors")} == cue_ids
+    assert {r[0] for r in conn.execute("SELECT id FROM cues_fts_docsize")} == cue_ids
+    assert {r[0] for r in conn.execute("SELECT id FROM turns_fts_docsize")} == turn_ids
+    assert {r[0] for r in conn.execute("SELECT src FROM edges UNION SELECT dst FROM edges")} <= turn_ids
+    conn.close()
+
+
 @pytest.fixture
 def db_path(tmp_path) -> Path:
     return tmp_path / "memory.db"

@@ -69,10 +69,14 @@ def test_xcomp_joins_the_relation(extractor):
     assert any(c.subject == "Caroline" and c.relation == "want to adopt" and c.object == "dog" for c in cues)
 
 
-def test_chit_chat_yields_a_list(extractor):
-    cues = one(extractor, "Hey Mel! Good to see you! How have you been?")
-    assert isinstance(cues, list)
-    assert all(c.kind in ("triple", "date") for c in cues)
+def test_chit_chat_yields_no_cues_and_a_fact_beside_it_does(extractor):
+    """Greetings carry nothing to find later: no triple (the statement cue of each sentence is added at
+    ingest, statements.py), while a fact in the same batch still gives its triples."""
+    chat = ["Hey Mel! Good to see you! How have you been?", "Thanks, you too!", "Haha yes, totally."]
+    out = extractor.extract([Turn(text, "Caroline", CAROLINE_TIME) for text in chat]
+                            + [Turn("I went to the LGBTQ support group yesterday.", "Caroline", CAROLINE_TIME)])
+    assert out[:3] == [[], [], []]
+    assert any(c.subject == "Caroline" and "support group" in c.object for c in out[3])
 
 
 def test_output_is_aligned_with_input(extractor):

@@ -138,3 +138,23 @@ def test_empty_or_wrong_shaped_replies_leave_turns_pending(fake_llm, store, repl
     fake_llm.default = reply
     results = LLMExtractor("fake/x", store=store, retries=1).extract(chat(2))
     assert results == [None, None]
+
+
+def test_failed_extraction_calls_are_shown_in_the_ingest_report(fake_llm, cli, tmp_path, db_path):
+    """The model's errors were collected and never shown: a user saw only 'pending', not why."""
+    import litellm
+
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(m.to_json()) + b"\n" for m in chat(3)))
+    fake_llm.default = litellm.AuthenticationError("invalid api key sk-test", llm_provider="fake", model="x")
+    args = ("--db", str(db_path), "ingest", str(path), "--extractor", "llm", "--extract-model", "fake/x")
+    result = cli(*args, "--json")
+    assert result.exit_code == 3, result.stderr
+    report = orjson.loads(result.stdout)
+    assert len(report["pending"]) == 3 and report["extraction_failures"]
+    assert all("invalid api key" in failure for failure in report["extraction_failures"])
+
+    text = cli("--db", str(tmp_path / "text.db"), *args[2:])  # a new database: the text report
+    assert text.exit_code == 3
+    assert f"{len(report['extraction_failures'])} extraction calls failed" in text.stderr
+    assert "invalid api key" in text.stderr

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, assert_whole, raw
 from cuemem_cli.ingest import BATCH_TURNS, IngestReport, Ingestor, parse_line
 from cuemem_cli.records import Message
-from cuemem_cli.store import Store, sqlite3
+from cuemem_cli.store import Store
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 BIG_TURNS = 300  # two batches: 256 + 44
@@ -37,15 +37,6 @@ def ingest(path, batch: list[Message], embedder, extractor) -> IngestReport:
         return Ingestor(store, extractor, embedder).run(batch, IngestReport(lines=len(batch)))
     finally:
         store.close()
-
-
-def raw(path):
-    import sqlite_vec
-
-    conn = sqlite3.connect(str(path), timeout=30)
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    return conn
 
 
 def content(path) -> dict:
@@ -73,22 +64,6 @@ def content(path) -> dict:
     return out
 
 
-def assert_whole(path) -> None:
-    """integrity_check ok; no orphan cue, vector, FTS entry or edge."""
-    conn = raw(path)
-    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
-    for table in ("turns_fts", "cues_fts"):
-        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 0)")
-    cue_ids = {r[0] for r in conn.execute("SELECT id FROM cues")}
-    turn_ids = {r[0] for r in conn.execute("SELECT id FROM turns")}
-    assert {r[0] for r in conn.execute("SELECT cue_id FROM cue_vectors")} == cue_ids
-    assert {r[0] for r in conn.execute("SELECT id FROM cues_fts_docsize")} == cue_ids
-    assert {r[0] for r in conn.execute("SELECT id FROM turns_fts_docsize")} == turn_ids
-    assert {r[0] for r in conn.execute("SELECT src FROM edges UNION SELECT dst FROM edges")} <= turn_ids
-    conn.close()
-
-
 def cuemem(*args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("CUEMEM_DB", None)
@@ -109,6 +84,7 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     its first batch and rerun — with a reader asking questions all along."""
     from cuemem_cli.ingest import open_input, read_messages
     from cuemem_cli.memory import Memory
+    from cuemem_cli.registry import bind_extractor
 
     root = tmp_path_factory.mktemp("crash")
     base = root / "base.db"
@@ -122,10 +98,11 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     total = len(lines)
     assert total > BATCH_TURNS
 
-    # The clean single run (the same Ingestor, models and batches the CLI uses).
+    # The clean single run (the same Ingestor, models and batches the CLI uses, and its extractor record).
     clean = root / "clean.db"
     shutil.copy2(base, clean)
     store = Store.open(clean)
+    bind_extractor(store, "spacy")
     handle, name = open_input(str(big))
     with handle:
         Ingestor(store, spacy_extractor, embedder).run(read_messages(handle, name, None), IngestReport())

@@ -154,3 +154,24 @@ def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, mo
     for question in ("my dog?", "Who paints?", "lakes"):
         assert [hit for hit, _ in store.search_turns_fts(cid, fts_query(question), 10)] == [tid], question
     assert store.search_turns_fts(cid, fts_query("cats"), 10) == []
+
+
+def test_private_dirs_leave_a_users_folder_alone_and_lock_cuemems_own(tmp_path):
+    """files.private_dir: a new folder is 0700; an existing folder of the user's (where a --db goes) keeps
+    its mode; cuemem's own cache folder and its parent are made 0700 even if they exist."""
+    import stat
+
+    from cuemem_cli.files import private_dir
+
+    def mode(path):
+        return stat.S_IMODE(path.stat().st_mode)
+
+    assert mode(private_dir(tmp_path / "new" / "db")) == 0o700
+    users = tmp_path / "projects"
+    users.mkdir(mode=0o755)
+    users.chmod(0o755)
+    assert mode(private_dir(users)) == 0o755
+    cache = users / "models"
+    cache.mkdir(mode=0o755)
+    cache.chmod(0o755)
+    assert private_dir(cache, ours=True) == cache and mode(cache) == 0o700 and mode(users) == 0o700

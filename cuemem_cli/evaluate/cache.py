@@ -1,9 +1,10 @@
 """Ingested benchmark databases, cached so a second run skips ingest.
 
 One database per dataset file and ingest settings (extractor, its model, embedder, the graph's
-window and k) and per version of the ingest code: the key hashes the input file's bytes and the
-source of the ingest modules and of the cuemem modules they import, so a changed extractor never
-silently reuses stale cues, while a change elsewhere (answering, printing) keeps the cache.
+window and k) and per version of the code that shapes the database: the key hashes the input file's
+bytes and the source of the ingest modules and of the cuemem modules they import, the store and its
+migrations included, so a changed extractor or a change to what the store writes never silently
+reuses a stale database, while a change elsewhere (answering, printing) keeps the cache.
 Inside, a conversation counts as done once all its messages were written (recorded in the store's
 meta table); an interrupted ingest resumes, adding only what is missing.
 
@@ -25,16 +26,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ingest import DEFAULT_SEM_K, DEFAULT_WINDOW, IngestReport, Ingestor
-from ..memory import make_extractor
+from ..config import BUILD_SEM_K, BUILD_WINDOW
+from ..ingest import Ingestor, IngestReport
 from ..records import Message
+from ..registry import bind_extractor, make_extractor
 from ..store import Store
 
 CACHE_VERSION = "eval-cache-v1"
 _INGEST_ROOTS = ("convert", "ingest", "extract", "extract_llm", "embed")  # what turns a data file into a database
-# Imported by ingest but not deciding what it writes: the schema migrates on open, and errors and
-# the LLM call mechanics do not change cues (the extraction prompt lives in extract_llm).
-_NOT_HASHED = frozenset({"store", "migrations", "llm", "errors"})
+# Imported by ingest but not deciding what it writes: errors and the LLM call mechanics do not change
+# cues (the extraction prompt lives in extract_llm). The store and its migrations are hashed: the
+# rows and tables they write are the database the benchmark reads.
+_NOT_HASHED = frozenset({"llm", "errors"})
 
 
 def default_cache_dir() -> Path:
@@ -48,30 +51,43 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _local_imports(source: Path) -> set[str]:
-    """Sibling modules a module imports (`from .x import …`, `from . import x`)."""
+def _local_imports(source: Path, level: int = 1) -> set[str]:
+    """Modules of the package a module imports (`from .x import …`, `from . import x`; `level` 2 for a
+    module inside a sub-package, whose `from ..x import …` names the package's modules)."""
     names = set()
     for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
+        if isinstance(node, ast.ImportFrom) and node.level == level:
             names.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
     return names
 
 
-def code_digest() -> str:
-    """Hash of the ingest modules and everything they import from cuemem, found by reading their imports."""
-    package = Path(__file__).resolve().parents[1]
-    seen: set[str] = set()
+def _module_files(package: Path, name: str) -> list[Path]:
+    """The source of a module of the package: its file, or every file of a sub-package."""
+    folder = package / name
+    if folder.is_dir():
+        return sorted(folder.rglob("*.py"))
+    source = package / f"{name}.py"
+    return [source] if source.exists() else []
+
+
+def code_digest(package: Path | None = None) -> str:
+    """Hash of the ingest modules and everything they import from cuemem, found by reading their imports
+    (`package`: the cuemem_cli folder to read, this one by default)."""
+    package = package or Path(__file__).resolve().parents[1]
+    seen: dict[str, list[Path]] = {}
     todo = list(_INGEST_ROOTS)
     while todo:
         name = todo.pop()
-        source = package / f"{name}.py"
-        if name in seen or name in _NOT_HASHED or not source.exists():
+        files = _module_files(package, name)
+        if name in seen or name in _NOT_HASHED or not files:
             continue
-        seen.add(name)
-        todo.extend(_local_imports(source))
+        seen[name] = files
+        for source in files:
+            todo.extend(_local_imports(source, level=1 if source.parent == package else 2))
     digest = hashlib.sha256()
     for name in sorted(seen):
-        digest.update(name.encode() + b"\0" + (package / f"{name}.py").read_bytes())
+        for source in seen[name]:
+            digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
 
@@ -80,8 +96,8 @@ class BuildSettings:
     extractor: str = "spacy"
     extract_model: str | None = None
     embedder_id: str = ""
-    window: int = DEFAULT_WINDOW
-    sem_k: int = DEFAULT_SEM_K
+    window: int = BUILD_WINDOW
+    sem_k: int = BUILD_SEM_K
 
     def lineage(self, dataset: str, data_digest: str) -> str:
         """What a database is built from, except the version of the ingest code."""
@@ -161,10 +177,12 @@ def ensure_ingested(store: Store, messages: dict[str, list[Message]], build: Bui
             todo.append(name)
     if not todo:
         return summary
+    extractor = make_extractor(build.extractor, build.extract_model, store)
+    bind_extractor(store, build.extractor)
     if build.extract_model:
         with store.transaction():
             store.set_meta("extract_model", build.extract_model)
-    ingestor = Ingestor(store, make_extractor(build.extractor, build.extract_model, store), embedder,
+    ingestor = Ingestor(store, extractor, embedder,
                         build.window, build.sem_k)
     total = sum(len(messages[name]) for name in todo)
     report = IngestReport(lines=total)

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..errors import CuememError, LLMError
 from ..reconstruct import Settings
-from ..store import TURN_ALONE, Store, private_dir
+from ..files import private_dir
+from ..store import TURN_ALONE, Store
 from . import judge as judging
 from .cache import (BuildSettings, IngestSummary, database_path, default_cache_dir, ensure_ingested, file_digest,
                     remove_database, remove_superseded, turn_alone_path, vector_dir)

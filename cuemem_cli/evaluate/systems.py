@@ -14,7 +14,6 @@ trimming.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,8 +23,9 @@ import numpy as np
 
 from ..records import Context, Evidence, Turn
 from ..reconstruct import (GAP_LINE, Settings, break_lines, context_tokens, day_header, estimate_tokens,
-                           evidence_line, fill_budget, reconstruct, resolve_conversation, turn_cost)
-from ..store import Store, private_dir
+                           evidence_line, fill_budget, fts_query, reconstruct, resolve_conversation, turn_cost)
+from ..files import private_dir
+from ..store import Store
 from ..timeparse import day_of
 from .tokens import TokenCounter
 
@@ -51,24 +51,6 @@ BASELINES = ("full-history", "naive-rag", "bm25")
 SYSTEMS = tuple(CUEMEM_SYSTEMS) + tuple(TURN_ALONE_SYSTEMS) + BASELINES
 DEFAULT_SYSTEMS = ("cuemem", "no-graph", "no-semantic", "no-temporal") + BASELINES
 UNBUDGETED = ("full-history",)
-
-_STOPWORDS = frozenset("""
-a about after again all also am an and any are as at be been before being both but by can could did do does
-doing during each else ever for from had has have having he her here hers herself him himself his how i if in
-into is it its itself just kind me might more most much my myself no nor not of off on once only or other our
-ours ourselves out over own same she should so some such than that the their theirs them themselves then there
-these they this those through to too under until up upon very was we were what when where which while who whom
-whose why will with would yet you your yours yourself yourselves
-""".split())
-_WORD = re.compile(r"[^\W_]+")
-
-
-def fts_query(question: str) -> str | None:
-    """A natural-language question → a safe FTS5 query: each content word quoted, OR-ed; None if none."""
-    words = [w for w in _WORD.findall(question.lower()) if w not in _STOPWORDS]
-    unique = list(dict.fromkeys(words))
-    return " OR ".join(f'"{w}"' for w in unique) or None
-
 
 @dataclass
 class QueryVectors:
@@ -193,6 +175,8 @@ def naive_rag(env: Env, view: ConversationView, question, budget: int) -> Retrie
 
 
 def bm25(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
+    """The question's content words against the turns' FTS5 index, read as cuemem's lexical signal reads
+    them (reconstruct.fts_query), filled to the budget by BM25 rank."""
     t0 = time.perf_counter()
     query = fts_query(question.question)
     hits = env.store.search_turns_fts(view.cid, query, len(view.turns)) if query else []
