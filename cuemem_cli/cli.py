@@ -135,7 +135,9 @@ def ask(
     excerpt: int = typer.Option(DEFAULT_EXCERPT_TOKENS, "--excerpt", min=0,
                                 help="A turn longer than this many tokens shows only its sentences nearest the "
                                      "question (0: every turn whole)."),
-    as_of: Optional[str] = typer.Option(None, help="Question time (default: now)."),
+    as_of: Optional[str] = typer.Option(
+        None, help="Answer as of TIME: the question time, and memory as it was then (turns dated later, or "
+                   "undated turns stored later, are left out). Default: now, everything."),
     model: Optional[str] = typer.Option(None, "--model", "-m",
                                         help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
     context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),

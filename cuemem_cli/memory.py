@@ -118,7 +118,8 @@ class Memory:
                 as_of: str | None = None) -> Context:
         """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours."""
         as_of_iso = _as_of(as_of)
-        return reconstruct(self.store, self.embedder(quick_start=True), question, conversation, settings, as_of_iso)
+        return reconstruct(self.store, self.embedder(quick_start=True), question, conversation, settings, as_of_iso,
+                           held_at=as_of_iso if as_of is not None else None)
 
     def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,

@@ -114,4 +114,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         INSERT INTO meta(key, value) SELECT 'turn_vectors', 'turn' WHERE EXISTS (SELECT 1 FROM turn_vectors);
         """,
     ),
+    (
+        # When each turn was stored, so `ask --as-of T` can leave out undated turns memory did not hold at
+        # T (dated turns are judged by their own time). Turns stored before this migration get their
+        # conversation's creation time: the earliest they can have been stored.
+        "m006_turn_stored_at",
+        """
+        ALTER TABLE turns ADD COLUMN stored_at TEXT;
+        UPDATE turns SET stored_at = (SELECT created_at FROM conversations c WHERE c.id = turns.conversation_id);
+        """,
+    ),
 ]

@@ -51,7 +51,7 @@ from .errors import CuememError, UnknownConversation
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
-from .store import TURN_ALONE, Store
+from .store import TURN_ALONE, VEC0_MAX_K, Store
 from .timeparse import day_of, named_periods
 from .view import Hops, conversation_source
 
@@ -317,7 +317,10 @@ def _excerpts(source, turns: dict[int, Turn], vector: np.ndarray, limit: int) ->
 
 
 def reconstruct(store: Store, embedder, question: str, conversation: str | None = None,
-                settings: Settings = Settings(), as_of: str | None = None) -> Context:
+                settings: Settings = Settings(), as_of: str | None = None, held_at: str | None = None) -> Context:
+    """`as_of` is the question time the answer prompt states; `held_at` (ISO) limits memory to what it
+    held then: turns said after it, and undated turns stored after it, are never candidates, anchors
+    or graph neighbours (`ask --as-of`)."""
     if not question.strip():
         raise CuememError("the question is empty", 'ask something, e.g. cuemem ask "Where does Maya live now?"')
     cid, name = resolve_conversation(store, conversation)
@@ -341,17 +344,24 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     t1 = time.perf_counter()
     timings["embed_query"] = (t1 - t0) * 1000
 
-    hits = source.knn_cues(vector, settings.top_m)
+    hidden, hidden_cues = store.turns_not_held_at(cid, held_at) if held_at else (set(), 0)
+    hits = source.knn_cues(vector, min(settings.top_m + hidden_cues, VEC0_MAX_K))
+    if hidden:
+        hits = [hit for hit in hits if hit[0].turn_id not in hidden][:settings.top_m]
     best = _best_cues(hits)
     lexical: dict[int, float] = {}
     query = fts_query(topic) if settings.lexical_weight else ""
     if query:
-        lexical = dict(store.search_turns_fts(cid, query, settings.lexical_m))
+        lexical = dict(store.search_turns_fts(cid, query, settings.lexical_m + len(hidden)))
+        lexical = dict([(t, v) for t, v in lexical.items() if t not in hidden][:settings.lexical_m])
     t2 = time.perf_counter()
     timings["cue_search"] = (t2 - t1) * 1000
 
     seeds = list(dict.fromkeys([*best, *lexical]))
     hops = source.hops(seeds, settings.window, settings.sem_k) if settings.graph and seeds else Hops.of([])
+    if hidden and len(hops.dst):
+        held = ~np.isin(hops.dst, np.fromiter(hidden, np.int64, len(hidden)))
+        hops = Hops(*(column[held] for column in hops))
     candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).

@@ -248,12 +248,13 @@ class Store:
 
     def insert_turns(self, turns: Sequence[NewTurn]) -> list[int]:
         ids = []
+        stored = now_iso()
         for t in turns:
             cur = self.conn.execute(
                 "INSERT INTO turns(conversation_id, position, source_id, session, time, speaker, role, text,"
-                " content_hash, extra, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content_hash, extra, status, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (t.conversation_id, t.position, t.source_id, t.session, t.time, t.speaker, t.role, t.text,
-                 t.content_hash, orjson.dumps(t.extra).decode() if t.extra else None, t.status),
+                 t.content_hash, orjson.dumps(t.extra).decode() if t.extra else None, t.status, stored),
             )
             ids.append(cur.lastrowid)
             self.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, t.text))
@@ -274,6 +275,16 @@ class Store:
             (orjson.dumps(list(turn_ids)).decode(),),
         )
         return {r[0]: _turn(r) for r in rows}
+
+    def turns_not_held_at(self, conversation_id: int, when: str) -> tuple[set[int], int]:
+        """Turns memory did not hold at `when` (ISO): said after it, or, undated, stored after it; and
+        how many cues they have (what a KNN must fetch beyond top-m to still return top-m held cues)."""
+        rows = self.conn.execute(
+            "SELECT t.id, (SELECT count(*) FROM cues c WHERE c.turn_id = t.id) FROM turns t"
+            " WHERE t.conversation_id = ?1 AND CASE WHEN t.time IS NOT NULL THEN t.time > ?2"
+            " ELSE coalesce(t.stored_at, '') > ?2 END",
+            (conversation_id, when)).fetchall()
+        return {r[0] for r in rows}, sum(r[1] for r in rows)
 
     def speakers(self, conversation_id: int) -> list[str]:
         return [r[0] for r in self.conn.execute(

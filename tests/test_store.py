@@ -124,6 +124,7 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
         mem.store.conn.execute("DROP TABLE turn_vectors")
         mem.store.conn.execute("DROP TABLE cell_centroids")
         mem.store.conn.execute("DELETE FROM meta WHERE key = 'turn_vectors'")
+        mem.store.conn.execute("ALTER TABLE turns DROP COLUMN stored_at")
         mem.store.conn.execute("DELETE FROM _migrations WHERE name != 'm001_initial'")
     store = Store.open(path)
     assert (tmp_path / "old.db.bak-schema1").exists()
@@ -145,8 +146,10 @@ def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, mo
     old = Store.open(db_path)
     with old.transaction():
         cid = old.conversation_id("c", create=True)
-        [tid] = old.insert_turns([NewTurn(cid, 0, "t0", "Our dogs love painting by the lake", "h", None, None, None,
-                                          None, {})])
+        tid = old.conn.execute(  # as cuemem wrote turns then (no stored_at column before m006)
+            "INSERT INTO turns(conversation_id, position, source_id, text, content_hash) VALUES (?, 0, 't0', ?, 'h')",
+            (cid, "Our dogs love painting by the lake")).lastrowid
+        old.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)", (tid, "Our dogs love painting by the lake"))
     assert old.search_turns_fts(cid, fts_query("dog"), 10) == []  # the old index matched whole words only
     old.close()
     monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
