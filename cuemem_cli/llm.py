@@ -55,17 +55,29 @@ def _retryable(exc: Exception) -> bool:
 def complete(model: str, messages: list[dict[str, str]], *, temperature: float = 0.0,
              max_tokens: int | None = None, retries: int = 3, backoff: float = 1.0, timeout: float = 120,
              on_token: Callable[[str], None] | None = None, **kwargs: Any) -> Completion:
-    """One chat completion through litellm; transient errors are retried with exponential backoff."""
+    """One chat completion through litellm; transient errors are retried with exponential backoff.
+
+    A missing API key fails at once, naming the variable. A streamed answer is not retried once its
+    first token was shown: a second attempt would print the answer's beginning again.
+    """
     lib = litellm()
     if model.startswith("local/"):
         from .local_llm import register
 
         register(lib, model)
+    else:
+        _check_key(lib, model, kwargs)
     started = time.perf_counter()
+    shown = {"any": False}
+
+    def show(token: str) -> None:
+        shown["any"] = True
+        on_token(token)
+
     for attempt in range(1, retries + 2):
         try:
             if on_token is not None:
-                return _stream(lib, model, messages, temperature, max_tokens, timeout, on_token, started,
+                return _stream(lib, model, messages, temperature, max_tokens, timeout, show, started,
                                attempt, kwargs)
             response = lib.completion(model=model, messages=messages, temperature=temperature,
                                       max_tokens=max_tokens, timeout=timeout, num_retries=0, **kwargs)
@@ -73,12 +85,32 @@ def complete(model: str, messages: list[dict[str, str]], *, temperature: float =
             usage = getattr(response, "usage", None)
             return Completion(text, _usage(usage), time.perf_counter() - started, attempt)
         except Exception as exc:  # litellm maps every provider error to its own exception types
+            if shown["any"]:
+                raise LLMError(f"model {model} failed while streaming its answer: {type(exc).__name__}: "
+                               f"{str(exc)[:300]}", "the answer above is cut short; ask again") from exc
             if attempt <= retries and _retryable(exc):
                 time.sleep(backoff * 2 ** (attempt - 1))
                 continue
             raise LLMError(f"model {model} failed: {type(exc).__name__}: {str(exc)[:300]}",
                            _hint_for(exc, model)) from exc
     raise AssertionError("unreachable")
+
+
+def _check_key(lib, model: str, kwargs: dict[str, Any]) -> None:
+    """Fail before any request when the provider's API key is not in the environment (litellm knows
+    which variable each provider reads); otherwise the request fails only after its retries."""
+    if kwargs.get("api_key") or kwargs.get("api_base") or "mock_response" in kwargs:
+        return
+    if model.split("/", 1)[0] in {entry["provider"] for entry in lib.custom_provider_map}:
+        return
+    try:
+        found = lib.validate_environment(model=model)
+    except Exception:  # a model litellm cannot place: the call itself will say what is wrong
+        return
+    keys = [k for k in found.get("missing_keys", []) if "KEY" in k or "TOKEN" in k]
+    if keys and not found.get("keys_in_environment"):
+        raise LLMError(f"model {model} needs {' or '.join(keys)} in the environment, and it is not set",
+                       f"export {keys[0]}=…, or leave --model out (and CUEMEM_MODEL unset) for the offline answer")
 
 
 def _stream(lib, model, messages, temperature, max_tokens, timeout, on_token, started, attempt, kwargs):
