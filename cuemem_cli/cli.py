@@ -412,12 +412,14 @@ def export(
                                          help="Write to a new file (created 0600) instead of stdout."),
 ) -> None:
     """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
+    from contextlib import closing
+
     from .export import open_private_output, write_export
     from .render import err
 
     try:
-        with _memory() as memory:
-            records = memory.export(conversation)
+        # closing: a reader that stops early leaves the records' read snapshot to end before the store does
+        with _memory() as memory, closing(memory.export(conversation)) as records:
             if output:
                 with open_private_output(output) as fh:
                     count = write_export(records, fh)

@@ -24,9 +24,17 @@ from rich.table import Table
 from .records import Answer, Context, Turn
 from .timeparse import day_of, format_clock, format_human, parse_time
 
-out = Console(highlight=False, soft_wrap=False)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Rich would exit 1; a reader that stopped early (`| head`) is left to the CLI's one handler."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(highlight=False, soft_wrap=False)
 # soft_wrap: a message to a pipe or a log file stays one line (rich would wrap it at 80 columns).
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = _Console(stderr=True, highlight=False, soft_wrap=True)
 
 # C0 controls but tab and newline, DEL, C1 controls: what a terminal would act on (ESC, BEL, CSI U+009B …).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
