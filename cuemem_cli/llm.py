@@ -96,6 +96,9 @@ def complete(model: str, messages: list[dict[str, str]], *, temperature: float =
     raise AssertionError("unreachable")
 
 
+_KEYLESS_POSSIBLE = {"azure", "azure_ai", "huggingface"}
+
+
 def _check_key(lib, model: str, kwargs: dict[str, Any]) -> None:
     """Fail before any request when the provider's API key is not in the environment (litellm knows
     which variable each provider reads); otherwise the request fails only after its retries."""
@@ -107,8 +110,11 @@ def _check_key(lib, model: str, kwargs: dict[str, Any]) -> None:
         found = lib.validate_environment(model=model)
     except Exception:  # a model litellm cannot place: the call itself will say what is wrong
         return
-    keys = [k for k in found.get("missing_keys", []) if "KEY" in k or "TOKEN" in k]
-    if keys and not found.get("keys_in_environment"):
+    keys = found.get("missing_keys") or []
+    # Only a provider that lacks nothing but an API key: AWS profiles, Google ADC, Azure AD tokens and
+    # keyless Hugging Face endpoints authenticate without one, and are left to the call itself.
+    if keys and all(k.endswith("_API_KEY") for k in keys) and not found.get("keys_in_environment") \
+            and model.split("/", 1)[0] not in _KEYLESS_POSSIBLE:
         raise LLMError(f"model {model} needs {' or '.join(keys)} in the environment, and it is not set",
                        f"export {keys[0]}=…, or leave --model out (and CUEMEM_MODEL unset) for the offline answer")
 

@@ -173,3 +173,21 @@ def test_messages_to_a_file_are_not_wrapped(tmp_path):
     ask = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(missing), "ask", "q"],
                          capture_output=True, text=True, env=subprocess_env(), timeout=300)
     assert ask.returncode == 1 and f"error: no cuemem database at {missing}" in ask.stderr.splitlines()[0]
+
+
+def test_key_check_refuses_only_providers_that_need_nothing_but_a_key(monkeypatch):
+    from cuemem_cli.errors import LLMError
+    from cuemem_cli.llm import _check_key, litellm
+
+    for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AWS_ACCESS_KEY_ID"):
+        monkeypatch.delenv(name, raising=False)
+    lib = litellm()
+    with pytest.raises(LLMError, match="ANTHROPIC_API_KEY"):
+        _check_key(lib, "anthropic/claude-3-haiku", {})
+    with pytest.raises(LLMError, match="GOOGLE_API_KEY or GEMINI_API_KEY"):
+        _check_key(lib, "gemini/gemini-pro", {})
+    monkeypatch.setenv("GEMINI_API_KEY", "x")  # either of the two will do
+    _check_key(lib, "gemini/gemini-pro", {})
+    _check_key(lib, "bedrock/anthropic.claude-v2", {})  # AWS profiles and roles need no key variable
+    _check_key(lib, "ollama/llama3", {})  # a local server: no key at all
+    _check_key(lib, "anthropic/claude-3-haiku", {"api_key": "sk-given"})
