@@ -9,9 +9,8 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -22,7 +21,7 @@ from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAU
 class _Group(TyperGroup):
     """The top-level command group: a reader that stops early (`cuemem ask … | head -1`) ends us quietly."""
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: Any) -> Any:  # typer's own (vendored) click Context
         try:
             return super().invoke(ctx)
         except BrokenPipeError:

@@ -39,9 +39,9 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
     }
     if not graph:
         return {"settings": settings, "conversations": stats}
-    names = [s["conversation"] for s in stats]
-    turns = [t for name in names for t in store.turns(store.conversation_id(name))]
-    edges = [e for name in names for e in store.all_edges(store.conversation_id(name))]
+    ids = [cid for s in stats if (cid := store.conversation_id(s["conversation"])) is not None]
+    turns = [t for cid in ids for t in store.turns(cid)]
+    edges = [e for cid in ids for e in store.all_edges(cid)]
     return {"settings": settings, "conversations": stats, **graph_json(store, turns, edges)}
 
 

@@ -69,16 +69,11 @@ def complete(model: str, messages: list[dict[str, str]], *, temperature: float =
         _check_key(lib, model, kwargs)
     started = time.perf_counter()
     shown = {"any": False}
-
-    def show(token: str) -> None:
-        shown["any"] = True
-        on_token(token)
-
     for attempt in range(1, retries + 2):
         try:
             if on_token is not None:
-                return _stream(lib, model, messages, temperature, max_tokens, timeout, show, started,
-                               attempt, kwargs)
+                return _stream(lib, model, messages, temperature, max_tokens, timeout, _noting(on_token, shown),
+                               started, attempt, kwargs)
             response = lib.completion(model=model, messages=messages, temperature=temperature,
                                       max_tokens=max_tokens, timeout=timeout, num_retries=0, **kwargs)
             text = response.choices[0].message.content or ""
@@ -94,6 +89,15 @@ def complete(model: str, messages: list[dict[str, str]], *, temperature: float =
             raise LLMError(f"model {model} failed: {type(exc).__name__}: {str(exc)[:300]}",
                            _hint_for(exc, model)) from exc
     raise AssertionError("unreachable")
+
+
+def _noting(on_token: Callable[[str], None], shown: dict[str, bool]) -> Callable[[str], None]:
+    """on_token, recording that a token was shown (after which the call is not retried)."""
+    def show(token: str) -> None:
+        shown["any"] = True
+        on_token(token)
+
+    return show
 
 
 _KEYLESS_POSSIBLE = {"azure", "azure_ai", "huggingface"}
