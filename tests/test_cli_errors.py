@@ -80,7 +80,7 @@ def streaming_model(monkeypatch, calls: list[int]):
 
             def chunks():
                 yield chunk("ZEBRA-one ")
-                yield chunk("two ")
+                yield chunk("two \x1b[2J")
                 if first:
                     raise litellm.ServiceUnavailableError("connection dropped", llm_provider="stream", model="m")
                 yield chunk("three", done=True)
@@ -100,6 +100,7 @@ def test_a_stream_broken_after_its_first_tokens_is_not_printed_twice(cli, maya_d
     monkeypatch.setattr(typer.testing._NamedTextIOWrapper, "isatty", lambda self: True, raising=False)
     result = cli("--db", str(maya_db), "ask", QUESTION, "--model", "stream/m")
     assert result.stdout.count("ZEBRA-one") == 1 and calls == [1], result.stderr
+    assert r"two \x1b[2J" in result.stdout and "\x1b[2J" not in result.stdout  # tokens are untrusted too
     assert result.exit_code == 1 and "cut short" in result.stderr and "Evidence" in result.stdout
 
     from cuemem_cli.llm import complete
@@ -108,7 +109,7 @@ def test_a_stream_broken_after_its_first_tokens_is_not_printed_twice(cli, maya_d
     calls.clear()
     calls.append(0)  # the next call is the second: it streams the whole answer
     done = complete("stream/m", [{"role": "user", "content": "q"}], on_token=tokens.append)
-    assert done.text == "ZEBRA-one two three" == "".join(tokens)
+    assert done.text == "ZEBRA-one two \x1b[2Jthree" == "".join(tokens)
 
 
 # ------------------------------------------------------------------ plain errors

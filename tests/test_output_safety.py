@@ -80,6 +80,15 @@ def test_errors_that_quote_input_escape_it(cli, evil_db, tmp_path):
     assert no_conv.exit_code == 1 and r"zz\x07[red]" in assert_safe(no_conv)
 
 
+def test_skipped_lines_are_reported_escaped(cli, tmp_path):
+    source = tmp_path / "bad\x1b]0;x\x07.jsonl"
+    source.write_bytes(orjson.dumps({"conversation": "c", "text": "fine"}) + b"\n"
+                       + orjson.dumps({"conversation": "c\x1b[2J", "text": 5}) + b"\n")
+    result = cli("--db", str(tmp_path / "m.db"), "ingest", str(source), "--skip-invalid")
+    assert result.exit_code == 3
+    assert r"bad\x1b]0;x\x07.jsonl:2" in assert_safe(result)
+
+
 def test_json_keeps_the_exact_text(cli, evil_db):
     data = orjson.loads(cli("--db", str(evil_db), "ask", "What dog did Leo adopt?", "-c", CONV, "--context-only",
                             "--json").stdout)
