@@ -18,6 +18,7 @@ from . import config
 from .errors import CuememError
 from .config import DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_SEM_K, DEFAULT_TOP_M, DEFAULT_WINDOW
 
+
 class _Group(TyperGroup):
     """The top-level command group: a reader that stops early (`cuemem ask … | head -1`) ends us quietly."""
 
@@ -92,6 +93,7 @@ def _memory(create: bool = False, **kwargs):
 
 
 def _version(value: bool) -> None:
+    """`--version`: the installed distribution's version, else the source tree's."""
     if value:
         from importlib.metadata import PackageNotFoundError, version
 
