@@ -6,18 +6,41 @@ Exit codes: 0 success; 1 an error cuemem explains (bad input, missing model, …
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from . import config
 from .errors import CuememError
 from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS,
                      DEFAULT_TOP_M)
 
+
+class _Group(TyperGroup):
+    """The top-level command group: a reader that stops early (`cuemem ask … | head -1`) ends us quietly."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's own (vendored) click Context
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _discard_stdout()
+            raise typer.Exit(0)
+
+
+def _discard_stdout() -> None:
+    """stdout's reader is gone: send what is still buffered to /dev/null, so neither our next write nor
+    Python's flush at exit reports a broken pipe (the recipe of Python's signal module documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 app = typer.Typer(
+    cls=_Group,
     name="cuemem",
     help="Long-term memory for conversations: cues → turn graph → compact evidence for any LLM.",
     no_args_is_help=True,
@@ -45,14 +68,16 @@ state = State()
 def fail(exc: CuememError) -> typer.Exit:
     from .render import err
 
-    err.print(f"[bold red]error:[/bold red] {_plain(exc.message)}", soft_wrap=True)
+    err.print(f"[bold red]error:[/bold red] {_plain(exc.message)}")
     if exc.hint:
-        err.print(f"[dim]hint:[/dim] {_plain(exc.hint)}", soft_wrap=True)
+        err.print(f"[dim]hint:[/dim] {_plain(exc.hint)}")
     return typer.Exit(exc.exit_code)
 
 
 def _plain(text: str) -> str:
-    from rich.markup import escape
+    """Messages quote input (file names, ids, conversation names): no control character or markup of
+    theirs reaches the terminal."""
+    from .render import escape
 
     return escape(text)
 
@@ -61,13 +86,32 @@ def _memory(create: bool = False, **kwargs):
     """Only the commands that store turns (ingest, import) create the database file."""
     from .memory import Memory
 
-    return Memory(config.db_path(state.db), create=create, **kwargs)
+    path = config.db_path(state.db)
+    if path.is_dir():
+        raise CuememError(f"{path} is a directory, not a database file",
+                          f"name a file, e.g. --db {path / 'memory.db'}")
+    return Memory(path, create=create, **kwargs)
+
+
+def _version(value: bool) -> None:
+    """`--version`: the installed distribution's version, else the source tree's."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("cuemem")
+        except PackageNotFoundError:  # run from a source tree
+            from . import __version__ as number
+        typer.echo(f"cuemem {number}")
+        raise typer.Exit()
 
 
 @app.callback()
 def main(
     db: Optional[str] = typer.Option(None, "--db", help="Database file (default: $CUEMEM_DB, else the per-user data dir).",
                                      metavar="PATH"),
+    version: bool = typer.Option(False, "--version", help="Print cuemem's version and exit.", callback=_version,
+                                 is_eager=True),
 ) -> None:
     state.db = db
 
@@ -147,8 +191,9 @@ def ask(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Answer a question from memory, showing the evidence turns it used."""
+    from .errors import LLMError
     from .reconstruct import Settings
-    from .render import context_json, render_answer, render_evidence, write_json
+    from .render import context_json, render_answer, render_evidence, visible, write_json
 
     settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
                         excerpt_tokens=excerpt)
@@ -157,9 +202,10 @@ def ask(
 
     def on_token(token: str) -> None:
         streamed["any"] = True
-        sys.stdout.write(token)
+        sys.stdout.write(visible(token))  # a model may echo the control characters of stored text
         sys.stdout.flush()
 
+    failure: LLMError | None = None
     try:
         with _memory(embedder=embedder) as memory:
             if context_only:
@@ -167,26 +213,37 @@ def ask(
                 answer = None
             else:
                 stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
-                result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream,
-                                    answerer=answerer)
-                context, answer = result.context, result.answer
+                try:
+                    result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream,
+                                        answerer=answerer)
+                    context, answer = result.context, result.answer
+                except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
+                    failure, answer = exc, None
+                    context = memory.context(question, conversation, settings, as_of)
     except CuememError as exc:
         raise fail(exc)
     if json_out:
-        write_json(context_json(context, answer))
-        return
-    if streamed["any"]:
-        sys.stdout.write("\n")
-    elif answer is not None:
-        render_answer(answer)
-    render_evidence(context)
+        data = context_json(context, answer)
+        if failure is not None:
+            data["error"] = failure.message
+        write_json(data)
+    else:
+        if streamed["any"]:
+            sys.stdout.write("\n")
+        elif answer is not None:
+            render_answer(answer)
+        render_evidence(context)
+    if failure is not None:
+        sys.stdout.flush()
+        raise fail(failure)
 
 
 # ----------------------------------------------------------- inspect-graph
 @app.command("inspect-graph")
 def inspect_graph(
     conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
-    turn: Optional[str] = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours."),
+    turn: Optional[str] = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
+                                                            "(with dot or graphml: its neighbourhood graph)."),
     fmt: str = typer.Option("table", "--format", help="table, json, dot (Graphviz) or graphml (Gephi)."),
 ) -> None:
     """Show what memory holds: per-conversation counts, one turn's neighbourhood, or the whole graph."""
@@ -198,6 +255,13 @@ def inspect_graph(
     try:
         with _memory() as memory:
             store = memory.store
+            if fmt in ("dot", "graphml"):
+                if turn is not None:
+                    name, turns, edges = inspector.neighbourhood(store, conversation, turn)
+                else:
+                    name, turns, edges = inspector.graph_of(store, conversation)
+                out.file.write(graph_dot(name, turns, edges) if fmt == "dot" else graph_graphml(name, turns, edges))
+                return
             if turn is not None:
                 detail = inspector.turn_detail(store, conversation, turn)
                 if fmt == "json":
@@ -205,11 +269,7 @@ def inspect_graph(
                 else:
                     render_turn(detail)
                 return
-            if fmt in ("dot", "graphml"):
-                name, turns, edges = inspector.graph_of(store, conversation)
-                out.file.write(graph_dot(name, turns, edges) if fmt == "dot" else graph_graphml(name, turns, edges))
-                return
-            summary = inspector.summary(store, conversation)
+            summary = inspector.summary(store, conversation, graph=fmt == "json")
     except CuememError as exc:
         raise fail(exc)
     if fmt == "json":
@@ -236,8 +296,6 @@ def _convert(kind: str, file: str) -> None:
         sys.stdout.flush()
     except CuememError as exc:
         raise fail(exc)
-    except BrokenPipeError:
-        sys.stderr.close()
 
 
 @convert_app.command("locomo")
@@ -328,7 +386,7 @@ def forget(
             raise CuememError(
                 f"not forgetting {report.summary()}: nobody confirmed (standard input is not a terminal)",
                 "add --yes to confirm, or --dry-run to only count")
-        err.print(f"About to forget {_plain(report.summary())}.", soft_wrap=True)
+        err.print(f"About to forget {_plain(report.summary())}.")
         return typer.confirm("Forget them? This cannot be undone", default=False, err=True)
 
     try:
@@ -340,12 +398,11 @@ def forget(
     if json_out:
         write_json(report.to_json())
     elif report.dry_run:
-        err.print(f"would forget {_plain(report.summary())} (dry run: nothing changed)", soft_wrap=True)
+        err.print(f"would forget {_plain(report.summary())} (dry run: nothing changed)")
     elif report.cancelled:
         err.print("nothing forgotten")
     elif report.applied:
-        err.print(f"forgot {_plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""),
-                  soft_wrap=True)
+        err.print(f"forgot {_plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""))
     else:
         err.print("nothing matches: nothing forgotten" + ("; file scrubbed" if report.vacuumed else ""))
     if report.vacuumed:
@@ -353,9 +410,7 @@ def forget(
         backups = sorted(str(p) for p in db.parent.glob(f"{db.name}.bak-schema*"))
         if backups:
             err.print(f"[yellow]note:[/yellow] backups made before schema upgrades still hold old data: "
-                      f"{_plain(', '.join(backups))}; delete them if you no longer need them", soft_wrap=True)
-    if report.cancelled:
-        raise typer.Exit(1)
+                      f"{_plain(', '.join(backups))}; delete them if you no longer need them")
 
 
 # ---------------------------------------------------------- export, import
@@ -367,12 +422,14 @@ def export(
                                          help="Write to a new file (created 0600) instead of stdout."),
 ) -> None:
     """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
+    from contextlib import closing
+
     from .export import open_private_output, write_export
     from .render import err
 
     try:
-        with _memory() as memory:
-            records = memory.export(conversation)
+        # closing: a reader that stops early leaves the records' read snapshot to end before the store does
+        with _memory() as memory, closing(memory.export(conversation)) as records:
             if output:
                 with open_private_output(output) as fh:
                     count = write_export(records, fh)
@@ -382,8 +439,6 @@ def export(
                 write_export(records, sys.stdout.buffer)
     except CuememError as exc:
         raise fail(exc)
-    except BrokenPipeError:
-        sys.stderr.close()
 
 
 @app.command("import")
@@ -407,7 +462,13 @@ def import_(
 
 def run() -> None:
     """Console-script entry point."""
-    app()
+    try:
+        app()
+    finally:
+        try:  # what is still buffered, while a broken pipe can be told from other failures
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()
 
 
 if __name__ == "__main__":  # pragma: no cover

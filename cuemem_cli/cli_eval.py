@@ -142,9 +142,7 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 
 
 def _report(summary: dict[str, Any], out: Optional[Path]) -> None:
-    from rich.markup import escape
-
-    from .render import err
+    from .render import err, escape
 
     ingest = summary["ingest"]
     err.print(f"[dim]database {escape(summary['database'])}: {len(ingest['cached'])} conversations cached, "

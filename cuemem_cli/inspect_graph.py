@@ -1,4 +1,9 @@
-"""What memory holds: counts per conversation, one turn's neighbourhood, the whole graph."""
+"""What memory holds: counts per conversation, one turn's neighbourhood, the whole graph.
+
+`--format json` adds the graph itself to the counts: `nodes` (one per turn: `id`, the turn's number in
+this database that edges refer to, `conversation`, `source_id`, `time`, `speaker`, `cues`, its cue count)
+and `edges` (`src`, `dst`: node ids; `kind`: temporal or semantic; `weight`; `rank`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,8 @@ from .reconstruct import resolve_conversation
 from .store import Store
 
 
-def summary(store: Store, conversation: str | None = None) -> dict[str, Any]:
+def summary(store: Store, conversation: str | None = None, graph: bool = False) -> dict[str, Any]:
+    """Counts and settings; with `graph`, the nodes and edges too (`--format json`)."""
     stats = store.conversation_stats()
     if conversation is not None:
         stats = [s for s in stats if s["conversation"] == conversation]
@@ -30,15 +36,17 @@ def summary(store: Store, conversation: str | None = None) -> dict[str, Any]:
         "graph_window": int(meta["graph_window"]) if "graph_window" in meta else None,
         "graph_sem_k": int(meta["graph_sem_k"]) if "graph_sem_k" in meta else None,
     }
-    return {"settings": settings, "conversations": stats}
+    if not graph:
+        return {"settings": settings, "conversations": stats}
+    ids = [cid for s in stats if (cid := store.conversation_id(s["conversation"])) is not None]
+    turns = [t for cid in ids for t in store.turns(cid)]
+    edges = [e for cid in ids for e in store.all_edges(cid)]
+    return {"settings": settings, "conversations": stats, **graph_json(store, turns, edges)}
 
 
 def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[str, Any]:
     cid, name = resolve_conversation(store, conversation)
-    turn = store.turn_by_source_id(cid, source_id)
-    if turn is None:
-        raise CuememError(f"conversation {name!r} has no turn {source_id!r}",
-                          "source ids are the input's `id` values; see cuemem inspect-graph --format json")
+    turn = _turn(store, cid, name, source_id)
     cues = store.cues_of_turns([turn.id]).get(turn.id, [])
     edges = store.edges_of(turn.id)
     others = store.turns_by_id({dst if src == turn.id else src for src, dst, *_ in edges})
@@ -47,7 +55,35 @@ def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[
         other = others[dst if src == turn.id else src]
         neighbours.append({"direction": "out" if src == turn.id else "in", "kind": kind, "turn": other.source_id,
                            "weight": weight, "rank": rank, "text": other.text})
-    return {"conversation": name, "turn": asdict(turn), "cues": [asdict(c) for c in cues], "neighbours": neighbours}
+    turns = [turn, *sorted(others.values(), key=lambda t: t.position)]
+    return {"conversation": name, "turn": asdict(turn), "cues": [asdict(c) for c in cues], "neighbours": neighbours,
+            **graph_json(store, turns, edges)}
+
+
+def neighbourhood(store: Store, conversation: str | None, source_id: str) -> tuple[str, list[Turn], list[tuple]]:
+    """One turn, its one-hop neighbours and the edges between it and them (`--turn` with dot or graphml)."""
+    cid, name = resolve_conversation(store, conversation)
+    turn = _turn(store, cid, name, source_id)
+    edges = store.edges_of(turn.id)
+    others = store.turns_by_id({dst if src == turn.id else src for src, dst, *_ in edges})
+    return name, [turn, *sorted(others.values(), key=lambda t: t.position)], edges
+
+
+def graph_json(store: Store, turns: list[Turn], edges: list[tuple]) -> dict[str, list[dict[str, Any]]]:
+    """The nodes and edges of `--format json` (their fields are documented in the module docstring)."""
+    cues = store.cues_of_turns([t.id for t in turns])
+    nodes = [{"id": t.id, "conversation": t.conversation, "source_id": t.source_id, "time": t.time,
+              "speaker": t.speaker, "cues": len(cues.get(t.id, []))} for t in turns]
+    return {"nodes": nodes, "edges": [{"src": src, "dst": dst, "kind": kind, "weight": weight, "rank": rank}
+                                      for src, dst, kind, weight, rank in edges]}
+
+
+def _turn(store: Store, cid: int, name: str, source_id: str) -> Turn:
+    turn = store.turn_by_source_id(cid, source_id)
+    if turn is None:
+        raise CuememError(f"conversation {name!r} has no turn {source_id!r}",
+                          "source ids are the input's `id` values; see cuemem inspect-graph --format json")
+    return turn
 
 
 def graph_of(store: Store, conversation: str | None) -> tuple[str, list[Turn], list[tuple]]:

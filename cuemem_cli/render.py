@@ -5,6 +5,7 @@ Data goes to stdout, progress and errors to stderr.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable
 from contextlib import contextmanager
@@ -16,15 +17,40 @@ from xml.sax.saxutils import escape as xml_escape
 import orjson
 from rich import box
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.table import Table
 
 from .records import Answer, Context, Turn
 from .timeparse import day_of, format_clock, format_human, parse_time
 
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Rich would exit 1; a reader that stopped early (`| head`) is left to the CLI's one handler."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(highlight=False, soft_wrap=False)
+# soft_wrap: a message to a pipe or a log file stays one line (rich would wrap it at 80 columns).
+err = _Console(stderr=True, highlight=False, soft_wrap=True)
+
+# C0 controls but tab and newline, DEL, C1 controls: what a terminal would act on (ESC, BEL, CSI U+009B …).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """Stored text is untrusted: show its control characters as `\\x1b`-style escapes instead of sending
+    them to the terminal (an ESC sequence could clear the screen or retitle the window). Newline and tab
+    stay, so multi-line turns read as written; `--json` keeps the exact text."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def escape(text: Any) -> str:
+    """Text for rich: control characters made visible, `[markup]` shown literally, never interpreted."""
+    return _markup_escape(visible(str(text)))
+
 
 _VIA_STYLE = {"anchor": "bold green", "lexical": "green", "temporal": "cyan", "semantic": "magenta"}
 
@@ -55,7 +81,7 @@ def context_json(context: Context, answer: Answer | None) -> dict[str, Any]:
 
 def render_answer(answer: Answer) -> None:
     if answer.kind == "llm":
-        title = f"Answer · {answer.model}"
+        title = f"Answer · {escape(answer.model)}"
     elif answer.kind == "extractive":
         title = "Best-matching sentences (extractive)"
     else:
@@ -146,7 +172,7 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
         table.add_row(escape(s["conversation"]), str(s["turns"]), str(s["cues"]),
                       f"{s['temporal_edges']}/{s['semantic_edges']}", f"{d['min']}/{d['mean']:.1f}/{d['max']}",
                       str(s["turns_without_cues"]), *([str(s["pending_turns"])] if pending else []),
-                      _span(s["first_time"], s["last_time"]))
+                      escape(_span(s["first_time"], s["last_time"])))
     out.print(table)
     out.print(" · ".join(f"{k} {escape(str(v))}" for k, v in settings.items()))
 
@@ -164,7 +190,7 @@ def _span(first: str | None, last: str | None) -> str:
 def render_turn(detail: dict[str, Any]) -> None:
     turn = detail["turn"]
     when = format_human(turn["time"]) if turn["time"] else "time unknown"
-    out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {when} · {escape(turn['speaker'] or '')}",
+    out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {escape(when)} · {escape(turn['speaker'] or '')}",
                     title_align="left"))
     cues = Table.grid(padding=(0, 1, 0, 0))  # a long cue wraps under itself, not under "cue [kind]"
     for cue in detail["cues"]:
@@ -178,24 +204,43 @@ def render_turn(detail: dict[str, Any]) -> None:
     table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 40))
     for n in detail["neighbours"]:
         table.add_row(n["direction"], n["kind"], escape(n["turn"]), f"{n['weight']:.3f}", str(n["rank"]),
-                      escape(n["text"]))
+                      escape(" ".join(n["text"].split())))
     out.print(table)
 
 
-def graph_dot(name: str, turns: Iterable[Turn], edges: Iterable[tuple]) -> str:
-    """Graphviz DOT: one node per turn, temporal edges grey, semantic edges coloured by weight."""
-    def q(value: str) -> str:
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+def _dot_string(value: str) -> str:
+    """A DOT quoted string that Graphviz draws exactly as `value`: backslashes doubled (in a label Graphviz
+    reads \\n, \\l, \\N … as escapes), quotes escaped, newlines as \\n line breaks, other control characters
+    shown as \\x1b (DOT cannot carry them)."""
+    text = visible(value).replace("\\", "\\\\").replace('"', '\\"')
+    return '"' + text.replace("\n", "\\n") + '"'
 
-    lines = [f"digraph {q(name)} {{", "  node [shape=box, fontsize=10];"]
+
+def graph_dot(name: str, turns: Iterable[Turn], edges: Iterable[tuple]) -> str:
+    """Graphviz DOT: one node per turn (label: source id, then speaker and the text's first 40 characters),
+    temporal edges grey, semantic edges coloured by weight."""
+    lines = [f"digraph {_dot_string(name)} {{", "  node [shape=box, fontsize=10];"]
     for t in turns:
-        label = f"{t.source_id}\\n{(t.speaker or '')}: {t.text[:40]}"
-        lines.append(f"  {t.id} [label={q(label)}];")
+        snippet = " ".join(t.text[:40].split())
+        label = _dot_string(t.source_id)[:-1] + "\\n" + _dot_string(f"{t.speaker or ''}: {snippet}")[1:]
+        lines.append(f"  {t.id} [label={label}];")
     for src, dst, kind, weight, rank in edges:
         style = 'color="grey"' if kind == "temporal" else f'color="purple", penwidth={1 + 2 * weight:.2f}'
-        lines.append(f'  {src} -> {dst} [kind="{kind}", weight={weight:.4f}, rank={rank}, {style}];')
+        lines.append(f'  {src} -> {dst} [kind={_dot_string(kind)}, weight={weight:.4f}, rank={rank}, {style}];')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+_XML_FORBIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_XML_REFERENCE = re.compile(r"[\r\x7f-\x9f]")
+
+
+def _xml_text(value: str) -> str:
+    """XML 1.0 cannot hold C0 controls but tab, newline and CR, not even as references: those are written
+    as visible \\x1b escapes (the only lossy case). CR, DEL and C1 go as character references, so a parser
+    reads them back exactly while no raw control byte reaches a terminal that prints the file."""
+    text = xml_escape(_XML_FORBIDDEN.sub(lambda m: f"\\x{ord(m.group()):02x}", value), {'"': "&quot;"})
+    return _XML_REFERENCE.sub(lambda m: f"&#{ord(m.group())};", text)
 
 
 def graph_graphml(name: str, turns: Iterable[Turn], edges: Iterable[tuple]) -> str:
@@ -211,13 +256,13 @@ def graph_graphml(name: str, turns: Iterable[Turn], edges: Iterable[tuple]) -> s
         '  <key id="kind" for="edge" attr.name="kind" attr.type="string"/>',
         '  <key id="weight" for="edge" attr.name="weight" attr.type="double"/>',
         '  <key id="rank" for="edge" attr.name="rank" attr.type="int"/>',
-        f'  <graph id="{xml_escape(name)}" edgedefault="directed">',
+        f'  <graph id="{_xml_text(name)}" edgedefault="directed">',
     ]
     for t in turns:
         parts.append(f'    <node id="t{t.id}">')
         for key, value in (("source_id", t.source_id), ("speaker", t.speaker or ""), ("time", t.time or ""),
                            ("text", t.text), ("position", str(t.position))):
-            parts.append(f'      <data key="{key}">{xml_escape(value)}</data>')
+            parts.append(f'      <data key="{key}">{_xml_text(value)}</data>')
         parts.append("    </node>")
     for i, (src, dst, kind, weight, rank) in enumerate(edges):
         parts.append(f'    <edge id="e{i}" source="t{src}" target="t{dst}"><data key="kind">{kind}</data>'
