@@ -198,7 +198,9 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
             after = store.turns_after(now_selected) if renew else []
             counts = store.delete_turns(now_selected)
             if after:
-                report.turn_vectors_renewed = _embed_again(store, after, model or _load(store, embedder))
+                from .ingest import renew_turn_vectors
+
+                report.turn_vectors_renewed = renew_turn_vectors(store, after, model or _load(store, embedder))
         report.turns, report.cues, report.vectors, report.edges = (
             counts["turns"], counts["cues"], counts["vectors"], counts["edges"])
         report.extraction_cache = counts["extraction_cache"]
@@ -222,14 +224,3 @@ def _load(store: Store, embedder: Callable[[], Any] | None):
     store.check_embedder(model.model_id, model.dim)
     return model
 
-
-def _embed_again(store: Store, turn_ids: Sequence[int], embedder) -> int:
-    """Each turn's vector from its own text and the turn now before it in its session; call in the transaction."""
-    rows = store.texts_with_previous(turn_ids)
-    if not rows:
-        return 0
-    from .ingest import embed_turns
-
-    vectors = embed_turns(embedder, [(text, previous) for _, text, previous in rows])
-    store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors)))
-    return len(rows)

@@ -83,16 +83,17 @@ class Memory:
     # --------------------------------------------------------------- write
     def ingest_file(self, path: str, conversation: str | None = None, skip_invalid: bool = False,
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
-                    sem_k: int | None = None) -> IngestReport:
-        """Validate the whole file (or stdin, `-`) first; then write it in atomic batches."""
+                    sem_k: int | None = None, replace: bool = False) -> IngestReport:
+        """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
+        line whose id is stored with another text replaces that turn (else it is reported as a conflict)."""
         handle, name = open_input(path)
         with handle:
             report = validate(handle, name, conversation, skip_invalid)
             messages = read_messages(handle, name, conversation, None, skip_invalid)
-            return self._ingestor(window, sem_k).run(messages, report, progress)
+            return self._ingestor(window, sem_k, replace).run(messages, report, progress)
 
     def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
-            window: int | None = None, sem_k: int | None = None) -> IngestReport:
+            window: int | None = None, sem_k: int | None = None, replace: bool = False) -> IngestReport:
         """Add messages (dicts in the JSONL format, or Message records); all are checked before any is stored."""
         parsed: list[Message] = []
         for number, item in enumerate(messages, start=1):
@@ -103,15 +104,23 @@ class Memory:
             if message is not None:
                 parsed.append(message)
         report = IngestReport(lines=len(parsed))
-        return self._ingestor(window, sem_k).run(parsed, report)
+        return self._ingestor(window, sem_k, replace).run(parsed, report)
 
-    def _ingestor(self, window: int | None, sem_k: int | None) -> Ingestor:
-        extractor = make_extractor(self._extractor_name, self._extract_model, self.store)
-        bind_extractor(self.store, self._extractor_name, self._mix_extractors)
-        if self._extract_model:
-            with self.store.transaction():
-                self.store.set_meta("extract_model", self._extract_model)
-        return Ingestor(self.store, extractor, self.embedder(), window, sem_k)
+    def _ingestor(self, window: int | None, sem_k: int | None, replace: bool = False) -> Ingestor:
+        """What can refuse the run (options, extractor, embedder) is checked before the database file is
+        created; the database's settings are then recorded in one write transaction: all, or none."""
+        if (window is not None and window < 0) or (sem_k is not None and sem_k < 0):
+            raise CuememError("--window and --sem-k must be ≥ 0")
+        embedder = self.embedder()
+        extractor = make_extractor(self._extractor_name, self._extract_model, _StoreWhenUsed(self))
+        store = self.store
+        with store.transaction():
+            bind_extractor(store, self._extractor_name, self._mix_extractors)
+            if self._extract_model:
+                store.set_meta("extract_model", self._extract_model)
+            ingestor = Ingestor(store, extractor, embedder, window, sem_k, replace)
+            store.bind_embedder(embedder.model_id, embedder.dim, embedder.name)
+        return ingestor
 
     # ---------------------------------------------------------------- read
     def context(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
@@ -166,6 +175,17 @@ class Memory:
         from .export import import_file
 
         return import_file(self, path, progress)
+
+
+class _StoreWhenUsed:
+    """`memory.store`, opened only when first used: an extractor is made (and may refuse its options)
+    before the database file exists."""
+
+    def __init__(self, memory: Memory):
+        self._memory = memory
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory.store, name)
 
 
 def _as_of(value: str | None) -> str:
