@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pytest
 
 from cuemem_cli.migrations import MIGRATIONS
 
@@ -169,3 +170,74 @@ def test_concurrent_replacing_ingests_stay_whole(tmp_path):
     assert len(texts) == 20
     assert all(texts[r["id"]].endswith("(edited)") for r in records[5:10])
     assert sorted(position for *_, position, _ in got["turns"]) == list(range(20)), "replacements keep their place"
+
+
+# ------------------------------------------------------------------ no silent drops on the write path
+def _edited(tmp_path: Path, ids: set[str], name: str = "edited.jsonl") -> Path:
+    records = [orjson.loads(line) for line in MAYA.read_bytes().splitlines() if line.strip()]
+    path = tmp_path / name
+    path.write_bytes(b"".join(orjson.dumps({**r, "text": r["text"] + " Actually, make that Zanzibar."
+                                            if r["id"] in ids else r["text"]}) + b"\n" for r in records))
+    return path
+
+
+def test_a_changed_text_under_a_stored_id_is_a_reported_conflict(cli, db_path, tmp_path):
+    assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
+    before = contents(db_path)
+    edited = _edited(tmp_path, {"s1:3", "s1:4"})
+    result = cli("--db", str(db_path), "ingest", str(edited))
+    assert result.exit_code == 3
+    assert ("2 lines conflict with stored turns (same id, different text): maya-and-leo/s1:3, maya-and-leo/s1:4; "
+            "--replace to replace them") in result.stderr
+    as_json = cli("--db", str(db_path), "ingest", str(edited), "--json")
+    assert as_json.exit_code == 3
+    report = orjson.loads(as_json.stdout)
+    assert report["conflicts"] == 2 and report["conflict_ids"] == ["maya-and-leo/s1:3", "maya-and-leo/s1:4"]
+    assert report["turns_added"] == 0 and report["turns_existing"] == 82
+    assert_same(contents(db_path), before)
+    again = cli("--db", str(db_path), "ingest", str(MAYA), "--json")
+    assert again.exit_code == 0 and "conflict" not in again.stderr, "the same text again is a quiet skip"
+    assert orjson.loads(again.stdout)["conflicts"] == 0
+
+
+def test_replace_puts_the_new_text_in_the_old_place(cli, db_path, tmp_path):
+    assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
+    edited = _edited(tmp_path, {"s1:3", "s2:1"})
+    result = cli("--db", str(db_path), "ingest", str(edited), "--replace", "--json")
+    assert result.exit_code == 0, result.stderr
+    report = orjson.loads(result.stdout)
+    assert report["turns_replaced"] == 2 and report["turns_added"] == 2 and report["conflicts"] == 0
+    assert_whole(db_path)
+    got = contents(db_path)
+    fresh = tmp_path / "fresh.db"
+    assert cli("--db", str(fresh), "ingest", str(edited)).exit_code == 0
+    want = contents(fresh)
+    # Turns, positions, cues and every turn vector (the turn after a replaced one is read after the new
+    # text) are as if the edited file had been ingested alone; so are the temporal edges.
+    assert got["turns"] == want["turns"]
+    assert got["cues"] == want["cues"]
+    for turn, vector in want["turn_vectors"].items():
+        assert np.allclose(got["turn_vectors"][turn], vector, atol=1e-5), turn
+    temporal = lambda c: {k: v for k, v in c["edges"].items() if k[2] == "temporal"}  # noqa: E731
+    assert temporal(got) == temporal(want)
+    conn = raw(db_path)
+    assert conn.execute("SELECT count(*) FROM turns_fts WHERE turns_fts MATCH 'Zanzibar'").fetchone()[0] == 2
+    conn.close()
+    assert cli("--db", str(db_path), "ingest", str(edited), "--replace").exit_code == 0
+
+
+@pytest.mark.parametrize("failure", ["llm-without-model", "bad-line"])
+def test_a_failed_ingest_leaves_nothing_behind(cli, tmp_path, failure):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(MAYA.read_bytes() + b'{"conversation": "maya-and-leo", "text": \n')
+    args = [str(MAYA), "--extractor", "llm"] if failure == "llm-without-model" else [str(bad)]
+    new = tmp_path / "new" / "memory.db"
+    result = cli("--db", str(new), "ingest", *args)
+    assert result.exit_code == 1 and "error:" in result.stderr
+    assert not new.exists() and not Path(f"{new}-wal").exists() and not Path(f"{new}-shm").exists()
+    old = tmp_path / "old.db"
+    assert cli("--db", str(old), "ingest", str(CHAT)).exit_code == 0
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("old.db")}
+    result = cli("--db", str(old), "ingest", *args)
+    assert result.exit_code == 1
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("old.db")} == files
