@@ -7,7 +7,7 @@ Selectors narrow the set of turns, all of them together (AND):
 
 Two policies then apply *within* that selection, per conversation:
 
-- decay (`decay_days=D`): forget turns older than D days before `as_of` (default now) that no `ask`
+- decay (`decay_days=D`): forget turns older than D days before `as_of` (default now, in UTC like every time cuemem stores) that no `ask`
   has used within those D days. A turn's age is its time, or, without one, when its conversation
   was first stored.
 - LRU (`lru=N`): keep the N most recently retrieved turns of each conversation and forget the rest.
@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import CuememError, UnknownConversation
-from .store import TURN_WITH_PREVIOUS, Store
+from .store import TURN_WITH_PREVIOUS, Store, now_iso
 from .timeparse import parse_time
 
 
@@ -120,7 +120,7 @@ def _iso(value: str, option: str) -> str:
 def _decay_cutoff(selection: Selection) -> str | None:
     if selection.decay_days is None:
         return None
-    now = datetime.fromisoformat(selection.as_of) if selection.as_of else datetime.now().replace(microsecond=0)
+    now = datetime.fromisoformat(selection.as_of or now_iso())  # UTC, as created_at and last_retrieved_at are
     return (now - timedelta(days=selection.decay_days)).isoformat(timespec="seconds")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from .ingest import Ingestor, IngestReport, open_input, parse_line, read_message
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct, resolve_conversation
 from .registry import bind_extractor, make_answerer, make_extractor
-from .store import Store
+from .store import Store, now_iso
 from .timeparse import parse_time
 
 
@@ -127,7 +126,9 @@ class Memory:
                 as_of: str | None = None) -> Context:
         """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours."""
         as_of_iso = _as_of(as_of)
-        return reconstruct(self.store, self.embedder(quick_start=True), question, conversation, settings, as_of_iso)
+        embedder = self.embedder(quick_start=True)
+        with self.store.snapshot():  # one consistent state, whatever other processes commit meanwhile
+            return reconstruct(self.store, embedder, question, conversation, settings, as_of_iso)
 
     def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,
@@ -142,8 +143,7 @@ class Memory:
         if record_retrieval and context.evidence:
             cid, _ = resolve_conversation(self.store, context.conversation)
             with self.store.transaction():
-                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence],
-                                          datetime.now().isoformat(timespec="seconds"))
+                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
         return Result(context, answer_with(context))
 
     def conversations(self) -> list[str]:
@@ -189,8 +189,10 @@ class _StoreWhenUsed:
 
 
 def _as_of(value: str | None) -> str:
+    """The question time: given, or now in UTC, the clock every stored time is on (parse_time turns a
+    time with a zone into UTC)."""
     if value is None:
-        return datetime.now().replace(microsecond=0).isoformat()
+        return now_iso()
     try:
         return parse_time(value)
     except ValueError as exc:

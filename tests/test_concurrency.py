@@ -241,3 +241,35 @@ def test_a_failed_ingest_leaves_nothing_behind(cli, tmp_path, failure):
     result = cli("--db", str(old), "ingest", *args)
     assert result.exit_code == 1
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("old.db")} == files
+
+
+# ------------------------------------------------------------------ one clock: UTC (issue 27)
+def test_forget_decay_selects_the_same_turns_in_any_time_zone(tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+    at = lambda hours: (now - timedelta(hours=hours)).isoformat()  # noqa: E731
+    lines = [
+        {"conversation": "main", "id": "young", "time": at(17), "speaker": "Ann", "text": "I adopted a grey cat."},
+        {"conversation": "main", "id": "old", "time": at(31), "speaker": "Ann", "text": "I sold my old bicycle."},
+        {"conversation": "other", "id": "o1", "speaker": "Bob", "text": "My sister lives in Lisbon."},
+    ]
+    source = tmp_path / "times.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    kept = {}
+    for zone in ("UTC", "Pacific/Kiritimati"):  # UTC+14: a local clock 14 hours ahead
+        db = tmp_path / f"{zone.replace('/', '-')}.db"
+        env = {**_env(), "TZ": zone}
+        for args in (("ingest", str(source)), ("ask", "Where does the sister live?", "-c", "other", "--json"),
+                     ("forget", "--decay", "1", "--conversation", "main", "--yes", "--json")):
+            done = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(db), *args], env=env,
+                                  capture_output=True, timeout=600)
+            assert done.returncode == 0, done.stderr.decode()
+        conn = raw(db)
+        kept[zone] = {r[0] for r in conn.execute("SELECT source_id FROM turns")}
+        retrieved = conn.execute("SELECT last_retrieved_at FROM turns WHERE source_id = 'o1'").fetchone()[0]
+        created = conn.execute("SELECT created_at FROM conversations WHERE name = 'other'").fetchone()[0]
+        conn.close()
+        for stamp in (retrieved, created):
+            assert abs(datetime.fromisoformat(stamp) - now) < timedelta(minutes=10), (zone, stamp)
+    assert kept["UTC"] == kept["Pacific/Kiritimati"] == {"young", "o1"}
