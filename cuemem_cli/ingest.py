@@ -479,17 +479,18 @@ class Ingestor:
         done = [(turn, triples) for turn, triples in zip(turns, results) if triples is not None]
         vectors = embed_distinct(self.embedder, [cue_text(t, turn.speaker) for turn, triples in done for t in triples],
                                  report)
-        row = 0
+        ends = np.cumsum([len(triples) for _, triples in done], dtype=np.int64)
+        with_vectors = [(turn, triples, vectors[end - len(triples) : end]) for (turn, triples), end in zip(done, ends)]
         with self.store.transaction():
             self._sync()
+            still = {turn.id for turn, _ in self.store.pending_turns()}  # another process may have done or forgot some
+            with_vectors = [item for item in with_vectors if item[0].id in still]
             staged = []
-            for turn, triples in done:
+            for turn, triples, cue_vectors in with_vectors:
                 conv = self._conversation(turn.conversation)
-                cue_vectors = vectors[row : row + len(triples)]
-                row += len(triples)
                 cue_ids = self._add_cues(conv, turn.id, triples, cue_vectors, report)
                 staged.append((conv, turn.id, turn.position, cue_ids, cue_vectors, False))
-            self.store.set_status([turn.id for turn, _ in done], "done")
+            self.store.set_status([turn.id for turn, _, _ in with_vectors], "done")
             self._link(staged, report, temporal=False)
 
     @staticmethod
