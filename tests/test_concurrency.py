@@ -96,6 +96,7 @@ def assert_same(got: dict, want: dict) -> None:
         assert np.allclose(np.vstack(got["cue_vectors"][turn]), np.vstack(vectors), atol=1e-5), turn
 
 
+@pytest.mark.slow  # real processes, each loading the models
 def test_four_ingests_of_one_file_into_a_new_database(tmp_path):
     """The reported failures: UNIQUE constraint failed on turns, and a migration run twice."""
     db = tmp_path / "together.db"
@@ -114,6 +115,7 @@ def test_four_ingests_of_one_file_into_a_new_database(tmp_path):
     conn.close()
 
 
+@pytest.mark.slow  # real processes, each loading the models
 def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
     files = [
         write_lines(tmp_path / "a.jsonl", MAYA, slice(0, 20), "a"),
@@ -135,6 +137,7 @@ def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
     assert_same(got, contents(serial))
 
 
+@pytest.mark.slow  # real processes, each loading the models
 def test_an_ingest_racing_a_forget_and_an_ask(tmp_path):
     keep = write_lines(tmp_path / "keep.jsonl", MAYA, slice(0, 30), "keep")
     old = write_lines(tmp_path / "old.jsonl", MAYA, slice(30, 50), "shared")
@@ -155,6 +158,7 @@ def test_an_ingest_racing_a_forget_and_an_ask(tmp_path):
     conn.close()
 
 
+@pytest.mark.slow  # real processes, each loading the models
 def test_concurrent_replacing_ingests_stay_whole(tmp_path):
     """`--replace` racing plain ingests of the same ids: every process ends well and the file stays whole."""
     base = write_lines(tmp_path / "base.jsonl", MAYA, slice(0, 20), "c")
@@ -244,6 +248,7 @@ def test_a_failed_ingest_leaves_nothing_behind(cli, tmp_path, failure):
 
 
 # ------------------------------------------------------------------ one clock: UTC (issue 27)
+@pytest.mark.slow  # real processes, each loading the models
 def test_forget_decay_selects_the_same_turns_in_any_time_zone(tmp_path):
     from datetime import datetime, timedelta, timezone
 
