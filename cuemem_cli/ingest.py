@@ -197,9 +197,9 @@ class _Fresh:
     digest: str
     replaces: bool = False  # its id is stored with another text, and `replace` is on
     triples: list[Triple] | None = None
-    cue_vectors: np.ndarray | None = None
+    cue_vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     pair: tuple[str, str | None] = ("", None)  # what its turn vector was embedded from: (text, text before it)
-    turn_vector: np.ndarray | None = None
+    turn_vector: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
 
 
 def embed_distinct(embedder, texts: list[str], report: IngestReport) -> np.ndarray:
@@ -419,7 +419,7 @@ class Ingestor:
             old_ids = []
             for item in fresh:
                 if item.replaces:
-                    cid = self.store.conversation_id(item.message.conversation)
+                    cid = int(self.store.conversation_id(item.message.conversation) or 0)  # stored: it has this turn
                     old_id, replaced[id(item)], _ = self.store.stored_texts(cid, [item.source_id])[item.source_id]
                     old_ids.append(old_id)
                     if item.message.conversation in self._conversations:  # its index holds the old cues
