@@ -1,7 +1,7 @@
 """The `cuemem` command: parse options, call `Memory` and the pipeline modules, print.
 
 Exit codes: 0 success; 1 an error cuemem explains (bad input, missing model, …); 2 a usage error;
-3 ingest finished but left turns pending or skipped invalid lines.
+3 ingest finished but left turns pending, skipped invalid lines or conflicting ones.
 """
 
 from __future__ import annotations
@@ -130,6 +130,9 @@ def ingest(
     window: Optional[int] = typer.Option(None, help=f"Temporal window w built into the graph (new DB only; default {BUILD_WINDOW})."),
     sem_k: Optional[int] = typer.Option(None, help=f"Semantic neighbours k per cue built into the graph (new DB only; default {BUILD_SEM_K})."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Replace stored turns whose text changed (same id); without it they are "
+                                      "reported as conflicts and kept."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file."""
@@ -141,7 +144,7 @@ def ingest(
                      mix_extractors=mix_extractors) as memory:
             with ingest_progress(show_progress) as progress:
                 report = memory.ingest_file(file, conversation, skip_invalid, progress=progress, window=window,
-                                            sem_k=sem_k)
+                                            sem_k=sem_k, replace=replace)
     except CuememError as exc:
         raise fail(exc)
     _print_ingest_report(report, json_out)
@@ -161,7 +164,7 @@ def _print_ingest_report(report, json_out: bool) -> None:
         write_json(data)
     else:
         render_ingest_report(data)
-    if report.pending or report.invalid:
+    if report.pending or report.invalid or report.conflicts:
         raise typer.Exit(EXIT_PARTIAL)
 
 

@@ -7,7 +7,7 @@ Selectors narrow the set of turns, all of them together (AND):
 
 Two policies then apply *within* that selection, per conversation:
 
-- decay (`decay_days=D`): forget turns older than D days before `as_of` (default now) that no `ask`
+- decay (`decay_days=D`): forget turns older than D days before `as_of` (default now, in UTC like every time cuemem stores) that no `ask`
   has used within those D days. A turn's age is its time, or, without one, when its conversation
   was first stored.
 - LRU (`lru=N`): keep the N most recently retrieved turns of each conversation and forget the rest.
@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import CuememError, UnknownConversation
-from .store import TURN_WITH_PREVIOUS, Store
+from .store import TURN_WITH_PREVIOUS, Store, now_iso
 from .timeparse import parse_time
 
 
@@ -120,7 +120,7 @@ def _iso(value: str, option: str) -> str:
 def _decay_cutoff(selection: Selection) -> str | None:
     if selection.decay_days is None:
         return None
-    now = datetime.fromisoformat(selection.as_of) if selection.as_of else datetime.now().replace(microsecond=0)
+    now = datetime.fromisoformat(selection.as_of or now_iso())  # UTC, as created_at and last_retrieved_at are
     return (now - timedelta(days=selection.decay_days)).isoformat(timespec="seconds")
 
 
@@ -198,7 +198,9 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
             after = store.turns_after(now_selected) if renew else []
             counts = store.delete_turns(now_selected)
             if after:
-                report.turn_vectors_renewed = _embed_again(store, after, model or _load(store, embedder))
+                from .ingest import renew_turn_vectors
+
+                report.turn_vectors_renewed = renew_turn_vectors(store, after, model or _load(store, embedder))
         report.turns, report.cues, report.vectors, report.edges = (
             counts["turns"], counts["cues"], counts["vectors"], counts["edges"])
         report.extraction_cache = counts["extraction_cache"]
@@ -222,14 +224,3 @@ def _load(store: Store, embedder: Callable[[], Any] | None):
     store.check_embedder(model.model_id, model.dim)
     return model
 
-
-def _embed_again(store: Store, turn_ids: Sequence[int], embedder) -> int:
-    """Each turn's vector from its own text and the turn now before it in its session; call in the transaction."""
-    rows = store.texts_with_previous(turn_ids)
-    if not rows:
-        return 0
-    from .ingest import embed_turns
-
-    vectors = embed_turns(embedder, [(text, previous) for _, text, previous in rows])
-    store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors)))
-    return len(rows)

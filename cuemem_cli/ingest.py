@@ -16,7 +16,7 @@ import io
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -50,7 +50,10 @@ _KNOWN = {alias for aliases in _FIELD_ALIASES.values() for alias in aliases}
 class IngestReport:
     lines: int = 0
     turns_added: int = 0
-    turns_existing: int = 0
+    turns_existing: int = 0  # ids already stored with the same text: skipped
+    conflicts: int = 0  # ids already stored with another text: skipped and reported (see `replace`)
+    conflict_ids: list[str] = field(default_factory=list)  # the first few, as conversation/id
+    turns_replaced: int = 0  # of turns_added: stored turns whose text changed, replaced (`replace`)
     invalid: list[str] = field(default_factory=list)
     cues: int = 0
     texts_embedded: int = 0  # distinct cue and turn texts sent to the embedder
@@ -175,11 +178,28 @@ def source_id_of(message: Message) -> str:
 
 
 # ------------------------------------------------------------------ writing
+CONFLICT_IDS_SHOWN = 10
+
+
 @dataclass
 class _Conversation:
     id: int
     next_position: int
     index: NeighbourIndex | None  # None: not in memory; loaded from the store when a batch needs it
+
+
+@dataclass
+class _Fresh:
+    """A message to store, and what was computed for it before the write lock was taken."""
+
+    message: Message
+    source_id: str
+    digest: str
+    replaces: bool = False  # its id is stored with another text, and `replace` is on
+    triples: list[Triple] | None = None
+    cue_vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    pair: tuple[str, str | None] = ("", None)  # what its turn vector was embedded from: (text, text before it)
+    turn_vector: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
 
 
 def embed_distinct(embedder, texts: list[str], report: IngestReport) -> np.ndarray:
@@ -203,28 +223,47 @@ def embed_turns(embedder, pairs: list[tuple[str, str | None]]) -> np.ndarray:
     return embedder.embed_in_context(pairs)
 
 
+def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:
+    """Embed these stored turns again from their text and the turn now before them in their session
+    (after a forget or a replace changed it); call inside the write transaction."""
+    rows = store.texts_with_previous(turn_ids)
+    if not rows:
+        return 0
+    if store.turn_vector_text() == TURN_ALONE:
+        rows = [(tid, text, None) for tid, text, _ in rows]
+    vectors = embed_turns(embedder, [(text, previous) for _, text, previous in rows])
+    store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors)))
+    return len(rows)
+
+
 class Ingestor:
     """Writes messages into a store: turns, cues (via an extractor), vectors, then graph edges."""
 
-    def __init__(self, store: Store, extractor, embedder, window: int | None = None, sem_k: int | None = None):
+    def __init__(self, store: Store, extractor, embedder, window: int | None = None, sem_k: int | None = None,
+                 replace: bool = False):
+        """`replace`: a message whose id is stored with another text replaces that turn (see `_sort_out`)."""
         self.store = store
         self.extractor = extractor
         self.embedder = embedder
+        self.replace = replace
         self.window, self.sem_k = self._graph_settings(window, sem_k)
         self._conversations: dict[str, _Conversation] = {}
+        self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
 
     def _graph_settings(self, window: int | None, sem_k: int | None) -> tuple[int, int]:
         stored_w = self.store.get_meta("graph_window")
-        stored_k = self.store.get_meta("graph_sem_k")
         if stored_w is None:
             w = BUILD_WINDOW if window is None else window
             k = BUILD_SEM_K if sem_k is None else sem_k
             if w < 0 or k < 0:
                 raise CuememError("--window and --sem-k must be ≥ 0")
             with self.store.transaction():
-                self.store.set_meta("graph_window", str(w))
-                self.store.set_meta("graph_sem_k", str(k))
-            return w, k
+                stored_w = self.store.get_meta("graph_window")  # again under the lock: another process may have
+                if stored_w is None:
+                    self.store.set_meta("graph_window", str(w))
+                    self.store.set_meta("graph_sem_k", str(k))
+                    return w, k
+        stored_k = self.store.get_meta("graph_sem_k")
         w, k = int(stored_w), int(stored_k)
         if (window is not None and window != w) or (sem_k is not None and sem_k != k):
             raise CuememError(
@@ -272,36 +311,63 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _new_turns(self, batch: list[Message], report: IngestReport) -> list[tuple[Message, str, str]]:
-        """Drop turns already stored (or repeated inside the batch); keep (message, source id, hash)."""
-        by_conv: dict[str, list[tuple[Message, str, str]]] = {}
-        for m in batch:
-            by_conv.setdefault(m.conversation, []).append((m, source_id_of(m), content_hash(m)))
-        fresh = []
-        for name, items in by_conv.items():
+    def _sort_out(self, items: list[_Fresh], report: IngestReport) -> list[_Fresh]:
+        """The messages to store, in input order. An id already stored (or repeated in the batch) with
+        the same text is skipped quietly; with another text it is a conflict, skipped and reported, or,
+        with `replace`, kept to replace the stored turn.
+
+        Runs before the expensive work (extraction, embedding) and again under the write lock, where
+        turns another process stored (or forgot, or replaced) meanwhile are sorted out anew.
+        """
+        by_conv: dict[str, list[_Fresh]] = {}
+        for item in items:
+            by_conv.setdefault(item.message.conversation, []).append(item)
+        kept: set[int] = set()
+        for name, group in by_conv.items():
             cid = self.store.conversation_id(name)
-            known = self.store.known_source_ids(cid, [sid for _, sid, _ in items]) if cid else set()
-            for item in items:
-                if item[1] in known:
+            stored = self.store.stored_texts(cid, [item.source_id for item in group]) if cid else {}
+            seen: set[str] = set()
+            for item in group:
+                if item.source_id in seen:
                     report.turns_existing += 1
                     continue
-                known.add(item[1])
-                fresh.append(item)
-        return fresh
+                seen.add(item.source_id)
+                old = stored.get(item.source_id)
+                item.replaces = old is not None and old[2] != item.message.text and self.replace
+                if old is None or item.replaces:
+                    kept.add(id(item))
+                elif old[2] == item.message.text:
+                    report.turns_existing += 1
+                else:
+                    report.conflicts += 1
+                    if len(report.conflict_ids) < CONFLICT_IDS_SHOWN:
+                        report.conflict_ids.append(f"{name}/{item.source_id}")
+        return [item for item in items if id(item) in kept]
+
+    def _sync(self) -> None:
+        """Under the write lock: if another process committed since this ingestor last wrote, what it
+        remembers (conversation ids, next positions, cue indexes) may be stale, so it is read again."""
+        version = self.store.data_version()
+        if version != self._data_version:
+            self._conversations.clear()
+            self._data_version = version
 
     def _write_batch(self, batch: list[Message], report: IngestReport) -> None:
+        """Extract and embed outside the write lock (other processes keep writing meanwhile); then, under
+        it, sort the turns out again and store them: the same rows as if the processes had run one by one."""
         t0 = time.perf_counter()
-        fresh = self._new_turns(batch, report)
+        fresh = self._sort_out([_Fresh(m, source_id_of(m), content_hash(m)) for m in batch], report)
         if not fresh:
             return
-        results = self._with_statements([m for m, _, _ in fresh], self.extractor.extract([m for m, _, _ in fresh]))
+        messages = [item.message for item in fresh]
+        results = self._with_statements(messages, self.extractor.extract(messages))
         t1 = time.perf_counter()
         report.add_time("extract", t1 - t0)
-        texts = [cue_text(triple, m.speaker) for (m, _, _), triples in zip(fresh, results) if triples
+        texts = [cue_text(triple, m.speaker) for m, triples in zip(messages, results) if triples
                  for triple in triples]
         # Each turn is also embedded whole (reconstruct.py scores a turn by it beside its best cue), read
         # with the turn before it where it has one (embed_turns).
-        pairs = self._turn_pairs([m for m, _, _ in fresh])
+        pairs = self._turn_pairs(fresh)
         alone = [i for i, (_, before) in enumerate(pairs) if before is None]
         vectors = embed_distinct(self.embedder, texts + [pairs[i][0] for i in alone], report)
         turn_vectors = np.empty((len(pairs), self.embedder.dim), dtype=np.float32)
@@ -310,21 +376,33 @@ class Ingestor:
         if read_after:
             turn_vectors[read_after] = embed_turns(self.embedder, [pairs[i] for i in read_after])
             report.texts_embedded += len(read_after)
+        row = 0
+        for item, triples, pair, turn_vector in zip(fresh, results, pairs, turn_vectors):
+            count = len(triples or [])
+            item.triples, item.cue_vectors = triples, vectors[row : row + count]
+            item.pair, item.turn_vector = pair, turn_vector
+            row += count
         t2 = time.perf_counter()
         report.add_time("embed", t2 - t1)
         with self.store.transaction():
-            self._store_batch(fresh, results, vectors[: len(texts)], turn_vectors, report)
-        self._release_indexes({m.conversation for m, _, _ in fresh})
+            self._sync()
+            self._store_batch(self._sort_out(fresh, report), report)
+        self._release_indexes({item.message.conversation for item in fresh})
         report.add_time("store+graph", time.perf_counter() - t2)
 
-    def _turn_pairs(self, messages: list[Message]) -> list[tuple[str, str | None]]:
+    def _turn_pairs(self, items: list[_Fresh]) -> list[tuple[str, str | None]]:
         """(text, text of the turn before it in its session or None) for each new turn: the previous
-        message of its conversation in this batch, or else the conversation's latest stored turn."""
+        message of its conversation in this batch, or else the conversation's latest stored turn. A
+        replacing turn gets its vector under the write lock (`_store_batch`)."""
         if self.store.turn_vector_text() == TURN_ALONE:  # a database from before m005 stays consistent
-            return [(m.text, None) for m in messages]
+            return [(item.message.text, None) for item in items]
         last: dict[str, tuple[str | None, str] | None] = {}
-        out = []
-        for m in messages:
+        out: list[tuple[str, str | None]] = []
+        for item in items:
+            m = item.message
+            if item.replaces:
+                out.append((m.text, None))
+                continue
             if m.conversation not in last:
                 cid = self.store.conversation_id(m.conversation)
                 last[m.conversation] = self.store.last_turn(cid) if cid is not None else None
@@ -333,29 +411,63 @@ class Ingestor:
             last[m.conversation] = (m.session, m.text)
         return out
 
-    def _store_batch(self, fresh, results: list[list[Triple] | None], vectors: np.ndarray,
-                     turn_vectors: np.ndarray, report: IngestReport) -> None:
-        row = 0
+    def _store_batch(self, fresh: list[_Fresh], report: IngestReport) -> None:
+        """Write the sorted-out turns; call under the write lock. A replacing turn takes the position of
+        the turn it replaces, which goes first with all that is its (Store.delete_turns)."""
+        replaced: dict[int, int] = {}  # id(item) → position of the turn it replaces
+        if any(item.replaces for item in fresh):
+            old_ids = []
+            for item in fresh:
+                if item.replaces:
+                    cid = int(self.store.conversation_id(item.message.conversation) or 0)  # stored: it has this turn
+                    old_id, replaced[id(item)], _ = self.store.stored_texts(cid, [item.source_id])[item.source_id]
+                    old_ids.append(old_id)
+                    if item.message.conversation in self._conversations:  # its index holds the old cues
+                        self._conversations[item.message.conversation].index = None
+            self.store.delete_turns(old_ids, keep_conversations=True)
         staged = []
-        for (message, sid, digest), triples, turn_vector in zip(fresh, results, turn_vectors):
+        turn_ids = []
+        for item in fresh:
+            message, triples = item.message, item.triples
             conv = self._conversation(message.conversation)
             if message.conversation not in report.conversations:
                 report.conversations.append(message.conversation)
-            position = conv.next_position
-            conv.next_position += 1
+            if item.replaces:
+                position = replaced[id(item)]
+                report.turns_replaced += 1
+            else:
+                position = conv.next_position
+                conv.next_position += 1
             [turn_id] = self.store.insert_turns([NewTurn(
-                conv.id, position, sid, message.text, digest, message.session, message.time,
+                conv.id, position, item.source_id, message.text, item.digest, message.session, message.time,
                 message.speaker, message.role, message.extra, "pending" if triples is None else "done")])
-            self.store.insert_turn_vectors([(turn_id, turn_vector)])
+            turn_ids.append(turn_id)
             report.turns_added += 1
             if triples is None:
-                report.pending.append(f"{message.conversation}/{sid}")
-            triples = triples or []
-            cue_vectors = vectors[row : row + len(triples)]
-            row += len(triples)
-            cue_ids = self._add_cues(conv, turn_id, triples, cue_vectors, report)
-            staged.append((conv, turn_id, position, cue_ids, cue_vectors))
+                report.pending.append(f"{message.conversation}/{item.source_id}")
+            cue_ids = self._add_cues(conv, turn_id, triples or [], item.cue_vectors, report)
+            staged.append((conv, turn_id, position, cue_ids, item.cue_vectors, item.replaces))
         self._link(staged, report, temporal=True)
+        self._store_turn_vectors(fresh, turn_ids)
+
+    def _store_turn_vectors(self, fresh: list[_Fresh], turn_ids: list[int]) -> None:
+        """Each new turn's vector, as embedded before the lock if the turn before it is still the one it was
+        read with; else (another process appended or forgot turns meanwhile, or the turn replaces one)
+        embedded again now, as are the turns right after a replaced one."""
+        now = dict((tid, (text, previous)) for tid, text, previous in self.store.texts_with_previous(turn_ids))
+        alone = self.store.turn_vector_text() == TURN_ALONE
+        ready, again = [], []
+        for item, tid in zip(fresh, turn_ids):
+            pair = (now[tid][0], None) if alone else now[tid]
+            if pair == item.pair and not item.replaces:
+                ready.append((tid, item.turn_vector))
+            else:
+                again.append(tid)
+        self.store.insert_turn_vectors(ready)
+        replacing = [tid for item, tid in zip(fresh, turn_ids) if item.replaces]
+        if replacing and not alone:
+            again += [tid for tid in self.store.turns_after(replacing) if tid not in again]
+        renew_turn_vectors(self.store, again, self.embedder)
 
     def complete_pending(self, turns: list[Turn], results: list[list[Triple] | None], report: IngestReport) -> None:
         """Give stored pending turns the cues a retry extracted, and link them semantically.
@@ -367,16 +479,18 @@ class Ingestor:
         done = [(turn, triples) for turn, triples in zip(turns, results) if triples is not None]
         vectors = embed_distinct(self.embedder, [cue_text(t, turn.speaker) for turn, triples in done for t in triples],
                                  report)
-        row = 0
+        ends = np.cumsum([len(triples) for _, triples in done], dtype=np.int64)
+        with_vectors = [(turn, triples, vectors[end - len(triples) : end]) for (turn, triples), end in zip(done, ends)]
         with self.store.transaction():
+            self._sync()
+            still = {turn.id for turn, _ in self.store.pending_turns()}  # another process may have done or forgot some
+            with_vectors = [item for item in with_vectors if item[0].id in still]
             staged = []
-            for turn, triples in done:
+            for turn, triples, cue_vectors in with_vectors:
                 conv = self._conversation(turn.conversation)
-                cue_vectors = vectors[row : row + len(triples)]
-                row += len(triples)
                 cue_ids = self._add_cues(conv, turn.id, triples, cue_vectors, report)
-                staged.append((conv, turn.id, turn.position, cue_ids, cue_vectors))
-            self.store.set_status([turn.id for turn, _ in done], "done")
+                staged.append((conv, turn.id, turn.position, cue_ids, cue_vectors, False))
+            self.store.set_status([turn.id for turn, _, _ in with_vectors], "done")
             self._link(staged, report, temporal=False)
 
     @staticmethod
@@ -393,23 +507,33 @@ class Ingestor:
         return cue_ids
 
     def _link(self, staged, report: IngestReport, temporal: bool) -> None:
-        """Temporal and semantic edges for the turns just written, per conversation; cells kept up to date."""
+        """Temporal and semantic edges for the turns just written, per conversation; cells kept up to date.
+
+        A turn that replaced one is linked, temporally, with the turns within the window after it too (the
+        old turn's edges went with it); its cues link to earlier turns as always, and later turns keep the
+        semantic edges they had (the graph is append-only: see graph.py)."""
         by_conv: dict[int, list] = {}
-        for conv, turn_id, position, cue_ids, vecs in staged:
-            by_conv.setdefault(conv.id, []).append((conv, turn_id, position, cue_ids, vecs))
+        for conv, turn_id, position, cue_ids, vecs, replaces in staged:
+            by_conv.setdefault(conv.id, []).append((conv, turn_id, position, cue_ids, vecs, replaces))
         for cid, items in by_conv.items():
             conv = items[0][0]
             if temporal:
-                edges = temporal_edges(self.store, cid, [(tid, pos) for _, tid, pos, _, _ in items], self.window)
+                new = [(tid, pos) for _, tid, pos, _, _, _ in items]
+                ids = {tid for tid, _ in new}
+                for _, tid, pos, _, _, replaces in items:
+                    if replaces:  # the turns after it look back to it
+                        new += [(t, p) for t, p in self.store.turns_at_positions(cid, pos + 1, pos + self.window)
+                                if (t, p) not in new]
+                edges = [e for e in temporal_edges(self.store, cid, new, self.window) if e[0] in ids or e[1] in ids]
                 self.store.insert_edges(edges)
                 report.temporal_edges += len(edges)
-            turn_ids = np.array([tid for _, tid, _, _, v in items for _ in range(len(v))], dtype=np.int64)
-            positions = np.array([pos for _, _, pos, _, v in items for _ in range(len(v))], dtype=np.int64)
-            vecs = [v for *_, v in items if len(v)]
+            turn_ids = np.array([tid for _, tid, _, _, v, _ in items for _ in range(len(v))], dtype=np.int64)
+            positions = np.array([pos for _, _, pos, _, v, _ in items for _ in range(len(v))], dtype=np.int64)
+            vecs = [v for *_, v, _ in items if len(v)]
             matrix = np.vstack(vecs) if vecs else np.zeros((0, self.embedder.dim), dtype=np.float32)
             semantic = semantic_edges(conv.index, turn_ids, positions, matrix, self.sem_k)
             self.store.insert_edges(semantic)
             report.semantic_edges += len(semantic)
             conv.index.add(turn_ids, positions, matrix)
             cells.add(self.store, cid, self.embedder.dim,
-                      np.array([c for *_, ids, _ in items for c in ids], dtype=np.int64), matrix)
+                      np.array([c for *_, ids, _, _ in items for c in ids], dtype=np.int64), matrix)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from .ingest import Ingestor, IngestReport, open_input, parse_line, read_message
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct, resolve_conversation
 from .registry import bind_extractor, make_answerer, make_extractor
-from .store import Store
+from .store import Store, now_iso
 from .timeparse import parse_time
 
 
@@ -83,16 +82,17 @@ class Memory:
     # --------------------------------------------------------------- write
     def ingest_file(self, path: str, conversation: str | None = None, skip_invalid: bool = False,
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
-                    sem_k: int | None = None) -> IngestReport:
-        """Validate the whole file (or stdin, `-`) first; then write it in atomic batches."""
+                    sem_k: int | None = None, replace: bool = False) -> IngestReport:
+        """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
+        line whose id is stored with another text replaces that turn (else it is reported as a conflict)."""
         handle, name = open_input(path)
         with handle:
             report = validate(handle, name, conversation, skip_invalid)
             messages = read_messages(handle, name, conversation, None, skip_invalid)
-            return self._ingestor(window, sem_k).run(messages, report, progress)
+            return self._ingestor(window, sem_k, replace).run(messages, report, progress)
 
     def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
-            window: int | None = None, sem_k: int | None = None) -> IngestReport:
+            window: int | None = None, sem_k: int | None = None, replace: bool = False) -> IngestReport:
         """Add messages (dicts in the JSONL format, or Message records); all are checked before any is stored."""
         parsed: list[Message] = []
         for number, item in enumerate(messages, start=1):
@@ -103,23 +103,33 @@ class Memory:
             if message is not None:
                 parsed.append(message)
         report = IngestReport(lines=len(parsed))
-        return self._ingestor(window, sem_k).run(parsed, report)
+        return self._ingestor(window, sem_k, replace).run(parsed, report)
 
-    def _ingestor(self, window: int | None, sem_k: int | None) -> Ingestor:
-        extractor = make_extractor(self._extractor_name, self._extract_model, self.store)
-        bind_extractor(self.store, self._extractor_name, self._mix_extractors)
-        if self._extract_model:
-            with self.store.transaction():
-                self.store.set_meta("extract_model", self._extract_model)
-        return Ingestor(self.store, extractor, self.embedder(), window, sem_k)
+    def _ingestor(self, window: int | None, sem_k: int | None, replace: bool = False) -> Ingestor:
+        """What can refuse the run (options, extractor, embedder) is checked before the database file is
+        created; the database's settings are then recorded in one write transaction: all, or none."""
+        if (window is not None and window < 0) or (sem_k is not None and sem_k < 0):
+            raise CuememError("--window and --sem-k must be ≥ 0")
+        embedder = self.embedder()
+        extractor = make_extractor(self._extractor_name, self._extract_model, _StoreWhenUsed(self))
+        store = self.store
+        with store.transaction():
+            bind_extractor(store, self._extractor_name, self._mix_extractors)
+            if self._extract_model:
+                store.set_meta("extract_model", self._extract_model)
+            ingestor = Ingestor(store, extractor, embedder, window, sem_k, replace)
+            store.bind_embedder(embedder.model_id, embedder.dim, embedder.name)
+        return ingestor
 
     # ---------------------------------------------------------------- read
     def context(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
                 as_of: str | None = None) -> Context:
         """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours."""
         as_of_iso = _as_of(as_of)
-        return reconstruct(self.store, self.embedder(quick_start=True), question, conversation, settings, as_of_iso,
-                           held_at=as_of_iso if as_of is not None else None)
+        embedder = self.embedder(quick_start=True)
+        with self.store.snapshot():  # one consistent state, whatever other processes commit meanwhile
+            return reconstruct(self.store, embedder, question, conversation, settings, as_of_iso,
+                               held_at=as_of_iso if as_of is not None else None)
 
     def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,
@@ -134,8 +144,7 @@ class Memory:
         if record_retrieval and context.evidence:
             cid, _ = resolve_conversation(self.store, context.conversation)
             with self.store.transaction():
-                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence],
-                                          datetime.now().isoformat(timespec="seconds"))
+                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
         return Result(context, answer_with(context))
 
     def conversations(self) -> list[str]:
@@ -169,9 +178,22 @@ class Memory:
         return import_file(self, path, progress)
 
 
+class _StoreWhenUsed:
+    """`memory.store`, opened only when first used: an extractor is made (and may refuse its options)
+    before the database file exists."""
+
+    def __init__(self, memory: Memory):
+        self._memory = memory
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._memory.store, name)
+
+
 def _as_of(value: str | None) -> str:
+    """The question time: given, or now in UTC, the clock every stored time is on (parse_time turns a
+    time with a zone into UTC)."""
     if value is None:
-        return datetime.now().replace(microsecond=0).isoformat()
+        return now_iso()
     try:
         return parse_time(value)
     except ValueError as exc:

@@ -152,6 +152,10 @@ def render_ingest_report(report: dict[str, Any]) -> None:
     failures = report.get("extraction_failures") or []
     if failures:
         err.print(f"[yellow]{len(failures)} extraction calls failed[/yellow], the last: {escape(failures[-1])}")
+    if report.get("conflicts"):
+        shown = ", ".join(report["conflict_ids"]) + (", …" if report["conflicts"] > len(report["conflict_ids"]) else "")
+        err.print(f"[yellow]{report['conflicts']} lines conflict with stored turns[/yellow] (same id, different "
+                  f"text): {escape(shown)}; --replace to replace them", soft_wrap=True)
     if report["pending"]:
         err.print(f"[yellow]{len(report['pending'])} turns are pending[/yellow] (their cue extraction failed); "
                   "retry with: cuemem extract --pending")

@@ -7,7 +7,7 @@ provides the `vec0` table of cue vectors, partitioned by conversation so a KNN n
 from __future__ import annotations
 
 import os
-import shutil
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -22,6 +22,7 @@ from .files import private_dir
 from .migrations import MIGRATIONS
 from .records import Cue, Turn
 
+BUSY_TIMEOUT = 30.0  # seconds a process waits for another one's write lock before giving up
 APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
 SQLITE_HEADER = b"SQLite format 3\x00"
 # What a database's turn vectors were embedded from (meta `turn_vectors`, see m005): the turn read with
@@ -100,7 +101,7 @@ class Store:
         else:
             _create_private_file(path)
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT)
             conn.enable_load_extension(True)
             import sqlite_vec
 
@@ -109,50 +110,103 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open {path}: {exc}") from exc
         store = cls(conn, path)
-        store._check_owner(exists)
-        if not readonly:
-            conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA secure_delete=ON")
-        store._migrate()
+        try:
+            store._prepare(exists, wal=not readonly)
+        except BaseException:
+            conn.close()
+            raise
         return store
 
-    def _check_owner(self, existed: bool) -> None:
+    def _use_wal(self) -> None:
+        """WAL mode: readers never wait for the writer. Switching a new file needs it alone for a moment, so
+        a process opening it at the same time makes the switch busy: try again; if it stays busy, go on in
+        the default journal mode (correct, only slower) and leave the switch to the next opener."""
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                if self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal":
+                    return
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise StoreError(f"cannot open {self.path}: {exc}") from exc
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+
+    def _schema_state(self) -> tuple[int, int, list[str]]:
+        """(application id, number of schema objects, migrations recorded)."""
         app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
-        if app_id == APPLICATION_ID:
-            return
         tables = self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if existed and tables:
-            self.conn.close()
+        has_log = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone()
+        applied = [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY name")] if has_log else []
+        return app_id, tables, applied
+
+    def _up_to_date(self, state: tuple[int, int, list[str]], existed: bool) -> bool:
+        """Refuse a file that is not ours or was written by a newer cuemem; True when nothing is left to do."""
+        app_id, tables, applied = state
+        if app_id != APPLICATION_ID and existed and tables:
             raise StoreError(
                 f"{self.path} is a SQLite database but not a cuemem one; cuemem left it untouched",
                 "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
             )
-        self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-
-    def _migrate(self) -> None:
-        self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-        applied = [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY name")]
         known = [name for name, _ in MIGRATIONS]
         unknown = [name for name in applied if name not in known]
         if unknown:
-            self.conn.close()
             raise StoreError(
                 f"{self.path} was written by a newer cuemem (schema {len(applied)}, this one knows "
                 f"{len(known)}: unknown migration {unknown[0]}); cuemem left it untouched",
                 "upgrade cuemem: pip install -U cuemem",
             )
-        pending = [(name, sql) for name, sql in MIGRATIONS if name not in applied]
-        if pending and applied:
-            shutil.copy2(self.path, f"{self.path}.bak-schema{len(applied)}")
-        for name, sql in pending:
-            with self.transaction():
+        return app_id == APPLICATION_ID and len(applied) == len(known)
+
+    def _prepare(self, existed: bool, wal: bool) -> None:
+        """Refuse a file that is not ours (before changing a byte of it), set the connection up, then mark
+        the file as cuemem's and apply pending migrations, all in one write transaction.
+
+        Several processes may open a new or an old database at once: each reads the schema state again
+        once it holds the write lock, so exactly one of them migrates and the others find nothing to do.
+        """
+        with self.snapshot():
+            done = self._up_to_date(self._schema_state(), existed)
+        if wal:
+            self._use_wal()
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute("PRAGMA secure_delete=ON")
+        if done:
+            return
+        with self.transaction():
+            state = self._schema_state()
+            if self._up_to_date(state, existed):
+                return
+            applied = state[2]
+            pending = [(name, sql) for name, sql in MIGRATIONS if name not in applied]
+            if pending and applied:
+                self._copy_committed(f"{self.path}.bak-schema{len(applied)}")
+            if state[0] != APPLICATION_ID:
+                self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+            for name, sql in pending:
                 for statement in _split_sql(sql):
                     self.conn.execute(statement)
                 if name == "m002_turn_vectors" and self.has_vectors():
                     self._backfill_turn_vectors()
                 self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now_iso()))
+
+    def _copy_committed(self, target: str) -> None:
+        """A copy of the committed database (WAL included) while this connection holds the write lock:
+        read through a second connection, since SQLite's backup cannot read from a writing one."""
+        source = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT)
+        try:
+            _create_private_file(target)
+            copy = sqlite3.connect(target)
+            try:
+                source.backup(copy)
+            finally:
+                copy.close()
+        finally:
+            source.close()
 
     def schema_version(self) -> int:
         return self.conn.execute("SELECT count(*) FROM _migrations").fetchone()[0]
@@ -161,7 +215,9 @@ class Store:
         self.conn.close()
 
     def transaction(self):
-        """One atomic unit: everything inside commits together or not at all."""
+        """One atomic unit: everything inside commits together or not at all. It takes the write lock at
+        once (BEGIN IMMEDIATE), waiting up to BUSY_TIMEOUT for another writer, so whatever it reads inside
+        stays true until it commits."""
         return self._begin("IMMEDIATE")
 
     @contextmanager
@@ -169,13 +225,22 @@ class Store:
         if self.conn.in_transaction:
             yield
             return
-        self.conn.execute(f"BEGIN {mode}")
         try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute(f"BEGIN {mode}")
+            try:
+                yield
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            raise StoreError(
+                f"{self.path} is busy: another process held its write lock for over {BUSY_TIMEOUT:g} s",
+                "let the other cuemem command finish, then run this one again",
+            ) from exc
 
     # ---------------------------------------------------------------- metadata
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -190,9 +255,11 @@ class Store:
 
     def bind_embedder(self, model_id: str, dim: int, backend: str) -> None:
         """Record the embedding model on first use; refuse a different one afterwards."""
-        stored = self.get_meta("embedding_model")
-        if stored is None:
+        if self.get_meta("embedding_model") is None:
             with self.transaction():
+                if self.get_meta("embedding_model") is not None:  # another process bound it first
+                    self.check_embedder(model_id, dim)
+                    return
                 self.set_meta("embedding_model", model_id)
                 self.set_meta("embedding_dim", str(dim))
                 self.set_meta("embedding_backend", backend)
@@ -231,14 +298,16 @@ class Store:
         return [r[0] for r in self.conn.execute("SELECT name FROM conversations ORDER BY id")]
 
     # ------------------------------------------------------------------- turns
-    def known_source_ids(self, conversation_id: int, source_ids: Sequence[str]) -> set[str]:
+    def stored_texts(self, conversation_id: int, source_ids: Sequence[str]) -> dict[str, tuple[int, int, str]]:
+        """source id → (turn id, position, text) of those of `source_ids` the conversation already holds."""
         if not source_ids:
-            return set()
+            return {}
         rows = self.conn.execute(
-            "SELECT source_id FROM turns WHERE conversation_id = ? AND source_id IN (SELECT value FROM json_each(?))",
+            "SELECT source_id, id, position, text FROM turns WHERE conversation_id = ?"
+            " AND source_id IN (SELECT value FROM json_each(?))",
             (conversation_id, orjson.dumps(list(source_ids)).decode()),
         )
-        return {r[0] for r in rows}
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     def next_position(self, conversation_id: int) -> int:
         row = self.conn.execute(
@@ -480,6 +549,10 @@ class Store:
 
     def cue_count(self, conversation_id: int) -> int:
         return self.conn.execute("SELECT count(*) FROM cues WHERE conversation_id = ?", (conversation_id,)).fetchone()[0]
+
+    def data_version(self) -> int:
+        """Changes when another connection (another process) commits; this connection's own commits leave it."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
     def version(self) -> tuple[int, int]:
         """Changes whenever anything is committed, by this connection or another: what caches key on."""
@@ -729,12 +802,13 @@ class Store:
                 " (SELECT content_hash FROM turns WHERE id NOT IN (SELECT value FROM json_each(?1)))"),
         }
 
-    def delete_turns(self, turn_ids: Sequence[int]) -> dict[str, Any]:
+    def delete_turns(self, turn_ids: Sequence[int], keep_conversations: bool = False) -> dict[str, Any]:
         """Remove turns and all that is theirs; call inside `transaction()`.
 
         Order respects the foreign keys: cue vectors, cue FTS entries, cues, edges (either end), turn
         FTS entries, turns, extraction-cache entries no remaining turn shares, then conversations left
-        empty. Both FTS indexes are merged afterwards so no deleted term survives in them.
+        empty (unless `keep_conversations`: a replaced turn's successor is stored next). Both FTS indexes
+        are merged afterwards so no deleted term survives in them.
         """
         counts: dict[str, Any] = {"turns": 0, "cues": 0, "vectors": 0, "edges": 0, "extraction_cache": 0,
                                   "conversations": {}, "conversations_removed": []}
@@ -769,10 +843,11 @@ class Store:
         counts["extraction_cache"] = run(
             "DELETE FROM extraction_cache WHERE turn_hash IN (SELECT value FROM json_each(?))"
             " AND turn_hash NOT IN (SELECT content_hash FROM turns)", (hashes,)).rowcount
-        counts["conversations_removed"] = sorted(r[0] for r in run(
-            "DELETE FROM conversations WHERE id IN (SELECT value FROM json_each(?))"
-            " AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id) RETURNING name",
-            (conversation_ids,)).fetchall())
+        if not keep_conversations:
+            counts["conversations_removed"] = sorted(r[0] for r in run(
+                "DELETE FROM conversations WHERE id IN (SELECT value FROM json_each(?))"
+                " AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id) RETURNING name",
+                (conversation_ids,)).fetchall())
         for table in ("turns_fts", "cues_fts"):
             self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
         return counts
@@ -817,6 +892,12 @@ class Store:
         )
         while rows := cursor.fetchmany(512):
             yield from rows
+
+
+def _is_busy(exc: Exception) -> bool:
+    """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock this one needs."""
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def _split_sql(script: str) -> list[str]:

@@ -449,7 +449,8 @@ def test_a_duplicate_line_never_deletes_or_changes_the_original(db_path, tmp_pat
     ingest(db_path, to_messages(first), embedder, spacy_extractor)
     original = rows()
     report = ingest(db_path, to_messages(again), embedder, spacy_extractor)
-    assert report.turns_added == 1 and report.turns_existing == 4
+    assert report.turns_added == 1 and report.turns_existing == 3
+    assert report.conflicts == 1 and report.conflict_ids == ["c/a"], "the changed text is reported, not stored"
     now = rows()
     assert now["turns"][:2] == original["turns"], "the stored turns are untouched, row for row"
     assert now["turns"][2][3] == "b"
