@@ -1,16 +1,21 @@
 """Converters from benchmark and chat-export formats to our `Message` records.
 
-Each converter takes the already-loaded JSON value and yields messages in
-chronological order, so `cuemem convert` can write them out as our JSONL. No database
-is involved. Shape problems raise `CuememError` naming the format and the place.
+Each converter takes the already-loaded JSON value (and `Options`) and yields messages in
+chronological order, so `cuemem convert` can write them out as our JSONL and `cuemem ingest
+--from` can store them. No database is involved. Shape problems raise `CuememError` naming the
+format and the place; `convert_files` adds the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -18,7 +23,19 @@ from .errors import CuememError, InputError
 from .records import Message
 from .timeparse import parse_time
 
-Converter = Callable[[Any], Iterator[Message]]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a converter may need beyond the data. `tag` names the conversations a source leaves
+    unnamed (`convert_files` makes it `<file stem>-<first 8 hex of the file's sha256>`, so two files
+    never share one); `all_branches` is the ChatGPT importer's switch."""
+
+    tag: str = "chat"
+    all_branches: bool = False
+
+
+Converter = Callable[[Any, Options], Iterator[Message]]
 
 _BOM = b"\xef\xbb\xbf"
 _LOCOMO_SESSION = re.compile(r"session_(\d+)")
@@ -36,7 +53,15 @@ def load_json(path: str | Path) -> Any:
     their name); if the first line is not JSON either, the error of the whole-document
     parse is reported, since its line number is the useful one.
     """
-    path = Path(path)
+    return _parse_json(Path(path), _read(Path(path)))
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes (standard input for `-`), without a UTF-8 byte order mark."""
+    if str(path) == "-":
+        stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+        data = stdin.read() if stdin is not None else sys.stdin.read().encode()
+        return data.removeprefix(_BOM)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -45,7 +70,10 @@ def load_json(path: str | Path) -> Any:
         raise CuememError(f"{path}: is a directory, expected a JSON file") from None
     except OSError as exc:
         raise CuememError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    data = data.removeprefix(_BOM)
+    return data.removeprefix(_BOM)
+
+
+def _parse_json(path: Path, data: bytes) -> Any:
     if path.suffix.lower() == ".jsonl":
         return _load_lines(path, data)
     try:
@@ -54,8 +82,19 @@ def load_json(path: str | Path) -> Any:
         if _first_line_is_json(data):
             return _load_lines(path, data)
         raise InputError(
-            str(path), exc.lineno, f"invalid JSON at column {exc.colno}: {exc.msg}", hint=_JSON_HINT
+            _display(path), exc.lineno, f"invalid JSON at column {exc.colno}: {exc.msg}", hint=_JSON_HINT
         ) from None
+
+
+def _display(path: Path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def source_tag(path: str | Path, data: bytes) -> str:
+    """`<file stem>-<first 8 hex of sha256(bytes)>` (`stdin-…` for standard input): the name of
+    conversations an export leaves unnamed, distinct for distinct files."""
+    stem = "stdin" if str(path) == "-" else Path(path).stem
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}"
 
 
 def _first_line_is_json(data: bytes) -> bool:
@@ -68,19 +107,24 @@ def _first_line_is_json(data: bytes) -> bool:
 
 
 def _load_lines(path: Path, data: bytes) -> list[Any]:
+    return [value for _, value in _numbered_lines(path, data)]
+
+
+def _numbered_lines(path: Path, data: bytes) -> list[tuple[int, Any]]:
+    """(line number, value) of each non-blank JSONL line; invalid JSON is an error at its line."""
     values = []
     for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
-            values.append(orjson.loads(raw))
+            values.append((number, orjson.loads(raw)))
         except orjson.JSONDecodeError as exc:
             message = f"invalid JSON at column {exc.colno}: {exc.msg}"
-            raise InputError(str(path), number, message, hint="each line must be one JSON value") from None
+            raise InputError(_display(path), number, message, hint="each line must be one JSON value") from None
     return values
 
 
-def locomo(data: Any) -> Iterator[Message]:
+def locomo(data: Any, options: Options = Options()) -> Iterator[Message]:
     """LoCoMo (`locomo10.json`): one conversation per sample, turns keep their `dia_id`.
 
     Every turn of a session gets the session's date-time. Image turns have their BLIP
@@ -122,7 +166,7 @@ def locomo(data: Any) -> Iterator[Message]:
                 )
 
 
-def longmemeval(data: Any) -> Iterator[Message]:
+def longmemeval(data: Any, options: Options = Options()) -> Iterator[Message]:
     """LongMemEval: one conversation per question, holding that question's haystack.
 
     Sessions are ordered by (time, original index): the data is sorted by day but not
@@ -166,16 +210,18 @@ def longmemeval(data: Any) -> Iterator[Message]:
                 )
 
 
-def openai(data: Any) -> Iterator[Message]:
+def openai(data: Any, options: Options = Options()) -> Iterator[Message]:
     """OpenAI chat-completions messages: `{"messages": [...]}`, a list of those, or a bare list.
 
-    A conversation is named by its "conversation" or "id" field, else "chat-1", "chat-2"...
+    A conversation is named by its "conversation" or "id" field, else by the source's tag
+    (`Options.tag`: `<file stem>-<sha256 prefix>`), followed by `-1`, `-2`… (its place in the
+    file) when the file holds several conversations.
     System, developer, tool and function messages and empty ones are skipped; ids are
     positions in the original list, so they stay stable. Content may be a string or a
     list of parts, of which the text parts are joined. An optional "timestamp",
     "created" or "time" field on a message gives its time.
     """
-    for name, messages in _openai_conversations(data):
+    for name, messages in _openai_conversations(data, options.tag):
         for position, message in enumerate(messages):
             where = f"{name} message {position}"
             if not isinstance(message, dict) or "role" not in message:
@@ -197,7 +243,7 @@ def openai(data: Any) -> Iterator[Message]:
             )
 
 
-def _openai_conversations(data: Any) -> Iterator[tuple[str, list[Any]]]:
+def _openai_conversations(data: Any, tag: str) -> Iterator[tuple[str, list[Any]]]:
     if isinstance(data, dict):
         data = [data]
     what = "an object with 'messages', a list of them, or a list of messages"
@@ -206,12 +252,13 @@ def _openai_conversations(data: Any) -> Iterator[tuple[str, list[Any]]]:
         return
     is_conversation = [isinstance(item, dict) and "messages" in item for item in items]
     if not any(is_conversation):
-        yield "chat-1", items
+        yield tag, items
         return
     if not all(is_conversation):
         raise _shape_error("openai", "top level", "mixes conversations ({'messages': [...]}) with bare messages")
     for number, item in enumerate(items, 1):
-        name = next((item[key] for key in ("conversation", "id") if item.get(key) is not None), f"chat-{number}")
+        unnamed = tag if len(items) == 1 else f"{tag}-{number}"
+        name = next((item[key] for key in ("conversation", "id") if item.get(key) is not None), unnamed)
         yield str(name), _expect_list("openai", str(name), item["messages"], "'messages' as a list")
 
 
@@ -256,3 +303,33 @@ CONVERTERS: dict[str, Converter] = {
     "longmemeval": longmemeval,
     "openai": openai,
 }
+
+
+def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Iterator[Message]:
+    """Messages of every file, in order; `-` is standard input. A shape error names the file."""
+    if fmt not in CONVERTERS:
+        raise CuememError(f"unknown format {fmt!r}", f"formats: {', '.join(CONVERTERS)}")
+    for path in paths:
+        data = _read(Path(path))
+        options = Options(tag=source_tag(path, data), all_branches=all_branches)
+        try:
+            yield from CONVERTERS[fmt](_parse_json(Path(path), data), options)
+        except InputError:
+            raise
+        except CuememError as exc:
+            raise CuememError(f"{_display(Path(path))}: {exc.message}", exc.hint) from None
+
+
+def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> tuple[IO[bytes], str]:
+    """The files converted to message JSONL in a temporary file, and a name for messages: what
+    `ingest --from` validates and stores like any JSONL input. Converting everything first means a
+    malformed file is refused before anything is written."""
+    spool = tempfile.TemporaryFile()
+    try:
+        for message in convert_files(fmt, paths, all_branches):
+            spool.write(orjson.dumps(message.to_json()) + b"\n")
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool, f"{', '.join(_display(Path(p)) for p in paths)} (as {fmt})"

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from cuemem_cli.convert import CONVERTERS, load_json
+from cuemem_cli.convert import CONVERTERS, Options, load_json
 from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
@@ -183,7 +183,7 @@ CHAT = [
 def test_openai_object_with_messages() -> None:
     messages = convert("openai", {"messages": CHAT})
     assert [m.source_id for m in messages] == ["1", "2", "6"]
-    assert {m.conversation for m in messages} == {"chat-1"}
+    assert {m.conversation for m in messages} == {"chat"}
     assert messages[0].time == "2024-01-05T10:00:00"
     assert messages[1].text == "Welcome\nto Denver!"
     assert (messages[1].role, messages[1].speaker, messages[1].time) == ("assistant", "assistant", None)
@@ -198,12 +198,14 @@ def test_openai_list_of_conversations() -> None:
     ]
     messages = convert("openai", data)
     assert [(m.conversation, m.text) for m in messages] == [("trip", "a"), ("chat-2", "b"), ("work", "c")]
+    tagged = list(CONVERTERS["openai"](data, Options(tag="chats-0123abcd")))
+    assert [m.conversation for m in tagged] == ["trip", "chats-0123abcd-2", "work"]
 
 
 def test_openai_bare_list_of_messages() -> None:
     messages = convert("openai", CHAT)
     assert [m.source_id for m in messages] == ["1", "2", "6"]
-    assert {m.conversation for m in messages} == {"chat-1"}
+    assert {m.conversation for m in messages} == {"chat"}
 
 
 @pytest.mark.parametrize(
