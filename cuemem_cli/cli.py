@@ -328,6 +328,32 @@ def convert_openai(files: list[str] = typer.Argument(..., help="Chat-completions
     _convert("openai", files)
 
 
+@convert_app.command("chatgpt")
+def convert_chatgpt(
+    files: list[str] = typer.Argument(..., help="ChatGPT export conversations.json (or its unpacked folder); - for stdin."),
+    all_branches: bool = typer.Option(False, "--all-branches",
+                                      help="Every edited or regenerated branch, not only the one kept (current_node)."),
+) -> None:
+    """ChatGPT data export → JSONL (conversation = its id, title kept; ids = message ids)."""
+    _convert("chatgpt", files, all_branches)
+
+
+@convert_app.command("claude")
+def convert_claude(
+    files: list[str] = typer.Argument(..., help="Claude.ai export conversations.json (or its unpacked folder); - for stdin."),
+) -> None:
+    """Claude.ai data export → JSONL (conversation = its uuid, title kept; human → user)."""
+    _convert("claude", files)
+
+
+@convert_app.command("claude-code")
+def convert_claude_code(
+    files: list[str] = typer.Argument(..., help="Session .jsonl files, or folders of them (~/.claude/projects)."),
+) -> None:
+    """Claude Code session transcripts → JSONL (conversation = sessionId; user and assistant text only)."""
+    _convert("claude-code", files)
+
+
 # ---------------------------------------------------------------- extract
 @app.command()
 def extract(

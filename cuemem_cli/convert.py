@@ -33,6 +33,7 @@ class Options:
 
     tag: str = "chat"
     all_branches: bool = False
+    source: str = "<input>"  # the file, for errors that name a line of it
 
 
 Converter = Callable[[Any, Options], Iterator[Message]]
@@ -243,6 +244,244 @@ def openai(data: Any, options: Options = Options()) -> Iterator[Message]:
             )
 
 
+def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
+    """ChatGPT data export (`conversations.json`): a list of conversations, each a tree of messages.
+
+    Conversation = its `conversation_id` (else `id`, else `Options.tag-N`), `title` kept as a field.
+    A conversation's messages are the branch from the root to `current_node`: what the user kept after
+    editing or regenerating (`all_branches`: every node once, depth first, children in their order).
+    Only text the user saw: system and tool messages, hidden ones
+    (`metadata.is_visually_hidden_from_conversation`), messages to a tool (`recipient` other than
+    `all`) and content other than text, multimodal text and code (reasoning, browsing results…) are
+    skipped. Text parts are joined with newlines; other parts become `[image]`, `[audio]`, `[file]`
+    or `[<content type>]`. Time: the message's `create_time`, else the conversation's.
+    """
+    if isinstance(data, dict):
+        data = [data]
+    conversations = _expect_list("chatgpt", "top level", data, "a list of conversations")
+    for index, item in enumerate(conversations):
+        if not isinstance(item, dict):
+            raise _shape_error("chatgpt", f"conversation {index}", "expected an object with 'mapping'")
+        own = item.get("conversation_id") or item.get("id")
+        name = str(own) if own is not None else f"{options.tag}-{index + 1}"
+        where = f"conversation {name}"
+        mapping = item.get("mapping")
+        if not isinstance(mapping, dict) or not all(isinstance(node, dict) for node in mapping.values()):
+            raise _shape_error("chatgpt", where, "'mapping' must be an object of message nodes")
+        fallback = item.get("create_time")
+        title = item.get("title")
+        extra = {"title": title} if isinstance(title, str) and title.strip() else {}
+        nodes = _chatgpt_all_nodes(mapping) if options.all_branches else _chatgpt_branch(mapping, item, where)
+        for node_id in nodes:
+            message = mapping[node_id].get("message")
+            if message is None:
+                continue
+            text, role = _chatgpt_visible(message, f"{where} message {node_id}")
+            if not text.strip():
+                continue
+            raw_time = message.get("create_time")
+            raw_time = raw_time if raw_time is not None else fallback
+            yield Message(
+                conversation=name,
+                text=text,
+                source_id=str(message.get("id") or node_id),
+                time=_parse("chatgpt", f"{where} message {node_id}", raw_time) if raw_time is not None else None,
+                speaker=_author_name(message) or role,
+                role=role,
+                extra=extra,
+            )
+
+
+_CHATGPT_SKIPPED_ROLES = frozenset({"system", "tool"})
+_CHATGPT_PLACEHOLDERS = {"image_asset_pointer": "[image]", "audio_asset_pointer": "[audio]",
+                         "real_time_user_audio_video_asset_pointer": "[audio]", "file_asset_pointer": "[file]"}
+
+
+def _chatgpt_branch(mapping: dict[str, Any], conversation: dict[str, Any], where: str) -> list[str]:
+    """Node ids from the root down to `current_node` (without one: the last child at every step,
+    the latest regeneration)."""
+    current = conversation.get("current_node")
+    if current is None:
+        roots = [key for key, node in mapping.items() if node.get("parent") not in mapping]
+        current = roots[0] if roots else None
+        while current is not None and (children := mapping[current].get("children") or []):
+            current = children[-1] if children[-1] in mapping else None
+        if current is None:
+            return []
+    if current not in mapping:
+        raise _shape_error("chatgpt", where, f"current_node {current!r} is not in 'mapping'")
+    path: list[str] = []
+    seen: set[str] = set()
+    while current in mapping and current not in seen:
+        seen.add(current)
+        path.append(current)
+        current = mapping[current].get("parent")
+    return path[::-1]
+
+
+def _chatgpt_all_nodes(mapping: dict[str, Any]) -> list[str]:
+    """Every node once: depth first from each root, children in their listed order."""
+    order: list[str] = []
+    seen: set[str] = set()
+    roots = [key for key, node in mapping.items() if node.get("parent") not in mapping]
+    stack = list(reversed(roots + list(mapping)))  # nodes no root reaches still come, after the rest
+    while stack:
+        key = stack.pop()
+        if key in seen or key not in mapping:
+            continue
+        seen.add(key)
+        order.append(key)
+        children = mapping[key].get("children") or []
+        stack.extend(reversed([c for c in children if isinstance(c, str)]))
+    return order
+
+
+def _chatgpt_visible(message: Any, where: str) -> tuple[str, str]:
+    """(text the user saw, role); empty text for what the ChatGPT window does not show."""
+    if not isinstance(message, dict) or not isinstance(message.get("author"), dict):
+        raise _shape_error("chatgpt", where, "expected a message with 'author' and 'content'")
+    role = str(message["author"].get("role") or "")
+    metadata = message.get("metadata") or {}
+    hidden = isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation")
+    if role in _CHATGPT_SKIPPED_ROLES or hidden or message.get("recipient", "all") not in ("all", None):
+        return "", role
+    content = message.get("content")
+    if not isinstance(content, dict):
+        raise _shape_error("chatgpt", where, "'content' must be an object")
+    kind = content.get("content_type")
+    if kind == "code":
+        text = content.get("text")
+        return (text if isinstance(text, str) else ""), role
+    if kind not in ("text", "multimodal_text"):
+        return "", role
+    parts = _expect_list("chatgpt", where, content.get("parts", []), "'parts' as a list")
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            text = part.get("text")
+            part_kind = str(part.get("content_type") or "attachment")
+            texts.append(text if isinstance(text, str) else _CHATGPT_PLACEHOLDERS.get(part_kind, f"[{part_kind}]"))
+    return "\n".join(t for t in texts if t.strip()), role
+
+
+def _author_name(message: dict[str, Any]) -> str | None:
+    name = message["author"].get("name")
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def claude(data: Any, options: Options = Options()) -> Iterator[Message]:
+    """Claude.ai data export (`conversations.json`): a list of conversations with `chat_messages`.
+
+    Conversation = its `uuid`, `name` kept as the field `title`; a message's id is its `uuid`, its
+    time `created_at`. `sender` human → role and speaker `user`, assistant → `assistant`. The text is
+    `text`, or when that is empty the message's `text` content blocks joined with newlines (tool use,
+    tool results and attachments are left out); empty messages are skipped.
+    """
+    if isinstance(data, dict):
+        data = [data]
+    conversations = _expect_list("claude", "top level", data, "a list of conversations")
+    for index, item in enumerate(conversations):
+        if not isinstance(item, dict) or "uuid" not in item:
+            raise _shape_error("claude", f"conversation {index}", "expected an object with 'uuid' and 'chat_messages'")
+        name = str(item["uuid"])
+        where = f"conversation {name}"
+        title = item.get("name")
+        extra = {"title": title} if isinstance(title, str) and title.strip() else {}
+        messages = _expect_list("claude", where, item.get("chat_messages", []), "'chat_messages' as a list")
+        for position, message in enumerate(messages):
+            message_where = f"{where} message {position}"
+            if not isinstance(message, dict) or "sender" not in message:
+                raise _shape_error("claude", message_where, "expected a message with 'uuid', 'sender' and 'text'")
+            text = message.get("text")
+            if text is not None and not isinstance(text, str):
+                raise _shape_error("claude", message_where, "'text' must be a string")
+            if not text or not text.strip():
+                blocks = _expect_list("claude", message_where, message.get("content") or [], "'content' as a list")
+                text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+                                 and isinstance(b.get("text"), str) and b["text"].strip())
+            if not text.strip():
+                continue
+            role = {"human": "user"}.get(str(message["sender"]), str(message["sender"]))
+            raw_time = message.get("created_at")
+            yield Message(
+                conversation=name,
+                text=text,
+                source_id=str(message.get("uuid") or position),
+                time=_parse("claude", message_where, raw_time) if raw_time is not None else None,
+                speaker=role,
+                role=role,
+                extra=extra,
+            )
+
+
+def claude_code(data: Any, options: Options = Options()) -> Iterator[Message]:
+    """Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`), one event a line.
+
+    Kept: `user` and `assistant` events that are neither `isSidechain` (a sub-agent's own
+    conversation) nor `isMeta` (text Claude Code inserts itself). Conversation = `sessionId`, id =
+    `uuid`, time = `timestamp`, role and speaker = the message's role. Of the content, text blocks
+    are kept; a tool call becomes the line `[tool: NAME]` in a message that also has text (a
+    message of tool calls only is skipped); tool results, thinking and images are left out. Other
+    event types (summary, system, file-history-snapshot, …) are skipped. `data` is the list of
+    events, or of (line number, event) pairs so that errors name the line.
+    """
+    events = _expect_list("claude-code", "top level", data, "one JSON event per line")
+    for position, entry in enumerate(events, 1):
+        line, event = entry if isinstance(entry, tuple) else (position, entry)
+        where = f"line {line}"
+        try:
+            yield from _claude_code_event(event, where)
+        except CuememError as exc:
+            problem = exc.message.removeprefix(f"claude-code: {where}: ")
+            raise InputError(options.source, line, problem, exc.hint) from None
+
+
+def _claude_code_event(event: Any, where: str) -> Iterator[Message]:
+    """The message of one event, if it is one to keep."""
+    if not isinstance(event, dict):
+        raise _shape_error("claude-code", where, f"expected a JSON object, got {type(event).__name__}")
+    if event.get("type") not in ("user", "assistant") or event.get("isSidechain") or event.get("isMeta"):
+        return
+    message = event.get("message")
+    for key in ("uuid", "sessionId"):
+        if not isinstance(event.get(key), str) or not event[key]:
+            raise _shape_error("claude-code", where, f"a {event['type']} event needs '{key}' (a string)")
+    if not isinstance(message, dict):
+        raise _shape_error("claude-code", where, "'message' must be an object with 'role' and 'content'")
+    text = _claude_code_text(message.get("content"), where)
+    if not text.strip():
+        return
+    role = str(message.get("role") or event["type"])
+    raw_time = event.get("timestamp")
+    yield Message(
+        conversation=event["sessionId"],
+        text=text,
+        source_id=event["uuid"],
+        time=_parse("claude-code", where, raw_time) if raw_time is not None else None,
+        speaker=role,
+        role=role,
+    )
+
+
+def _claude_code_text(content: Any, where: str) -> str:
+    """Text blocks, tool calls as `[tool: NAME]` lines in their place; "" when no block is text."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    blocks = _expect_list("claude-code", where, content, "'content' as a string or a list of blocks")
+    lines, has_text = [], False
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+            lines.append(block["text"])
+            has_text = True
+        elif block.get("type") == "tool_use":
+            lines.append(f"[tool: {block.get('name') or 'unknown'}]")
+    return "\n".join(lines) if has_text else ""
+
+
 def _openai_conversations(data: Any, tag: str) -> Iterator[tuple[str, list[Any]]]:
     if isinstance(data, dict):
         data = [data]
@@ -302,22 +541,43 @@ CONVERTERS: dict[str, Converter] = {
     "locomo": locomo,
     "longmemeval": longmemeval,
     "openai": openai,
+    "chatgpt": chatgpt,
+    "claude": claude,
+    "claude-code": claude_code,
 }
+_LINE_FORMATS = frozenset({"claude-code"})  # read line by line, so errors name the line
+_EXPORT_FILE = "conversations.json"  # what a ChatGPT or Claude.ai export folder holds
 
 
 def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Iterator[Message]:
-    """Messages of every file, in order; `-` is standard input. A shape error names the file."""
+    """Messages of every file, in order; `-` is standard input. A shape error names the file.
+
+    A directory stands for its `conversations.json` (an unpacked ChatGPT or Claude.ai export), or for
+    claude-code for every `*.jsonl` below it (`~/.claude/projects` holds a folder per project),
+    in name order."""
     if fmt not in CONVERTERS:
         raise CuememError(f"unknown format {fmt!r}", f"formats: {', '.join(CONVERTERS)}")
-    for path in paths:
-        data = _read(Path(path))
-        options = Options(tag=source_tag(path, data), all_branches=all_branches)
+    for path in (file for given in paths for file in _expand(fmt, Path(given))):
+        data = _read(path)
+        options = Options(tag=source_tag(path, data), all_branches=all_branches, source=_display(path))
+        value = _numbered_lines(path, data) if fmt in _LINE_FORMATS else _parse_json(path, data)
         try:
-            yield from CONVERTERS[fmt](_parse_json(Path(path), data), options)
+            yield from CONVERTERS[fmt](value, options)
         except InputError:
             raise
         except CuememError as exc:
-            raise CuememError(f"{_display(Path(path))}: {exc.message}", exc.hint) from None
+            raise CuememError(f"{_display(path)}: {exc.message}", exc.hint) from None
+
+
+def _expand(fmt: str, path: Path) -> list[Path]:
+    if str(path) == "-" or not path.is_dir():
+        return [path]
+    if fmt in _LINE_FORMATS:
+        files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        if not files:
+            raise CuememError(f"{path}: no .jsonl files in this directory", "name the session files or their folder")
+        return files
+    return [path / _EXPORT_FILE]
 
 
 def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> tuple[IO[bytes], str]:
