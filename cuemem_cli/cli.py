@@ -147,6 +147,9 @@ def ingest(
         raise typer.BadParameter("one JSONL file at a time (several files need --from FORMAT)", param_hint="FILE")
     if from_format is not None and from_format not in CONVERTERS:
         raise typer.BadParameter(f"{from_format!r} is not one of {', '.join(CONVERTERS)}", param_hint="--from")
+    if all_branches and from_format != "chatgpt":
+        raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
+                                 param_hint="--all-branches")
     show_progress = sys.stderr.isatty() and not json_out
     try:
         with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,

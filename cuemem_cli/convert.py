@@ -266,8 +266,11 @@ def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
         name = str(own) if own is not None else f"{options.tag}-{index + 1}"
         where = f"conversation {name}"
         mapping = item.get("mapping")
-        if not isinstance(mapping, dict) or not all(isinstance(node, dict) for node in mapping.values()):
-            raise _shape_error("chatgpt", where, "'mapping' must be an object of message nodes")
+        if not isinstance(mapping, dict) or not all(_chatgpt_node(node) for node in mapping.values()):
+            raise _shape_error("chatgpt", where, "'mapping' must be an object of message nodes "
+                                                 "({id, message, parent, children})")
+        if not isinstance(item.get("current_node"), (str, type(None))):
+            raise _shape_error("chatgpt", where, "'current_node' must be a node id")
         fallback = item.get("create_time")
         title = item.get("title")
         extra = {"title": title} if isinstance(title, str) and title.strip() else {}
@@ -295,6 +298,12 @@ def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
 _CHATGPT_SKIPPED_ROLES = frozenset({"system", "tool"})
 _CHATGPT_PLACEHOLDERS = {"image_asset_pointer": "[image]", "audio_asset_pointer": "[audio]",
                          "real_time_user_audio_video_asset_pointer": "[audio]", "file_asset_pointer": "[file]"}
+
+
+def _chatgpt_node(node: Any) -> bool:
+    return (isinstance(node, dict) and isinstance(node.get("parent"), (str, type(None)))
+            and isinstance(node.get("children", []), list)
+            and all(isinstance(child, str) for child in node.get("children", [])))
 
 
 def _chatgpt_branch(mapping: dict[str, Any], conversation: dict[str, Any], where: str) -> list[str]:
@@ -332,7 +341,7 @@ def _chatgpt_all_nodes(mapping: dict[str, Any]) -> list[str]:
         seen.add(key)
         order.append(key)
         children = mapping[key].get("children") or []
-        stack.extend(reversed([c for c in children if isinstance(c, str)]))
+        stack.extend(reversed(children))
     return order
 
 

@@ -205,3 +205,15 @@ def test_ingest_from_unknown_format_is_a_usage_error(cli, db_path):
     result = cli("--db", str(db_path), "ingest", "--from", "whatsapp", str(CHATGPT))
     assert result.exit_code == 2 and "chatgpt" in result.stderr
     assert not db_path.exists()
+
+
+def test_all_branches_needs_chatgpt(cli, db_path):
+    result = cli("--db", str(db_path), "ingest", "--from", "claude", "--all-branches", str(CLAUDE))
+    assert result.exit_code == 2 and "--from chatgpt" in result.stderr
+    assert not db_path.exists()
+
+
+def test_ingest_from_stdin(cli, db_path):
+    result = cli("--db", str(db_path), "ingest", "--from", "claude", "-", "--json", input=CLAUDE.read_text())
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["turns_added"] == 4
