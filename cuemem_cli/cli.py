@@ -119,9 +119,16 @@ def main(
 # ------------------------------------------------------------------ ingest
 @app.command()
 def ingest(
-    file: str = typer.Argument(..., help="Message JSONL file, or - for standard input."),
+    files: list[str] = typer.Argument(..., help="Message JSONL file, or - for standard input; with --from, "
+                                                "one or more export files (or a directory of them).", metavar="FILE..."),
+    from_format: Optional[str] = typer.Option(None, "--from", metavar="FORMAT",
+                                              help="Convert from this format first (as `cuemem convert FORMAT`): "
+                                                   "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
+    all_branches: bool = typer.Option(False, "--all-branches",
+                                      help="With --from chatgpt: every edited or regenerated branch, not only the kept one."),
     conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
-                                               help="Conversation for lines that name none."),
+                                               help="Store every line in this conversation, whatever it names "
+                                                    "(ids of lines from another conversation become CONV/ID)."),
     extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules), llm, or a registered name."),
     extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
     mix_extractors: bool = typer.Option(False, "--mix-extractors",
@@ -136,15 +143,24 @@ def ingest(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file."""
+    from .convert import CONVERTERS
     from .render import ingest_progress
 
+    if from_format is None and len(files) > 1:
+        raise typer.BadParameter("one JSONL file at a time (several files need --from FORMAT)", param_hint="FILE")
+    if from_format is not None and from_format not in CONVERTERS:
+        raise typer.BadParameter(f"{from_format!r} is not one of {', '.join(CONVERTERS)}", param_hint="--from")
+    if all_branches and from_format != "chatgpt":
+        raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
+                                 param_hint="--all-branches")
     show_progress = sys.stderr.isatty() and not json_out
     try:
         with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
                      mix_extractors=mix_extractors) as memory:
             with ingest_progress(show_progress) as progress:
-                report = memory.ingest_file(file, conversation, skip_invalid, progress=progress, window=window,
-                                            sem_k=sem_k, replace=replace)
+                report = memory.ingest_file(files if from_format else files[0], conversation, skip_invalid,
+                                            progress=progress, window=window, sem_k=sem_k, replace=replace,
+                                            from_format=from_format, all_branches=all_branches)
     except CuememError as exc:
         raise fail(exc)
     _print_ingest_report(report, json_out)
@@ -282,15 +298,14 @@ def inspect_graph(
 
 
 # ---------------------------------------------------------------- convert
-def _convert(kind: str, file: str) -> None:
-    from .convert import CONVERTERS, load_json
+def _convert(kind: str, files: list[str], all_branches: bool = False) -> None:
+    from .convert import convert_files
 
     try:
-        data = load_json(file)
         import orjson
 
         write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-        for message in CONVERTERS[kind](data):
+        for message in convert_files(kind, files, all_branches):
             line = orjson.dumps(message.to_json()) + b"\n"
             if write:
                 write(line)
@@ -304,19 +319,45 @@ def _convert(kind: str, file: str) -> None:
 @convert_app.command("locomo")
 def convert_locomo(file: str = typer.Argument(..., help="LoCoMo JSON, e.g. locomo10.json.")) -> None:
     """LoCoMo → JSONL (ids are LoCoMo dia_ids such as D1:3; image turns keep their caption)."""
-    _convert("locomo", file)
+    _convert("locomo", [file])
 
 
 @convert_app.command("longmemeval")
 def convert_longmemeval(file: str = typer.Argument(..., help="LongMemEval JSON (e.g. longmemeval_s.json).")) -> None:
     """LongMemEval → JSONL (one conversation per question id; ids are SESSION:INDEX)."""
-    _convert("longmemeval", file)
+    _convert("longmemeval", [file])
 
 
 @convert_app.command("openai")
-def convert_openai(file: str = typer.Argument(..., help="Chat-completions messages JSON or JSONL.")) -> None:
-    """OpenAI chat-completions `messages` → JSONL."""
-    _convert("openai", file)
+def convert_openai(files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin.")) -> None:
+    """OpenAI chat-completions `messages` → JSONL (unnamed conversations: FILE_STEM-SHA256PREFIX)."""
+    _convert("openai", files)
+
+
+@convert_app.command("chatgpt")
+def convert_chatgpt(
+    files: list[str] = typer.Argument(..., help="ChatGPT export conversations.json (or its unpacked folder); - for stdin."),
+    all_branches: bool = typer.Option(False, "--all-branches",
+                                      help="Every edited or regenerated branch, not only the one kept (current_node)."),
+) -> None:
+    """ChatGPT data export → JSONL (conversation = its id, title kept; ids = message ids)."""
+    _convert("chatgpt", files, all_branches)
+
+
+@convert_app.command("claude")
+def convert_claude(
+    files: list[str] = typer.Argument(..., help="Claude.ai export conversations.json (or its unpacked folder); - for stdin."),
+) -> None:
+    """Claude.ai data export → JSONL (conversation = its uuid, title kept; human → user)."""
+    _convert("claude", files)
+
+
+@convert_app.command("claude-code")
+def convert_claude_code(
+    files: list[str] = typer.Argument(..., help="Session .jsonl files, or folders of them (~/.claude/projects)."),
+) -> None:
+    """Claude Code session transcripts → JSONL (conversation = sessionId; user and assistant text only)."""
+    _convert("claude-code", files)
 
 
 # ---------------------------------------------------------------- extract

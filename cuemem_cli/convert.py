@@ -1,16 +1,21 @@
 """Converters from benchmark and chat-export formats to our `Message` records.
 
-Each converter takes the already-loaded JSON value and yields messages in
-chronological order, so `cuemem convert` can write them out as our JSONL. No database
-is involved. Shape problems raise `CuememError` naming the format and the place.
+Each converter takes the already-loaded JSON value (and `Options`) and yields messages in
+chronological order, so `cuemem convert` can write them out as our JSONL and `cuemem ingest
+--from` can store them. No database is involved. Shape problems raise `CuememError` naming the
+format and the place; `convert_files` adds the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
+import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -18,7 +23,20 @@ from .errors import CuememError, InputError
 from .records import Message
 from .timeparse import parse_time
 
-Converter = Callable[[Any], Iterator[Message]]
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a converter may need beyond the data. `tag` names the conversations a source leaves
+    unnamed (`convert_files` makes it `<file stem>-<first 8 hex of the file's sha256>`, so two files
+    never share one); `all_branches` is the ChatGPT importer's switch."""
+
+    tag: str = "chat"
+    all_branches: bool = False
+    source: str = "<input>"  # the file, for errors that name a line of it
+
+
+Converter = Callable[[Any, Options], Iterator[Message]]
 
 _BOM = b"\xef\xbb\xbf"
 _LOCOMO_SESSION = re.compile(r"session_(\d+)")
@@ -36,7 +54,15 @@ def load_json(path: str | Path) -> Any:
     their name); if the first line is not JSON either, the error of the whole-document
     parse is reported, since its line number is the useful one.
     """
-    path = Path(path)
+    return _parse_json(Path(path), _read(Path(path)))
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes (standard input for `-`), without a UTF-8 byte order mark."""
+    if str(path) == "-":
+        stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+        data = stdin.read() if stdin is not None else sys.stdin.read().encode()
+        return data.removeprefix(_BOM)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -45,7 +71,10 @@ def load_json(path: str | Path) -> Any:
         raise CuememError(f"{path}: is a directory, expected a JSON file") from None
     except OSError as exc:
         raise CuememError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    data = data.removeprefix(_BOM)
+    return data.removeprefix(_BOM)
+
+
+def _parse_json(path: Path, data: bytes) -> Any:
     if path.suffix.lower() == ".jsonl":
         return _load_lines(path, data)
     try:
@@ -54,8 +83,19 @@ def load_json(path: str | Path) -> Any:
         if _first_line_is_json(data):
             return _load_lines(path, data)
         raise InputError(
-            str(path), exc.lineno, f"invalid JSON at column {exc.colno}: {exc.msg}", hint=_JSON_HINT
+            _display(path), exc.lineno, f"invalid JSON at column {exc.colno}: {exc.msg}", hint=_JSON_HINT
         ) from None
+
+
+def _display(path: Path) -> str:
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def source_tag(path: str | Path, data: bytes) -> str:
+    """`<file stem>-<first 8 hex of sha256(bytes)>` (`stdin-…` for standard input): the name of
+    conversations an export leaves unnamed, distinct for distinct files."""
+    stem = "stdin" if str(path) == "-" else Path(path).stem
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}"
 
 
 def _first_line_is_json(data: bytes) -> bool:
@@ -68,19 +108,24 @@ def _first_line_is_json(data: bytes) -> bool:
 
 
 def _load_lines(path: Path, data: bytes) -> list[Any]:
+    return [value for _, value in _numbered_lines(path, data)]
+
+
+def _numbered_lines(path: Path, data: bytes) -> list[tuple[int, Any]]:
+    """(line number, value) of each non-blank JSONL line; invalid JSON is an error at its line."""
     values = []
     for number, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
-            values.append(orjson.loads(raw))
+            values.append((number, orjson.loads(raw)))
         except orjson.JSONDecodeError as exc:
             message = f"invalid JSON at column {exc.colno}: {exc.msg}"
-            raise InputError(str(path), number, message, hint="each line must be one JSON value") from None
+            raise InputError(_display(path), number, message, hint="each line must be one JSON value") from None
     return values
 
 
-def locomo(data: Any) -> Iterator[Message]:
+def locomo(data: Any, options: Options = Options()) -> Iterator[Message]:
     """LoCoMo (`locomo10.json`): one conversation per sample, turns keep their `dia_id`.
 
     Every turn of a session gets the session's date-time. Image turns have their BLIP
@@ -122,7 +167,7 @@ def locomo(data: Any) -> Iterator[Message]:
                 )
 
 
-def longmemeval(data: Any) -> Iterator[Message]:
+def longmemeval(data: Any, options: Options = Options()) -> Iterator[Message]:
     """LongMemEval: one conversation per question, holding that question's haystack.
 
     Sessions are ordered by (time, original index): the data is sorted by day but not
@@ -166,16 +211,18 @@ def longmemeval(data: Any) -> Iterator[Message]:
                 )
 
 
-def openai(data: Any) -> Iterator[Message]:
+def openai(data: Any, options: Options = Options()) -> Iterator[Message]:
     """OpenAI chat-completions messages: `{"messages": [...]}`, a list of those, or a bare list.
 
-    A conversation is named by its "conversation" or "id" field, else "chat-1", "chat-2"...
+    A conversation is named by its "conversation" or "id" field, else by the source's tag
+    (`Options.tag`: `<file stem>-<sha256 prefix>`), followed by `-1`, `-2`… (its place in the
+    file) when the file holds several conversations.
     System, developer, tool and function messages and empty ones are skipped; ids are
     positions in the original list, so they stay stable. Content may be a string or a
     list of parts, of which the text parts are joined. An optional "timestamp",
     "created" or "time" field on a message gives its time.
     """
-    for name, messages in _openai_conversations(data):
+    for name, messages in _openai_conversations(data, options.tag):
         for position, message in enumerate(messages):
             where = f"{name} message {position}"
             if not isinstance(message, dict) or "role" not in message:
@@ -197,7 +244,254 @@ def openai(data: Any) -> Iterator[Message]:
             )
 
 
-def _openai_conversations(data: Any) -> Iterator[tuple[str, list[Any]]]:
+def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
+    """ChatGPT data export (`conversations.json`): a list of conversations, each a tree of messages.
+
+    Conversation = its `conversation_id` (else `id`, else `Options.tag-N`), `title` kept as a field.
+    A conversation's messages are the branch from the root to `current_node`: what the user kept after
+    editing or regenerating (`all_branches`: every node once, depth first, children in their order).
+    Only text the user saw: system and tool messages, hidden ones
+    (`metadata.is_visually_hidden_from_conversation`), messages to a tool (`recipient` other than
+    `all`) and content other than text, multimodal text and code (reasoning, browsing results…) are
+    skipped. Text parts are joined with newlines; other parts become `[image]`, `[audio]`, `[file]`
+    or `[<content type>]`. Time: the message's `create_time`, else the conversation's.
+    """
+    if isinstance(data, dict):
+        data = [data]
+    conversations = _expect_list("chatgpt", "top level", data, "a list of conversations")
+    for index, item in enumerate(conversations):
+        if not isinstance(item, dict):
+            raise _shape_error("chatgpt", f"conversation {index}", "expected an object with 'mapping'")
+        own = item.get("conversation_id") or item.get("id")
+        name = str(own) if own is not None else f"{options.tag}-{index + 1}"
+        where = f"conversation {name}"
+        mapping = item.get("mapping")
+        if not isinstance(mapping, dict) or not all(_chatgpt_node(node) for node in mapping.values()):
+            raise _shape_error("chatgpt", where, "'mapping' must be an object of message nodes "
+                                                 "({id, message, parent, children})")
+        if not isinstance(item.get("current_node"), (str, type(None))):
+            raise _shape_error("chatgpt", where, "'current_node' must be a node id")
+        fallback = item.get("create_time")
+        title = item.get("title")
+        extra = {"title": title} if isinstance(title, str) and title.strip() else {}
+        nodes = _chatgpt_all_nodes(mapping) if options.all_branches else _chatgpt_branch(mapping, item, where)
+        for node_id in nodes:
+            message = mapping[node_id].get("message")
+            if message is None:
+                continue
+            text, role = _chatgpt_visible(message, f"{where} message {node_id}")
+            if not text.strip():
+                continue
+            raw_time = message.get("create_time")
+            raw_time = raw_time if raw_time is not None else fallback
+            yield Message(
+                conversation=name,
+                text=text,
+                source_id=str(message.get("id") or node_id),
+                time=_parse("chatgpt", f"{where} message {node_id}", raw_time) if raw_time is not None else None,
+                speaker=_author_name(message) or role,
+                role=role,
+                extra=extra,
+            )
+
+
+_CHATGPT_SKIPPED_ROLES = frozenset({"system", "tool"})
+_CHATGPT_PLACEHOLDERS = {"image_asset_pointer": "[image]", "audio_asset_pointer": "[audio]",
+                         "real_time_user_audio_video_asset_pointer": "[audio]", "file_asset_pointer": "[file]"}
+
+
+def _chatgpt_node(node: Any) -> bool:
+    return (isinstance(node, dict) and isinstance(node.get("parent"), (str, type(None)))
+            and isinstance(node.get("children", []), list)
+            and all(isinstance(child, str) for child in node.get("children", [])))
+
+
+def _chatgpt_branch(mapping: dict[str, Any], conversation: dict[str, Any], where: str) -> list[str]:
+    """Node ids from the root down to `current_node` (without one: the last child at every step,
+    the latest regeneration)."""
+    current = conversation.get("current_node")
+    if current is None:
+        roots = [key for key, node in mapping.items() if node.get("parent") not in mapping]
+        current = roots[0] if roots else None
+        while current is not None and (children := mapping[current].get("children") or []):
+            current = children[-1] if children[-1] in mapping else None
+        if current is None:
+            return []
+    if current not in mapping:
+        raise _shape_error("chatgpt", where, f"current_node {current!r} is not in 'mapping'")
+    path: list[str] = []
+    seen: set[str] = set()
+    while current in mapping and current not in seen:
+        seen.add(current)
+        path.append(current)
+        current = mapping[current].get("parent")
+    return path[::-1]
+
+
+def _chatgpt_all_nodes(mapping: dict[str, Any]) -> list[str]:
+    """Every node once: depth first from each root, children in their listed order."""
+    order: list[str] = []
+    seen: set[str] = set()
+    roots = [key for key, node in mapping.items() if node.get("parent") not in mapping]
+    stack = list(reversed(roots + list(mapping)))  # nodes no root reaches still come, after the rest
+    while stack:
+        key = stack.pop()
+        if key in seen or key not in mapping:
+            continue
+        seen.add(key)
+        order.append(key)
+        children = mapping[key].get("children") or []
+        stack.extend(reversed(children))
+    return order
+
+
+def _chatgpt_visible(message: Any, where: str) -> tuple[str, str]:
+    """(text the user saw, role); empty text for what the ChatGPT window does not show."""
+    if not isinstance(message, dict) or not isinstance(message.get("author"), dict):
+        raise _shape_error("chatgpt", where, "expected a message with 'author' and 'content'")
+    role = str(message["author"].get("role") or "")
+    metadata = message.get("metadata") or {}
+    hidden = isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation")
+    if role in _CHATGPT_SKIPPED_ROLES or hidden or message.get("recipient", "all") not in ("all", None):
+        return "", role
+    content = message.get("content")
+    if not isinstance(content, dict):
+        raise _shape_error("chatgpt", where, "'content' must be an object")
+    kind = content.get("content_type")
+    if kind == "code":
+        text = content.get("text")
+        return (text if isinstance(text, str) else ""), role
+    if kind not in ("text", "multimodal_text"):
+        return "", role
+    parts = _expect_list("chatgpt", where, content.get("parts", []), "'parts' as a list")
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            text = part.get("text")
+            part_kind = str(part.get("content_type") or "attachment")
+            texts.append(text if isinstance(text, str) else _CHATGPT_PLACEHOLDERS.get(part_kind, f"[{part_kind}]"))
+    return "\n".join(t for t in texts if t.strip()), role
+
+
+def _author_name(message: dict[str, Any]) -> str | None:
+    name = message["author"].get("name")
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def claude(data: Any, options: Options = Options()) -> Iterator[Message]:
+    """Claude.ai data export (`conversations.json`): a list of conversations with `chat_messages`.
+
+    Conversation = its `uuid`, `name` kept as the field `title`; a message's id is its `uuid`, its
+    time `created_at`. `sender` human → role and speaker `user`, assistant → `assistant`. The text is
+    `text`, or when that is empty the message's `text` content blocks joined with newlines (tool use,
+    tool results and attachments are left out); empty messages are skipped.
+    """
+    if isinstance(data, dict):
+        data = [data]
+    conversations = _expect_list("claude", "top level", data, "a list of conversations")
+    for index, item in enumerate(conversations):
+        if not isinstance(item, dict) or "uuid" not in item:
+            raise _shape_error("claude", f"conversation {index}", "expected an object with 'uuid' and 'chat_messages'")
+        name = str(item["uuid"])
+        where = f"conversation {name}"
+        title = item.get("name")
+        extra = {"title": title} if isinstance(title, str) and title.strip() else {}
+        messages = _expect_list("claude", where, item.get("chat_messages", []), "'chat_messages' as a list")
+        for position, message in enumerate(messages):
+            message_where = f"{where} message {position}"
+            if not isinstance(message, dict) or "sender" not in message:
+                raise _shape_error("claude", message_where, "expected a message with 'uuid', 'sender' and 'text'")
+            text = message.get("text")
+            if text is not None and not isinstance(text, str):
+                raise _shape_error("claude", message_where, "'text' must be a string")
+            if not text or not text.strip():
+                blocks = _expect_list("claude", message_where, message.get("content") or [], "'content' as a list")
+                text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+                                 and isinstance(b.get("text"), str) and b["text"].strip())
+            if not text.strip():
+                continue
+            role = {"human": "user"}.get(str(message["sender"]), str(message["sender"]))
+            raw_time = message.get("created_at")
+            yield Message(
+                conversation=name,
+                text=text,
+                source_id=str(message.get("uuid") or position),
+                time=_parse("claude", message_where, raw_time) if raw_time is not None else None,
+                speaker=role,
+                role=role,
+                extra=extra,
+            )
+
+
+def claude_code(data: Any, options: Options = Options()) -> Iterator[Message]:
+    """Claude Code session transcripts (`~/.claude/projects/<project>/<session>.jsonl`), one event a line.
+
+    Kept: `user` and `assistant` events that are neither `isSidechain` (a sub-agent's own
+    conversation) nor `isMeta` (text Claude Code inserts itself). Conversation = `sessionId`, id =
+    `uuid`, time = `timestamp`, role and speaker = the message's role. Of the content, text blocks
+    are kept; a tool call becomes the line `[tool: NAME]` in a message that also has text (a
+    message of tool calls only is skipped); tool results, thinking and images are left out. Other
+    event types (summary, system, file-history-snapshot, …) are skipped. `data` is the list of
+    events, or of (line number, event) pairs so that errors name the line.
+    """
+    events = _expect_list("claude-code", "top level", data, "one JSON event per line")
+    for position, entry in enumerate(events, 1):
+        line, event = entry if isinstance(entry, tuple) else (position, entry)
+        where = f"line {line}"
+        try:
+            yield from _claude_code_event(event, where)
+        except CuememError as exc:
+            problem = exc.message.removeprefix(f"claude-code: {where}: ")
+            raise InputError(options.source, line, problem, exc.hint) from None
+
+
+def _claude_code_event(event: Any, where: str) -> Iterator[Message]:
+    """The message of one event, if it is one to keep."""
+    if not isinstance(event, dict):
+        raise _shape_error("claude-code", where, f"expected a JSON object, got {type(event).__name__}")
+    if event.get("type") not in ("user", "assistant") or event.get("isSidechain") or event.get("isMeta"):
+        return
+    message = event.get("message")
+    for key in ("uuid", "sessionId"):
+        if not isinstance(event.get(key), str) or not event[key]:
+            raise _shape_error("claude-code", where, f"a {event['type']} event needs '{key}' (a string)")
+    if not isinstance(message, dict):
+        raise _shape_error("claude-code", where, "'message' must be an object with 'role' and 'content'")
+    text = _claude_code_text(message.get("content"), where)
+    if not text.strip():
+        return
+    role = str(message.get("role") or event["type"])
+    raw_time = event.get("timestamp")
+    yield Message(
+        conversation=event["sessionId"],
+        text=text,
+        source_id=event["uuid"],
+        time=_parse("claude-code", where, raw_time) if raw_time is not None else None,
+        speaker=role,
+        role=role,
+    )
+
+
+def _claude_code_text(content: Any, where: str) -> str:
+    """Text blocks, tool calls as `[tool: NAME]` lines in their place; "" when no block is text."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    blocks = _expect_list("claude-code", where, content, "'content' as a string or a list of blocks")
+    lines, has_text = [], False
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+            lines.append(block["text"])
+            has_text = True
+        elif block.get("type") == "tool_use":
+            lines.append(f"[tool: {block.get('name') or 'unknown'}]")
+    return "\n".join(lines) if has_text else ""
+
+
+def _openai_conversations(data: Any, tag: str) -> Iterator[tuple[str, list[Any]]]:
     if isinstance(data, dict):
         data = [data]
     what = "an object with 'messages', a list of them, or a list of messages"
@@ -206,12 +500,13 @@ def _openai_conversations(data: Any) -> Iterator[tuple[str, list[Any]]]:
         return
     is_conversation = [isinstance(item, dict) and "messages" in item for item in items]
     if not any(is_conversation):
-        yield "chat-1", items
+        yield tag, items
         return
     if not all(is_conversation):
         raise _shape_error("openai", "top level", "mixes conversations ({'messages': [...]}) with bare messages")
     for number, item in enumerate(items, 1):
-        name = next((item[key] for key in ("conversation", "id") if item.get(key) is not None), f"chat-{number}")
+        unnamed = tag if len(items) == 1 else f"{tag}-{number}"
+        name = next((item[key] for key in ("conversation", "id") if item.get(key) is not None), unnamed)
         yield str(name), _expect_list("openai", str(name), item["messages"], "'messages' as a list")
 
 
@@ -255,4 +550,55 @@ CONVERTERS: dict[str, Converter] = {
     "locomo": locomo,
     "longmemeval": longmemeval,
     "openai": openai,
+    "chatgpt": chatgpt,
+    "claude": claude,
+    "claude-code": claude_code,
 }
+_LINE_FORMATS = frozenset({"claude-code"})  # read line by line, so errors name the line
+_EXPORT_FILE = "conversations.json"  # what a ChatGPT or Claude.ai export folder holds
+
+
+def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Iterator[Message]:
+    """Messages of every file, in order; `-` is standard input. A shape error names the file.
+
+    A directory stands for its `conversations.json` (an unpacked ChatGPT or Claude.ai export), or for
+    claude-code for every `*.jsonl` below it (`~/.claude/projects` holds a folder per project),
+    in name order."""
+    if fmt not in CONVERTERS:
+        raise CuememError(f"unknown format {fmt!r}", f"formats: {', '.join(CONVERTERS)}")
+    for path in (file for given in paths for file in _expand(fmt, Path(given))):
+        data = _read(path)
+        options = Options(tag=source_tag(path, data), all_branches=all_branches, source=_display(path))
+        value = _numbered_lines(path, data) if fmt in _LINE_FORMATS else _parse_json(path, data)
+        try:
+            yield from CONVERTERS[fmt](value, options)
+        except InputError:
+            raise
+        except CuememError as exc:
+            raise CuememError(f"{_display(path)}: {exc.message}", exc.hint) from None
+
+
+def _expand(fmt: str, path: Path) -> list[Path]:
+    if str(path) == "-" or not path.is_dir():
+        return [path]
+    if fmt in _LINE_FORMATS:
+        files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        if not files:
+            raise CuememError(f"{path}: no .jsonl files in this directory", "name the session files or their folder")
+        return files
+    return [path / _EXPORT_FILE]
+
+
+def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> tuple[IO[bytes], str]:
+    """The files converted to message JSONL in a temporary file, and a name for messages: what
+    `ingest --from` validates and stores like any JSONL input. Converting everything first means a
+    malformed file is refused before anything is written."""
+    spool = tempfile.TemporaryFile()
+    try:
+        for message in convert_files(fmt, paths, all_branches):
+            spool.write(orjson.dumps(message.to_json()) + b"\n")
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool, f"{', '.join(_display(Path(p)) for p in paths)} (as {fmt})"

@@ -33,6 +33,8 @@ from .store import TURN_ALONE, NewTurn, Store
 from .timeparse import parse_time
 
 BATCH_TURNS = 256
+SHOWN_INVALID = 10  # bad lines listed in the error that rejects an input
+_BOM = b"\xef\xbb\xbf"
 
 _FIELD_ALIASES = {
     "text": ("text", "content", "message", "utterance"),
@@ -70,12 +72,13 @@ class IngestReport:
 
 
 # ------------------------------------------------------------------ reading
-def _pick(record: dict[str, Any], key: str) -> Any:
+def _pick(record: dict[str, Any], key: str) -> tuple[str, Any]:
+    """The first alias of `key` the record sets, and its value; (key, None) when none is set."""
     for alias in _FIELD_ALIASES[key]:
         value = record.get(alias)
         if value is not None:
-            return value
-    return None
+            return alias, value
+    return key, None
 
 
 def _as_text(value: Any) -> str | None:
@@ -86,8 +89,18 @@ def _as_text(value: Any) -> str | None:
     return None
 
 
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "a number", float: "a number", list: "a list", dict: "an object"}.get(
+        type(value), type(value).__name__)
+
+
 def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None) -> Message | None:
-    """One JSONL line → Message; None for a blank line; InputError naming FILE:LINE otherwise."""
+    """One JSONL line → Message; None for a blank line; InputError naming FILE:LINE otherwise.
+
+    `conversation` (ingest's --conversation) overrides the line's own: a line that named another
+    conversation keeps its id apart as `THAT_CONVERSATION/ID`, so that merging two chats whose ids
+    overlap (both count from 0) stores both rather than skipping the second as already stored.
+    """
     if not raw.strip():
         return None
     try:
@@ -97,28 +110,35 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
                          "each line must be one JSON object; see 'Input format' in the README") from None
     if not isinstance(record, dict):
         raise InputError(path, line, f"expected a JSON object, got {type(record).__name__}")
-    text = _pick(record, "text")
-    if not isinstance(text, str) or not text.strip():
+    key, text = _pick(record, "text")
+    if text is not None and not isinstance(text, str):
+        raise InputError(path, line, f"'{key}' must be a string, not {_type_name(text)}")
+    if text is None or not text.strip():
         raise InputError(path, line, "missing or empty 'text' (or 'content')",
                          "every message needs its text; use --skip-invalid to skip such lines")
-    conv = _as_text(_pick(record, "conversation")) or conversation
+    fields: dict[str, str | None] = {}
+    for name in ("conversation", "speaker", "session", "role", "id"):
+        key, value = _pick(record, name)
+        if value is not None and _as_text(value) is None:
+            raise InputError(path, line, f"'{key}' must be a string or a number, not {_type_name(value)}")
+        fields[name] = _as_text(value)
+    own = fields["conversation"]
+    conv = conversation or own
     if not conv:
         raise InputError(path, line, "no conversation: the line has no 'conversation' field",
                          "add one, or pass --conversation NAME")
-    raw_time = _pick(record, "time")
+    if conversation and own and own != conversation and fields["id"] is not None:
+        fields["id"] = f"{own}/{fields['id']}"
+    key, raw_time = _pick(record, "time")
     iso = None
     if raw_time is not None:
+        if not isinstance(raw_time, (str, int, float)) or isinstance(raw_time, bool):
+            raise InputError(path, line, f"'{key}' must be a string or a number, not {_type_name(raw_time)}")
         try:
-            iso = parse_time(str(raw_time))
+            iso = parse_time(raw_time if isinstance(raw_time, str) else str(raw_time))
         except ValueError as exc:
             raise InputError(path, line, f"cannot read time {str(raw_time)[:60]!r}: {exc}",
                              "use ISO 8601 (2023-05-08T13:56:00) or e.g. '1:56 pm on 8 May, 2023'") from None
-    fields: dict[str, str | None] = {}
-    for key in ("speaker", "session", "role", "id"):
-        value = _pick(record, key)
-        if value is not None and _as_text(value) is None:
-            raise InputError(path, line, f"'{key}' must be a string or a number")
-        fields[key] = _as_text(value)
     extra = {k: v for k, v in record.items() if k not in _KNOWN}
     return Message(
         conversation=conv, text=text, source_id=fields["id"], session=fields["session"], time=iso,
@@ -141,28 +161,55 @@ def open_input(path: str) -> tuple[IO[bytes], str]:
         raise CuememError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def read_messages(handle: IO[bytes], name: str, conversation: str | None, report: IngestReport | None = None,
-                  skip_invalid: bool = False) -> Iterator[Message]:
-    """Messages in input order; with `skip_invalid`, bad lines are recorded in `report` instead."""
+def _parsed(handle: IO[bytes], name: str, conversation: str | None) -> Iterator[Message | InputError]:
+    """Each non-blank line's Message, or its InputError. A UTF-8 byte order mark before the first
+    line (Windows editors write one) is not part of it."""
     handle.seek(0)
     for number, raw in enumerate(handle, start=1):
+        if number == 1:
+            raw = raw.removeprefix(_BOM)
         try:
             message = parse_line(raw, name, number, conversation)
         except InputError as exc:
-            if not skip_invalid:
-                raise
-            if report is not None:
-                report.invalid.append(exc.message)
+            yield exc
             continue
         if message is not None:
             yield message
 
 
+def read_messages(handle: IO[bytes], name: str, conversation: str | None, report: IngestReport | None = None,
+                  skip_invalid: bool = False) -> Iterator[Message]:
+    """Messages in input order; with `skip_invalid`, bad lines are recorded in `report` instead."""
+    for item in _parsed(handle, name, conversation):
+        if isinstance(item, InputError):
+            if not skip_invalid:
+                raise item
+            if report is not None:
+                report.invalid.append(item.message)
+            continue
+        yield item
+
+
 def validate(handle: IO[bytes], name: str, conversation: str | None, skip_invalid: bool) -> IngestReport:
-    """First pass: raise on the first bad line (or collect them all with `skip_invalid`)."""
+    """First pass over the whole input: every bad line is found, not only the first. Without
+    `skip_invalid` any bad line rejects the input with an error listing them (the first
+    `SHOWN_INVALID`, and how many more)."""
     report = IngestReport()
-    for _ in read_messages(handle, name, conversation, report, skip_invalid):
-        report.lines += 1
+    first: InputError | None = None
+    for item in _parsed(handle, name, conversation):
+        if isinstance(item, InputError):
+            report.invalid.append(item.message)
+            first = first or item
+        else:
+            report.lines += 1
+    if first is not None and not skip_invalid:
+        count = len(report.invalid)
+        shown = "; ".join(report.invalid[:SHOWN_INVALID])
+        more = f"; … and {count - SHOWN_INVALID} more" if count > SHOWN_INVALID else ""
+        lines = "line" if count == 1 else "lines"
+        hint = first.hint if count == 1 and first.hint else \
+            "fix them, or pass --skip-invalid to store the valid lines and list the others"
+        raise CuememError(f"{name}: {count} invalid {lines} (nothing stored): {shown}{more}", hint)
     return report
 
 

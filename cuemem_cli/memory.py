@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from .convert import converted_input
 from .errors import CuememError
 from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
 from .records import Answer, Context, Message
@@ -80,12 +81,17 @@ class Memory:
         self.close()
 
     # --------------------------------------------------------------- write
-    def ingest_file(self, path: str, conversation: str | None = None, skip_invalid: bool = False,
+    def ingest_file(self, path: str | list[str], conversation: str | None = None, skip_invalid: bool = False,
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
-                    sem_k: int | None = None, replace: bool = False) -> IngestReport:
+                    sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
+                    all_branches: bool = False) -> IngestReport:
         """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
-        line whose id is stored with another text replaces that turn (else it is reported as a conflict)."""
-        handle, name = open_input(path)
+        line whose id is stored with another text replaces that turn (else it is reported as a conflict).
+        With `from_format`, `path` is one or more export files, converted (convert.py) before validation."""
+        if from_format is None:
+            handle, name = open_input(path)
+        else:
+            handle, name = converted_input(from_format, [path] if isinstance(path, str) else path, all_branches)
         with handle:
             report = validate(handle, name, conversation, skip_invalid)
             messages = read_messages(handle, name, conversation, None, skip_invalid)

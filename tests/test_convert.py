@@ -10,8 +10,10 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cuemem_cli.convert import CONVERTERS, load_json
+from cuemem_cli.convert import CONVERTERS, Options, load_json
 from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
@@ -183,7 +185,7 @@ CHAT = [
 def test_openai_object_with_messages() -> None:
     messages = convert("openai", {"messages": CHAT})
     assert [m.source_id for m in messages] == ["1", "2", "6"]
-    assert {m.conversation for m in messages} == {"chat-1"}
+    assert {m.conversation for m in messages} == {"chat"}
     assert messages[0].time == "2024-01-05T10:00:00"
     assert messages[1].text == "Welcome\nto Denver!"
     assert (messages[1].role, messages[1].speaker, messages[1].time) == ("assistant", "assistant", None)
@@ -198,12 +200,14 @@ def test_openai_list_of_conversations() -> None:
     ]
     messages = convert("openai", data)
     assert [(m.conversation, m.text) for m in messages] == [("trip", "a"), ("chat-2", "b"), ("work", "c")]
+    tagged = list(CONVERTERS["openai"](data, Options(tag="chats-0123abcd")))
+    assert [m.conversation for m in tagged] == ["trip", "chats-0123abcd-2", "work"]
 
 
 def test_openai_bare_list_of_messages() -> None:
     messages = convert("openai", CHAT)
     assert [m.source_id for m in messages] == ["1", "2", "6"]
-    assert {m.conversation for m in messages} == {"chat-1"}
+    assert {m.conversation for m in messages} == {"chat"}
 
 
 @pytest.mark.parametrize(
@@ -310,3 +314,65 @@ def test_sample_readme_ids_exist() -> None:
         assert ids and ids <= known, (name, ids - known)
         checked.add(name)
     assert checked == {p.name for p in SAMPLE_FILES}
+
+
+# ---------------------------------------------------------------- chat exports: bad shapes
+@pytest.mark.parametrize(
+    "fmt, data",
+    [
+        ("chatgpt", "text"),
+        ("chatgpt", [5]),
+        ("chatgpt", [{"id": "c", "mapping": {"n": {"parent": ["x"], "children": []}}}]),
+        ("chatgpt", [{"id": "c", "mapping": {"n": {"parent": None, "children": {"a": 1}}}}]),
+        ("chatgpt", [{"id": "c", "mapping": {}, "current_node": ["n"]}]),
+        ("chatgpt", [{"id": "c", "mapping": {}, "current_node": "missing"}]),
+        ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"parent": None, "message": {"author": "me"}}}}]),
+        ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"message": {
+            "author": {"role": "user"}, "content": {"content_type": "text", "parts": "x"}}}}}]),
+        ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"message": {
+            "author": {"role": "user"}, "create_time": [1], "content": {"content_type": "text", "parts": ["x"]}}}}}]),
+        ("claude", {"name": "no uuid"}),
+        ("claude", [{"uuid": "u", "chat_messages": "x"}]),
+        ("claude", [{"uuid": "u", "chat_messages": [{"sender": "human", "text": 5}]}]),
+        ("claude", [{"uuid": "u", "chat_messages": [{"sender": "human", "text": "", "content": "x"}]}]),
+        ("claude", [{"uuid": "u", "chat_messages": [{"sender": "human", "text": "x", "created_at": "whenever"}]}]),
+        ("claude-code", {"type": "user"}),
+        ("claude-code", [[1, 2]]),
+        ("claude-code", [{"type": "user", "uuid": "u", "sessionId": "s", "message": {"content": {"a": 1}}}]),
+    ],
+)
+def test_chat_export_bad_shape_is_a_cuemem_error(fmt: str, data: Any) -> None:
+    with pytest.raises(CuememError):
+        convert(fmt, data)
+
+
+def test_chatgpt_without_current_node_takes_the_latest_regeneration() -> None:
+    def node(key, parent, children, text):
+        message = {"id": key, "author": {"role": "user"}, "content": {"content_type": "text", "parts": [text]}}
+        return {"id": key, "parent": parent, "children": children, "message": message}
+
+    mapping = {"r": node("r", None, ["a", "b"], "root"), "a": node("a", "r", [], "first"),
+               "b": node("b", "r", [], "second")}
+    messages = convert("chatgpt", [{"id": "c", "mapping": mapping}])
+    assert [m.text for m in messages] == ["root", "second"]
+
+
+_KEYS = ["id", "conversation_id", "mapping", "current_node", "parent", "children", "message", "author", "role",
+         "content", "content_type", "parts", "create_time", "metadata", "recipient", "uuid", "sender", "text",
+         "chat_messages", "created_at", "type", "sessionId", "timestamp", "isMeta", "isSidechain", "name"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.sampled_from(
+        ["user", "assistant", "human", "text", "multimodal_text", "all", "n", "2024-05-10T08:00:00Z"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=5),
+    max_leaves=20), fmt=st.sampled_from(["chatgpt", "claude", "claude-code"]))
+def test_chat_exports_give_messages_or_a_cuemem_error(data: Any, fmt: str) -> None:
+    try:
+        messages = convert(fmt, data)
+    except CuememError:
+        return
+    for message in messages:
+        assert isinstance(message.conversation, str) and message.text.strip()
+        assert message.time is None or parse_time(message.time) == message.time
