@@ -504,6 +504,37 @@ def import_(
     _print_ingest_report(report, json_out)
 
 
+# -------------------------------------------------------------------- mcp
+@app.command()
+def mcp(
+    allow_forget: bool = typer.Option(False, "--allow-forget",
+                                      help="Offer the forget tool: connected agents may then delete turns."),
+    model: Optional[str] = typer.Option(None, "--model", "-m",
+                                        help="litellm model of the ask tool (default $CUEMEM_MODEL; none: ask "
+                                             "answers extractively and says so)."),
+    extractor: str = typer.Option("spacy", help="Cue extractor of remember: spacy (offline rules), llm, or a registered name."),
+    extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
+) -> None:
+    """Serve this memory to agents over the Model Context Protocol (stdio): remember, recall, ask,
+    list_conversations (and forget with --allow-forget). Logs go to stderr; see docs/mcp.md."""
+    try:
+        import mcp as _sdk  # noqa: F401  (the optional extra; imported here, never by `cuemem --help`)
+    except ImportError:
+        raise fail(CuememError("`cuemem mcp` needs the MCP SDK (the Python package `mcp`), which is not installed",
+                               "pip install 'cuemem[mcp]'"))
+    from .mcp_server import serve
+
+    path = config.db_path(state.db)
+    if path.is_dir():
+        raise fail(CuememError(f"{path} is a directory, not a database file",
+                               f"name a file, e.g. --db {path / 'memory.db'}"))
+    try:
+        serve(path, allow_forget=allow_forget, model=config.answer_model(model), extractor=extractor,
+              extract_model=extract_model)
+    except CuememError as exc:
+        raise fail(exc)
+
+
 def run() -> None:
     """Console-script entry point."""
     try:

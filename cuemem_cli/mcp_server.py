@@ -1,0 +1,284 @@
+"""`cuemem mcp`: one memory file served to agents as Model Context Protocol tools over stdio.
+
+`MemoryTools` holds what each tool does, in plain synchronous code on a `Memory` (no MCP import, so
+programs and tests can call it directly); `build_server` wraps it in the official SDK's `MCPServer`.
+
+Every tool runs on one worker thread that owns the database connection and the models: a process
+serves one call at a time (SQLite admits one writer anyway), the embedder and the extractor load on
+the first call that needs them and stay loaded, and the event loop keeps reading requests
+meanwhile. Several server processes (two agents, two editor windows) may share one database: each
+write takes SQLite's write lock (`Store.transaction`, BEGIN IMMEDIATE with a busy timeout) and the
+ingest pipeline re-reads under it what other processes committed, so no process loses another's
+turns. stdout is the protocol: the SDK points file descriptor 1 at stderr while it serves, and logs
+go to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from .config import DEFAULT_BUDGET
+from .errors import CuememError, InputError, UnknownConversation
+from .ingest import parse_line
+from .memory import Memory
+from .reconstruct import Settings
+from .records import Context, Message
+
+SERVER_NAME = "cuemem"
+INSTRUCTIONS = (
+    "Long-term memory of conversations. Store turns with `remember` (one conversation name per chat, e.g. "
+    "the project or the user), find what was said with `recall` (evidence turns, oldest first, each with "
+    "its id, time and speaker), list what is stored with `list_conversations`."
+)
+
+T = TypeVar("T")
+
+
+class MessageIn(BaseModel):
+    """One turn to remember; any further field is kept with the turn, as `cuemem ingest` keeps it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    text: str = Field(description="What was said.")
+    speaker: str | None = Field(None, description="Who said it (a name).")
+    role: str | None = Field(None, description="user, assistant, …")
+    time: str | int | float | None = Field(
+        None, description="When: ISO 8601 (a zone is converted to UTC), a date like '8 May 2023', or epoch seconds.")
+    id: str | int | None = Field(
+        None, description="A stable id of the turn in its source; remembering it again is then a no-op.")
+    session: str | None = Field(None, description="A session within the conversation (a day, a chat window).")
+
+
+class MemoryTools:
+    """The tools' behaviour on one database; each method returns JSON-ready data or raises CuememError."""
+
+    def __init__(self, path: str | Path, model: str | None = None, extractor: str = "spacy",
+                 extract_model: str | None = None, embedder: str | None = None):
+        """`model`: the litellm model `ask` answers with when the call names none (None: offline)."""
+        self.path = Path(path)
+        self.model = model
+        self.memory = Memory(self.path, embedder=embedder, extractor=extractor, extract_model=extract_model,
+                             create=True)
+
+    def close(self) -> None:
+        self.memory.close()
+
+    def _exists(self) -> bool:
+        """Reading tools never create the file: only `remember` does (as only `ingest` does on the CLI)."""
+        return self.path.exists() and self.path.stat().st_size > 0
+
+    # ------------------------------------------------------------------ tools
+    def remember(self, conversation: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Store turns as `cuemem ingest` does (cues, vectors, edges). Every message is checked first: one
+        bad message rejects the call and nothing is stored."""
+        conversation = _name(conversation)
+        if not messages:
+            raise CuememError("messages is empty: nothing to remember", "pass a list of {text, speaker?, time?, id?}")
+        parsed: list[Message] = []
+        problems: list[str] = []
+        for index, item in enumerate(messages):
+            try:
+                message = parse_line(orjson.dumps(item), "messages", index, conversation)
+            except InputError as exc:
+                problems.append(f"messages[{index}]: {exc.message.removeprefix(f'messages:{index}: ')}")
+                continue
+            if message is None:  # an empty object
+                problems.append(f"messages[{index}]: missing or empty 'text'")
+            else:
+                parsed.append(message)
+        if problems:
+            shown = "; ".join(problems[:10]) + (f"; … and {len(problems) - 10} more" if len(problems) > 10 else "")
+            raise CuememError(f"{len(problems)} invalid message(s), nothing stored: {shown}",
+                              "each message needs a non-empty 'text'; 'time' must be a readable date")
+        report = self.memory.add(parsed)
+        result: dict[str, Any] = {
+            "conversation": conversation,
+            "messages": len(parsed),
+            "turns_added": report.turns_added,
+            "turns_existing": report.turns_existing,
+            "conflicts": report.conflicts,
+            "cues": report.cues,
+            "temporal_edges": report.temporal_edges,
+            "semantic_edges": report.semantic_edges,
+            "pending": report.pending,
+        }
+        if report.conflicts:
+            result["conflict_ids"] = report.conflict_ids
+            result["note"] = ("some ids are stored already with another text; those messages were not stored "
+                              "(the stored turns are kept): give new ids, or forget the old turns first")
+        return result
+
+    def recall(self, question: str, conversation: str, budget: int = DEFAULT_BUDGET,
+               as_of: str | None = None) -> dict[str, Any]:
+        """The evidence `cuemem ask --context-only --json` gives; the turns count as used (forget's decay
+        and LRU policies), as after an `ask`."""
+        context = self._context(question, conversation, Settings(budget=budget), as_of)
+        self.memory.mark_retrieved(context)
+        return _context_json(context)
+
+    def ask(self, question: str, conversation: str, model: str | None = None) -> dict[str, Any]:
+        """An answer from `model`, else the server's model; with neither, cuemem's offline extractive
+        answer (the evidence sentences nearest the question) and a note saying no model is configured."""
+        from .render import context_json
+
+        question, conversation = _text(question, "question"), _name(conversation)
+        chosen = model or self.model
+        self._require(conversation)
+        result = self.memory.ask(question, conversation, Settings(), model=chosen)
+        data = context_json(result.context, result.answer)
+        del data["cues"]
+        if chosen is None:
+            data["note"] = ("no answer model is configured (start the server with --model MODEL or set "
+                            "CUEMEM_MODEL, or pass model): this is cuemem's offline extractive answer, the "
+                            "evidence sentences nearest the question; read the evidence yourself")
+        return data
+
+    def list_conversations(self) -> list[dict[str, Any]]:
+        if not self._exists():
+            return []
+        keys = ("conversation", "turns", "cues", "pending_turns", "first_time", "last_time")
+        return [{key: row[key] for key in keys} for row in self.memory.store.conversation_stats()]
+
+    def forget(self, conversation: str, turn_ids: list[str] | None = None) -> dict[str, Any]:
+        """The turns (their cues, vectors and edges with them), or the whole conversation without `turn_ids`."""
+        conversation = _name(conversation)
+        if turn_ids is not None and not turn_ids:
+            raise CuememError("turn_ids is empty: nothing to forget",
+                              "name the turns' ids, or leave turn_ids out to forget the whole conversation")
+        store = self._require(conversation)
+        missing: list[str] = []
+        if turn_ids:
+            cid = store.conversation_id(conversation)
+            stored = store.stored_texts(cid, turn_ids) if cid is not None else {}
+            missing = [tid for tid in turn_ids if tid not in stored]
+        report = self.memory.forget(conversation, turns=turn_ids or ()).to_json()
+        report["not_found"] = missing
+        return report
+
+    # --------------------------------------------------------------- helpers
+    def _require(self, conversation: str):
+        """The store, when it holds `conversation`; else the error listing the ones it holds."""
+        if not self._exists():
+            raise UnknownConversation(conversation, [])
+        store = self.memory.store
+        if store.conversation_id(conversation) is None:
+            raise UnknownConversation(conversation, store.conversation_names())
+        return store
+
+    def _context(self, question: str, conversation: str, settings: Settings, as_of: str | None) -> Context:
+        question, conversation = _text(question, "question"), _name(conversation)
+        self._require(conversation)
+        return self.memory.context(question, conversation, settings, as_of)
+
+
+def _text(value: str, what: str) -> str:
+    if not value.strip():
+        raise CuememError(f"{what} is empty")
+    return value
+
+
+def _name(conversation: str) -> str:
+    return _text(conversation, "conversation")
+
+
+def _context_json(context: Context) -> dict[str, Any]:
+    """`ask --context-only --json` without the cue list (up to top-m rows an agent need not read)."""
+    return {
+        "question": context.question,
+        "conversation": context.conversation,
+        "as_of": context.as_of,
+        "evidence": [asdict(e) for e in context.evidence],
+        "tokens": context.tokens,
+        "timings_ms": context.timings_ms,
+    }
+
+
+# ------------------------------------------------------------------ server
+def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: bool = False):
+    """The MCP server: each tool runs `tools`' method on `worker` (one thread); a CuememError becomes a
+    tool error (the model reads its message and hint) and leaves the server running."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    async def run(method: Callable[..., T], *args: Any) -> T:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(worker, functools.partial(method, *args))
+        except CuememError as exc:
+            raise ToolError(f"{exc.message} (hint: {exc.hint})" if exc.hint else exc.message) from None
+
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False))
+    async def remember(
+        conversation: Annotated[str, Field(description="The conversation to store the turns in (created if new).")],
+        messages: Annotated[list[MessageIn], Field(description="The turns, oldest first.")],
+    ) -> dict[str, Any]:
+        """Store dialogue turns in long-term memory, with their cues, vectors and graph edges. Turns with an
+        `id` already stored are skipped, so remembering again is safe. Returns counts."""
+        items = [m.model_dump(exclude_none=True) for m in messages]
+        return await run(tools.remember, conversation, items)
+
+    @server.tool(annotations=reading)
+    async def recall(
+        question: Annotated[str, Field(description="What to look for, as a question or keywords.")],
+        conversation: Annotated[str, Field(description="The conversation to search (see list_conversations).")],
+        budget: Annotated[int, Field(ge=50, description="Evidence budget in tokens (about characters / 4).")]
+        = DEFAULT_BUDGET,
+        as_of: Annotated[str | None, Field(description="Recall as of this time: later turns are left out.")] = None,
+    ) -> dict[str, Any]:
+        """The turns of a conversation that bear on a question, chronological, within a token budget: each
+        with source_id, time, speaker, text and via (anchor: matched the question; temporal/semantic:
+        its neighbour). Use it before answering from memory."""
+        return await run(tools.recall, question, conversation, budget, as_of)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
+    async def ask(
+        question: Annotated[str, Field(description="The question.")],
+        conversation: Annotated[str, Field(description="The conversation to answer from.")],
+        model: Annotated[str | None, Field(description="A litellm model name; default: the server's.")] = None,
+    ) -> dict[str, Any]:
+        """Answer a question from memory with the configured model, with the evidence it used. Without a
+        configured model the answer is extractive and a note says so: prefer recall then."""
+        return await run(tools.ask, question, conversation, model)
+
+    @server.tool(annotations=reading)
+    async def list_conversations() -> list[dict[str, Any]]:
+        """The conversations in memory: name, turns, cues, pending_turns, first and last turn time."""
+        return await run(tools.list_conversations)
+
+    if allow_forget:
+        @server.tool(annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=True, open_world_hint=False))
+        async def forget(
+            conversation: Annotated[str, Field(description="The conversation.")],
+            turn_ids: Annotated[list[str] | None, Field(
+                description="Ids (source_id) of the turns to forget; leave out to forget the whole conversation.")]
+            = None,
+        ) -> dict[str, Any]:
+            """Delete turns for good, with their cues, vectors and edges (no undo). Returns what was removed
+            and the ids not found."""
+            return await run(tools.forget, conversation, turn_ids)
+
+    return server
+
+
+def serve(path: str | Path, allow_forget: bool = False, model: str | None = None, extractor: str = "spacy",
+          extract_model: str | None = None) -> None:
+    """Serve until the client closes stdin; the database is closed on the worker thread that opened it."""
+    tools = MemoryTools(path, model=model, extractor=extractor, extract_model=extract_model)
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuemem")
+    try:
+        build_server(tools, worker, allow_forget).run("stdio")
+    finally:
+        worker.submit(tools.close).result()
+        worker.shutdown()
