@@ -1,0 +1,309 @@
+"""`cuemem mcp`: the real server as a subprocess, driven by the official SDK's stdio client, the way an
+agent's MCP client runs it. Real SQLite, real models; only the answer model is a stub on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import REPO, SAMPLES, assert_whole, raw
+from test_concurrency import assert_same, contents, run_serially
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+
+MAYA = SAMPLES / "maya_and_leo.jsonl"
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)  # the conftest's offline switches included
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    env.pop("CUEMEM_MODEL", None)
+    return {**env, **(extra or {})}
+
+
+@asynccontextmanager
+async def server(db: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
+    """A `cuemem --db DB mcp ARGS` subprocess and an initialised client session on its stdio. Its stderr
+    (the logs) goes to DB.PID.log beside the database: stdout carries nothing but the protocol."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cuemem_cli", "--db", str(db), "mcp", *args],
+                                   env=_env(env))
+    with open(db.parent / f"{db.name}.{id(params)}.log", "w") as log:
+        async with stdio_client(params, errlog=log) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+async def call(session: ClientSession, tool: str, arguments: dict | None = None):
+    """The tool's structured result; the call must succeed."""
+    result = await session.call_tool(tool, arguments or {})
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+async def refused(session: ClientSession, tool: str, arguments: dict) -> str:
+    """The tool error's text; the call must fail as a tool error (not a protocol error)."""
+    result = await session.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    return result.content[0].text
+
+
+def maya(count: int) -> list[dict]:
+    """The sample dialogue's first turns as remember messages (their conversation is the tool's argument)."""
+    lines = [orjson.loads(line) for line in MAYA.read_bytes().splitlines() if line.strip()][:count]
+    return [{k: v for k, v in line.items() if k != "conversation"} for line in lines]
+
+
+def turn_count(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = raw(db)
+    try:
+        return conn.execute("SELECT count(*) FROM turns").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow  # real server processes, each loading the models
+def test_lists_the_tools_and_keeps_forget_for_allow_forget(tmp_path):
+    async def scenario():
+        async with server(tmp_path / "m.db") as session:
+            plain = {tool.name: tool for tool in (await session.list_tools()).tools}
+        async with server(tmp_path / "m.db", "--allow-forget") as session:
+            allowed = {tool.name for tool in (await session.list_tools()).tools}
+        return plain, allowed
+
+    plain, allowed = asyncio.run(scenario())
+    assert set(plain) == {"remember", "recall", "ask", "list_conversations"}
+    assert allowed == {"remember", "recall", "ask", "list_conversations", "forget"}
+    assert plain["remember"].input_schema["required"] == ["conversation", "messages"]
+    assert set(plain["recall"].input_schema["properties"]) == {"question", "conversation", "budget", "as_of"}
+    assert plain["recall"].input_schema["properties"]["budget"]["default"] == 2000
+    assert not (tmp_path / "m.db").exists(), "listing tools creates no database"
+
+
+@pytest.mark.slow  # real server processes, each loading the models
+def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_path):
+    db = tmp_path / "m.db"
+    messages = maya(30)
+
+    async def scenario():
+        async with server(db) as session:
+            assert await call(session, "list_conversations") == {"result": []}
+            stored = await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages})
+            again = await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages[:5]})
+            recalled = await call(session, "recall", {"question": "Where does Leo work?",
+                                                      "conversation": "maya-and-leo", "budget": 300})
+            answered = await call(session, "ask", {"question": "Where does Leo work?", "conversation": "maya-and-leo"})
+            listed = await call(session, "list_conversations")
+            unknown = await refused(session, "recall", {"question": "x", "conversation": "nobody"})
+        return stored, again, recalled, answered, listed, unknown
+
+    stored, again, recalled, answered, listed, unknown = asyncio.run(scenario())
+    assert stored["turns_added"] == 30 and stored["conflicts"] == 0 and stored["cues"] > 30
+    assert stored["temporal_edges"] > 0 and stored["semantic_edges"] > 0
+    assert (again["turns_added"], again["turns_existing"]) == (0, 5), "remembering the same ids again is a no-op"
+
+    # the same rows, cues, vectors and edges as `cuemem ingest` of the same lines
+    jsonl = tmp_path / "maya30.jsonl"
+    jsonl.write_bytes(b"".join(orjson.dumps({"conversation": "maya-and-leo", **m}) + b"\n" for m in messages))
+    ingested = tmp_path / "ingested.db"
+    run_serially(ingested, [("ingest", str(jsonl))])
+    assert_same(contents(db), contents(ingested))
+    assert_whole(db)
+
+    # recall: `ask --context-only --json`'s evidence, within the budget
+    bookstore = next(m["id"] for m in messages if "bookstore" in m["text"])
+    assert bookstore in [e["source_id"] for e in recalled["evidence"]]
+    first = recalled["evidence"][0]
+    assert {"source_id", "time", "speaker", "text", "via"} <= set(first)
+    assert 0 < recalled["tokens"] <= 300
+    positions = [e["position"] for e in recalled["evidence"]]
+    assert positions == sorted(positions), "evidence is chronological"
+    conn = raw(db)
+    used = {r[0] for r in conn.execute("SELECT source_id FROM turns WHERE last_retrieved_at IS NOT NULL")}
+    conn.close()
+    assert bookstore in used, "recalled turns count as used for forget --decay/--lru"
+
+    # ask without a model: the offline answer, and a note that says no model is configured
+    assert answered["answer_kind"] == "extractive" and answered["model"] is None
+    assert "no answer model is configured" in answered["note"]
+    assert bookstore in [e["source_id"] for e in answered["evidence"]]
+
+    assert listed["result"] == [{"conversation": "maya-and-leo", "turns": 30, "cues": stored["cues"],
+                                 "pending_turns": 0, "first_time": messages[0]["time"],
+                                 "last_time": messages[-1]["time"]}]
+    assert "no conversation named 'nobody'" in unknown and "maya-and-leo" in unknown
+
+
+BAD_CALLS = [
+    ({"conversation": "c", "messages": [{"text": "fine"}, {"text": "  "}]}, "messages[1]: missing or empty 'text'"),
+    ({"conversation": "c", "messages": [{"text": "fine", "time": "the day after"}]},
+     "messages[0]: cannot read time 'the day after'"),
+    ({"conversation": "c", "messages": [{"speaker": "Ann"}]}, "messages.0.text"),
+    ({"conversation": "c", "messages": [{"text": 42}]}, "messages.0.text"),
+    ({"conversation": "c", "messages": []}, "messages is empty"),
+    ({"conversation": " ", "messages": [{"text": "fine"}]}, "conversation is empty"),
+    ({"messages": [{"text": "fine"}]}, "conversation"),
+]
+
+
+@pytest.mark.slow  # real server processes, each loading the models
+def test_bad_input_is_a_tool_error_and_writes_nothing(tmp_path):
+    db = tmp_path / "m.db"
+
+    async def scenario():
+        async with server(db) as session:
+            errors = [await refused(session, "remember", arguments) for arguments, _ in BAD_CALLS]
+            created = db.exists()
+            # the server survives the errors and still works
+            stored = await call(session, "remember", {"conversation": "ok", "messages": [{"text": "Still here."}]})
+            return errors, created, stored
+
+    errors, created, stored = asyncio.run(scenario())
+    for error, (_, says) in zip(errors, BAD_CALLS):
+        assert says in error
+    assert not created, "a rejected call creates no database"
+    assert stored["turns_added"] == 1
+    conn = raw(db)
+    assert conn.execute("SELECT c.name, t.text FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+                        ).fetchall() == [("ok", "Still here.")], "the rejected calls stored nothing"
+    conn.close()
+
+
+@pytest.mark.slow  # real server processes, each loading the models
+def test_forget_is_refused_without_allow_forget_and_works_with_it(tmp_path):
+    db = tmp_path / "m.db"
+    messages = maya(6)
+
+    async def scenario():
+        async with server(db) as session:
+            await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages})
+            await call(session, "remember", {"conversation": "other", "messages": [{"text": "Keep me.", "id": "k"}]})
+            refusal = await refused(session, "forget", {"conversation": "maya-and-leo"})
+        kept = turn_count(db)
+        async with server(db, "--allow-forget") as session:
+            some = await call(session, "forget", {"conversation": "maya-and-leo", "turn_ids": ["s1:2", "nope"]})
+            empty = await refused(session, "forget", {"conversation": "maya-and-leo", "turn_ids": []})
+            whole = await call(session, "forget", {"conversation": "maya-and-leo"})
+            listed = await call(session, "list_conversations")
+        return refusal, kept, some, empty, whole, listed
+
+    refusal, kept, some, empty, whole, listed = asyncio.run(scenario())
+    assert "forget" in refusal and kept == 7, "without --allow-forget nothing is forgotten"
+    assert some["applied"] and some["turns"] == 1 and some["not_found"] == ["nope"]
+    assert "turn_ids is empty" in empty
+    assert whole["turns"] == 5 and whole["conversations_removed"] == ["maya-and-leo"]
+    assert [c["conversation"] for c in listed["result"]] == ["other"]
+    assert_whole(db)
+
+
+@pytest.mark.slow  # real server processes, each loading the models
+def test_two_servers_on_one_database_lose_no_turn(tmp_path):
+    """Two agents remembering into one conversation at once, a turn per call: all 20 turns are stored,
+    each with its cues, cue vectors, turn vector and temporal edges."""
+    db = tmp_path / "m.db"
+
+    async def agent(name: str) -> list[dict]:
+        async with server(db) as session:
+            return [await call(session, "remember", {"conversation": "shared", "messages": [
+                {"speaker": name, "id": f"{name}-{i}", "text": f"{name} note {i}: the meeting moved to room {i}."}]})
+                for i in range(10)]
+
+    async def both():
+        return await asyncio.gather(agent("ann"), agent("bob"))
+
+    reports = asyncio.run(both())
+    assert [sum(r["turns_added"] for r in rs) for rs in reports] == [10, 10]
+    assert_whole(db)
+    conn = raw(db)
+    ids = {r[0] for r in conn.execute("SELECT source_id FROM turns")}
+    positions = sorted(r[0] for r in conn.execute("SELECT position FROM turns"))
+    no_cues = conn.execute("SELECT count(*) FROM turns t WHERE NOT EXISTS "
+                           "(SELECT 1 FROM cues c WHERE c.turn_id = t.id)").fetchone()[0]
+    no_vector = conn.execute("SELECT count(*) FROM turns t WHERE NOT EXISTS "
+                             "(SELECT 1 FROM turn_vectors v WHERE v.turn_id = t.id)").fetchone()[0]
+    cues_without_vector = conn.execute("SELECT count(*) FROM cues c WHERE NOT EXISTS "
+                                       "(SELECT 1 FROM cue_vectors v WHERE v.cue_id = c.id)").fetchone()[0]
+    temporal = {frozenset(pair) for pair in conn.execute(
+        "SELECT a.position, b.position FROM edges e JOIN turns a ON a.id = e.src JOIN turns b ON b.id = e.dst"
+        " WHERE e.kind = 'temporal'")}
+    conn.close()
+    assert ids == {f"{n}-{i}" for n in ("ann", "bob") for i in range(10)}
+    assert positions == list(range(20)), "one chronological order, no position taken twice"
+    assert (no_cues, no_vector, cues_without_vector) == (0, 0, 0)
+    assert temporal == {frozenset((p, q)) for p in range(20) for q in (p + 1, p + 2) if q < 20}, \
+        "every turn linked to its neighbours within the window of 2, whichever server stored them"
+
+
+class _StubLLM(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint on 127.0.0.1 that answers from the evidence it was sent."""
+
+    requests: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _StubLLM.requests.append(body)
+        prompt = " ".join(str(m.get("content")) for m in body["messages"])
+        text = "Leo works at a bookstore." if "bookstore" in prompt else "I don't know."
+        reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.slow  # real server processes, each loading the models
+def test_ask_answers_with_the_configured_model(tmp_path):
+    """--model is the server's answer model; the call's `model` argument overrides it (here the same
+    stub under another name). The model is a stub OpenAI endpoint on 127.0.0.1, reached through litellm."""
+    db = tmp_path / "m.db"
+    stub = ThreadingHTTPServer(("127.0.0.1", 0), _StubLLM)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{stub.server_port}/v1", "OPENAI_API_KEY": "test-key"}
+    _StubLLM.requests.clear()
+
+    async def scenario():
+        async with server(db, "--model", "openai/stub-a", env=env) as session:
+            await call(session, "remember", {"conversation": "maya-and-leo", "messages": maya(10)})
+            default = await call(session, "ask", {"question": "Where does Leo work?", "conversation": "maya-and-leo"})
+            chosen = await call(session, "ask", {"question": "Where does Leo work?", "conversation": "maya-and-leo",
+                                                 "model": "openai/stub-b"})
+        return default, chosen
+
+    try:
+        default, chosen = asyncio.run(scenario())
+    finally:
+        stub.shutdown()
+    assert default["answer"] == "Leo works at a bookstore." and default["answer_kind"] == "llm"
+    assert default["model"] == "openai/stub-a" and "note" not in default
+    assert chosen["model"] == "openai/stub-b"
+    assert [r["model"] for r in _StubLLM.requests] == ["stub-a", "stub-b"]
+    assert any("bookstore" in json.dumps(r["messages"]) for r in _StubLLM.requests), "the evidence reached the model"
+
+
+def test_without_the_mcp_extra_the_command_says_what_to_install(cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if `mcp` were not installed
+    result = cli("mcp")
+    assert result.exit_code == 1
+    assert "pip install 'cuemem[mcp]'" in result.stderr
