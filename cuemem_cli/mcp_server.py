@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -32,6 +34,7 @@ from .ingest import parse_line
 from .memory import Memory
 from .reconstruct import Settings
 from .records import Context, Message
+from .store import now_iso
 
 SERVER_NAME = "cuemem"
 INSTRUCTIONS = (
@@ -41,6 +44,10 @@ INSTRUCTIONS = (
 )
 
 T = TypeVar("T")
+# Turns that recall and ask used are recorded (forget's decay and LRU policies keep used turns) at most
+# this often: each write would drop the conversation view that makes a warm recall cost a few ms
+# (view.py), so the marks wait in memory until then, until this process next writes, or until it stops.
+USED_FLUSH_SECONDS = 60.0
 
 
 class MessageIn(BaseModel):
@@ -68,9 +75,14 @@ class MemoryTools:
         self.model = model
         self.memory = Memory(self.path, embedder=embedder, extractor=extractor, extract_model=extract_model,
                              create=True)
+        self._used: dict[str, dict[str, str]] = {}  # conversation → source id → when it was last used
+        self._flushed = time.monotonic()
 
     def close(self) -> None:
-        self.memory.close()
+        try:
+            self.flush_used()
+        finally:
+            self.memory.close()
 
     def _exists(self) -> bool:
         """Reading tools never create the file: only `remember` does (as only `ingest` does on the CLI)."""
@@ -99,6 +111,7 @@ class MemoryTools:
             shown = "; ".join(problems[:10]) + (f"; … and {len(problems) - 10} more" if len(problems) > 10 else "")
             raise CuememError(f"{len(problems)} invalid message(s), nothing stored: {shown}",
                               "each message needs a non-empty 'text'; 'time' must be a readable date")
+        self.flush_used()
         report = self.memory.add(parsed)
         result: dict[str, Any] = {
             "conversation": conversation,
@@ -119,10 +132,10 @@ class MemoryTools:
 
     def recall(self, question: str, conversation: str, budget: int = DEFAULT_BUDGET,
                as_of: str | None = None) -> dict[str, Any]:
-        """The evidence `cuemem ask --context-only --json` gives; the turns count as used (forget's decay
+        """The evidence `cuemem ask --context-only --json` gives; its turns count as used (forget's decay
         and LRU policies), as after an `ask`."""
         context = self._context(question, conversation, Settings(budget=budget), as_of)
-        self.memory.mark_retrieved(context)
+        self._note_used(context)
         return _context_json(context)
 
     def ask(self, question: str, conversation: str, model: str | None = None) -> dict[str, Any]:
@@ -133,7 +146,8 @@ class MemoryTools:
         question, conversation = _text(question, "question"), _name(conversation)
         chosen = model or self.model
         self._require(conversation)
-        result = self.memory.ask(question, conversation, Settings(), model=chosen)
+        result = self.memory.ask(question, conversation, Settings(), model=chosen, record_retrieval=False)
+        self._note_used(result.context)
         data = context_json(result.context, result.answer)
         del data["cues"]
         if chosen is None:
@@ -160,11 +174,39 @@ class MemoryTools:
             cid = store.conversation_id(conversation)
             stored = store.stored_texts(cid, turn_ids) if cid is not None else {}
             missing = [tid for tid in turn_ids if tid not in stored]
+        self.flush_used()
         report = self.memory.forget(conversation, turns=turn_ids or ()).to_json()
         report["not_found"] = missing
         return report
 
+    def flush_used(self) -> None:
+        """Record the turns used since the last flush, each with the time of its latest use."""
+        used, self._used = self._used, {}
+        self._flushed = time.monotonic()
+        if not used:
+            return
+        store = self.memory.store
+        with store.transaction():
+            for conversation, turns in used.items():
+                cid = store.conversation_id(conversation)
+                if cid is None:  # forgotten meanwhile
+                    continue
+                by_time: dict[str, list[str]] = {}
+                for source_id, when in turns.items():
+                    by_time.setdefault(when, []).append(source_id)
+                for when, source_ids in by_time.items():
+                    store.mark_retrieved(cid, source_ids, when)
+
     # --------------------------------------------------------------- helpers
+    def _note_used(self, context: Context) -> None:
+        now = now_iso()
+        self._used.setdefault(context.conversation, {}).update((e.source_id, now) for e in context.evidence)
+        if time.monotonic() - self._flushed >= USED_FLUSH_SECONDS:
+            try:
+                self.flush_used()
+            except CuememError as exc:  # the database stayed busy: the answer stands, these marks are lost
+                logging.getLogger(__name__).warning("could not record used turns: %s", exc.message)
+
     def _require(self, conversation: str):
         """The store, when it holds `conversation`; else the error listing the ones it holds."""
         if not self._exists():

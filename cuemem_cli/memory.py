@@ -147,16 +147,11 @@ class Memory:
                                     embedder=lambda: self.embedder(quick_start=True), priority=priority,
                                     on_token=on_token)
         context = self.context(question, conversation, settings, as_of)
-        if record_retrieval:
-            self.mark_retrieved(context)
-        return Result(context, answer_with(context))
-
-    def mark_retrieved(self, context: Context) -> None:
-        """Record that the context's turns were used now: forget's decay and LRU policies keep used turns."""
-        if context.evidence:
+        if record_retrieval and context.evidence:
             cid, _ = resolve_conversation(self.store, context.conversation)
             with self.store.transaction():
                 self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
+        return Result(context, answer_with(context))
 
     def conversations(self) -> list[str]:
         return self.store.conversation_names()

@@ -307,3 +307,33 @@ def test_without_the_mcp_extra_the_command_says_what_to_install(cli, monkeypatch
     result = cli("mcp")
     assert result.exit_code == 1
     assert "pip install 'cuemem[mcp]'" in result.stderr
+
+
+@pytest.mark.slow  # loads the models
+def test_used_turns_are_recorded_in_batches_so_warm_recalls_keep_the_view(tmp_path, monkeypatch):
+    """Each write drops the in-memory conversation view (view.py); recall's marks wait until
+    USED_FLUSH_SECONDS passed, this process writes, or it stops."""
+    from cuemem_cli import mcp_server
+    from cuemem_cli.view import _views
+
+    def used(db):
+        conn = raw(db)
+        try:
+            return {r[0] for r in conn.execute("SELECT source_id FROM turns WHERE last_retrieved_at IS NOT NULL")}
+        finally:
+            conn.close()
+
+    db = tmp_path / "m.db"
+    tools = mcp_server.MemoryTools(db)
+    try:
+        tools.remember("maya-and-leo", maya(20))
+        for _ in range(3):
+            tools.recall("Where does Leo work?", "maya-and-leo")
+        assert used(db) == set(), "not yet recorded"
+        assert any(view is not None for _, view in _views[tools.memory.store].values()), \
+            "the third recall was answered from the in-memory view"
+        monkeypatch.setattr(mcp_server, "USED_FLUSH_SECONDS", 0.0)
+        recalled = tools.recall("Where does Leo work?", "maya-and-leo")
+        assert used(db) == {e["source_id"] for e in recalled["evidence"]}
+    finally:
+        tools.close()
