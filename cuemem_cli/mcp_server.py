@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .config import DEFAULT_BUDGET
 from .errors import CuememError, InputError, UnknownConversation
-from .ingest import parse_line
+from .ingest import Ingestor, IngestReport, parse_line
 from .memory import Memory
 from .reconstruct import Settings
 from .records import Context, Message
@@ -75,6 +75,7 @@ class MemoryTools:
         self.model = model
         self.memory = Memory(self.path, embedder=embedder, extractor=extractor, extract_model=extract_model,
                              create=True)
+        self._writer: Ingestor | None = None  # kept between remember calls (Memory.writer)
         self._used: dict[str, dict[str, str]] = {}  # conversation → source id → when it was last used
         self._flushed = time.monotonic()
 
@@ -112,7 +113,13 @@ class MemoryTools:
             raise CuememError(f"{len(problems)} invalid message(s), nothing stored: {shown}",
                               "each message needs a non-empty 'text'; 'time' must be a readable date")
         self.flush_used()
-        report = self.memory.add(parsed)
+        if self._writer is None:
+            self._writer = self.memory.writer()
+        try:
+            report = self._writer.run(parsed, IngestReport(lines=len(parsed)))
+        except BaseException:
+            self._writer = None  # its positions and indexes may be ahead of what was committed
+            raise
         result: dict[str, Any] = {
             "conversation": conversation,
             "messages": len(parsed),
@@ -175,6 +182,7 @@ class MemoryTools:
             stored = store.stored_texts(cid, turn_ids) if cid is not None else {}
             missing = [tid for tid in turn_ids if tid not in stored]
         self.flush_used()
+        self._writer = None  # its cue indexes may hold forgotten cues
         report = self.memory.forget(conversation, turns=turn_ids or ()).to_json()
         report["not_found"] = missing
         return report

@@ -111,6 +111,12 @@ class Memory:
         report = IngestReport(lines=len(parsed))
         return self._ingestor(window, sem_k, replace).run(parsed, report)
 
+    def writer(self) -> Ingestor:
+        """An ingest pipeline to keep across many small batches (`Ingestor.run`), as a server's: it holds each
+        conversation's cue index in memory between them and reloads it when another process wrote. Make a new
+        one after this process forgets turns or a run fails."""
+        return self._ingestor(None, None)
+
     def _ingestor(self, window: int | None, sem_k: int | None, replace: bool = False) -> Ingestor:
         """What can refuse the run (options, extractor, embedder) is checked before the database file is
         created; the database's settings are then recorded in one write transaction: all, or none."""

@@ -103,7 +103,12 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
     async def scenario():
         async with server(db) as session:
             assert await call(session, "list_conversations") == {"result": []}
-            stored = await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages})
+            # one call, then two more into the same conversation: the server keeps its ingest pipeline between
+            stored = await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages[:20]})
+            for part in (messages[20:25], messages[25:]):
+                more = await call(session, "remember", {"conversation": "maya-and-leo", "messages": part})
+                for key in ("turns_added", "cues", "temporal_edges", "semantic_edges"):
+                    stored[key] += more[key]
             again = await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages[:5]})
             recalled = await call(session, "recall", {"question": "Where does Leo work?",
                                                       "conversation": "maya-and-leo", "budget": 300})
@@ -197,16 +202,18 @@ def test_forget_is_refused_without_allow_forget_and_works_with_it(tmp_path):
         kept = turn_count(db)
         async with server(db, "--allow-forget") as session:
             some = await call(session, "forget", {"conversation": "maya-and-leo", "turn_ids": ["s1:2", "nope"]})
+            after = await call(session, "remember", {"conversation": "maya-and-leo", "messages": maya(7)[6:]})
             empty = await refused(session, "forget", {"conversation": "maya-and-leo", "turn_ids": []})
             whole = await call(session, "forget", {"conversation": "maya-and-leo"})
             listed = await call(session, "list_conversations")
-        return refusal, kept, some, empty, whole, listed
+        return refusal, kept, some, after, empty, whole, listed
 
-    refusal, kept, some, empty, whole, listed = asyncio.run(scenario())
+    refusal, kept, some, after, empty, whole, listed = asyncio.run(scenario())
     assert "forget" in refusal and kept == 7, "without --allow-forget nothing is forgotten"
     assert some["applied"] and some["turns"] == 1 and some["not_found"] == ["nope"]
     assert "turn_ids is empty" in empty
-    assert whole["turns"] == 5 and whole["conversations_removed"] == ["maya-and-leo"]
+    assert after["turns_added"] == 1, "remembering after a forget works"
+    assert whole["turns"] == 6 and whole["conversations_removed"] == ["maya-and-leo"]
     assert [c["conversation"] for c in listed["result"]] == ["other"]
     assert_whole(db)
 
