@@ -3,9 +3,11 @@
 One LoCoMo conversation is remembered into a new database through a real server process, in calls of
 BATCH turns (the first call, which loads spaCy and the embedder, reported apart), then in calls of one
 turn; then its questions are recalled (and the server's own reconstruction time beside each, so the
-protocol's share shows) and asked offline (extractive answer). Last, cold starts: a new server process
+protocol's share shows) and asked offline (extractive answer); list_conversations, a small result, gives
+the round trip's floor. Last, cold starts: a new server process
 answering its first recall, against a cold `cuemem ask --json` process (offline answer) on the same
-database, alternating, medians.
+database, alternating, medians. The reference for warm recall is bench_reconstruct.py on the same
+database and questions in the same run: in-process reconstruction, what a warm recall should cost.
 
     python bench/bench_mcp.py [LOCOMO_JSON] [CONVERSATION] [BATCH]
 """
@@ -76,6 +78,7 @@ async def _warm(db: Path, conversation: str, messages: list[dict], questions: li
                     ms, data = await _timed_call(session, "recall", {"question": question, "conversation": conversation})
                     recall_ms.append(ms)
                     server_ms.append(data["timings_ms"]["total"])
+                list_ms = [(await _timed_call(session, "list_conversations", {}))[0] for _ in range(50)]
                 ask_ms = [(await _timed_call(session, "ask", {"question": q, "conversation": conversation}))[0]
                           for q in questions[:50]]
     return {
@@ -87,6 +90,7 @@ async def _warm(db: Path, conversation: str, messages: list[dict], questions: li
         "recall": _stats(recall_ms),
         "recall_server_reconstruction": _stats(server_ms),
         "recall_protocol_overhead_p50_ms": round(statistics.median(recall_ms) - statistics.median(server_ms), 1),
+        "list_conversations": _stats(list_ms),
         "ask_offline": _stats(ask_ms),
     }
 
@@ -123,6 +127,11 @@ def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch
     with tempfile.TemporaryDirectory(prefix="cuemem-bench-mcp-") as work:
         db = Path(work) / "mcp.db"
         result = asyncio.run(_warm(db, conversation, messages, questions, int(batch)))
+        sys.path.insert(0, str(HERE))
+        import bench_reconstruct
+
+        in_process = bench_reconstruct.main(str(db), locomo, conversation)
+        result["in_process_reconstruction"] = {"p50_ms": in_process["p50_ms"], "p95_ms": in_process["p95_ms"]}
         cold_recall, cold_ask = [], []
         for i in range(COLD_RUNS):
             question = questions[i]
@@ -142,7 +151,9 @@ def markdown_row(r: dict, batch: int = 20) -> str:
     b = r[f"remember_{batch}_turns"]
     return (f"| `cuemem mcp` through the SDK's stdio client, LoCoMo conv-26 ({r['turns']} turns) | recall p50 "
             f"{r['recall']['p50_ms']} ms, p95 {r['recall']['p95_ms']} ms (server's reconstruction p50 "
-            f"{r['recall_server_reconstruction']['p50_ms']} ms); ask offline p50 {r['ask_offline']['p50_ms']} ms, p95 "
+            f"{r['recall_server_reconstruction']['p50_ms']} ms; in-process reconstruction in the same run p50 "
+            f"{r['in_process_reconstruction']['p50_ms']} ms, p95 {r['in_process_reconstruction']['p95_ms']} ms; "
+            f"a list_conversations round trip p50 {r['list_conversations']['p50_ms']} ms); ask offline p50 {r['ask_offline']['p50_ms']} ms, p95 "
             f"{r['ask_offline']['p95_ms']} ms; remember {batch} turns p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms, "
             f"1 turn p50 {r['remember_1_turn']['p50_ms']} ms, p95 {r['remember_1_turn']['p95_ms']} ms; "
             f"first recall of a new server {r['cold_first_recall_s']} s | cold `ask --json` process "
