@@ -161,5 +161,17 @@ def markdown_row(r: dict, batch: int = 20) -> str:
             f"{'**met**' if r['met'] else '**not met**'} |")
 
 
+def markdown_details(r: dict) -> str:
+    """The RESULTS.md details line."""
+    return (f"- `cuemem mcp` (bench_mcp.py): the first remember of a server ({r['remember_first_call']['turns']} turns) "
+            f"took {r['remember_first_call']['ms']} ms, loading spaCy and the embedder; later calls of "
+            f"{r['remember_20_turns']['calls']} × 20 turns {r['remember_20_turns']['per_turn_p50_ms']} ms per turn "
+            f"(p50). A warm recall is the server's own reconstruction plus {r['recall_protocol_overhead_p50_ms']} ms "
+            "p50 of protocol (JSON-RPC over pipes, the SDK's validation of the result, the worker-thread hop). "
+            "A new server's first recall is mostly process start and importing the `mcp` SDK (its pydantic "
+            "models: ~0.7 s on an idle core) before the handshake; the recall itself loads the embedder and "
+            "reads SQLite.")
+
+
 if __name__ == "__main__":
     main(*sys.argv[1:])

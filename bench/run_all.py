@@ -19,6 +19,7 @@ import bench_cells_real  # noqa: E402
 import bench_cli  # noqa: E402
 import bench_ingest  # noqa: E402
 import bench_llm_calls  # noqa: E402
+import bench_mcp  # noqa: E402
 import bench_million  # noqa: E402
 import bench_reconstruct  # noqa: E402
 import bench_stream  # noqa: E402
@@ -36,6 +37,7 @@ def main(locomo: str, million: str = "1000000") -> None:
         results["million"] = bench_million.main(million, "30")
         results["cells_real"] = bench_cells_real.main(db, locomo)
         results["stream"] = bench_stream.main()
+        results["mcp"] = bench_mcp.main(locomo)
     results["total_s"] = round(time.perf_counter() - started, 1)
     (HERE / "results.json").write_text(json.dumps(results, indent=2))
     write_markdown(results)
@@ -95,6 +97,7 @@ def write_markdown(r: dict) -> None:
         f"{round(lc['calls_batched'] / lc['calls_one_per_turn'], 3)} | ≤ 0.15 | {yes(lc['met'])} |",
         f"| DB size | {i['db_bytes']:,} B: {i['db_bytes_per_turn']:,} B/turn, {i['db_bytes_per_cue']:,} B/cue | raw JSONL "
         f"{i['jsonl_bytes']:,} B | {i['db_to_jsonl']} | report | — |",
+        *([bench_mcp.markdown_row(r["mcp"])] if r.get("mcp") else []),
         "",
         "## Details",
         "",
@@ -108,6 +111,7 @@ def write_markdown(r: dict) -> None:
         f"store build {m['build_s']} s.",
         *cells_real_lines(r.get("cells_real")),
         *stream_lines(r.get("stream")),
+        *([bench_mcp.markdown_details(r["mcp"])] if r.get("mcp") else []),
         *[f"- {note}" for note in r.get("notes", [])],
         "",
         "## Goals not met: where the time goes, and what would close them",
