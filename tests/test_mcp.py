@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import orjson
 import pytest
@@ -21,8 +22,8 @@ from test_concurrency import assert_same, contents, run_serially
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession, StdioServerParameters  # noqa: E402
-from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 
@@ -259,9 +260,9 @@ def test_two_servers_on_one_database_lose_no_turn(tmp_path):
 class _StubLLM(BaseHTTPRequestHandler):
     """An OpenAI-compatible chat endpoint on 127.0.0.1 that answers from the evidence it was sent."""
 
-    requests: list[dict] = []
+    requests: ClassVar[list[dict]] = []
 
-    def do_POST(self):  # noqa: N802 (http.server's name)
+    def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         _StubLLM.requests.append(body)
         prompt = " ".join(str(m.get("content")) for m in body["messages"])
