@@ -199,6 +199,8 @@ def test_forget_is_refused_without_allow_forget_and_works_with_it(tmp_path):
         async with server(db) as session:
             await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages})
             await call(session, "remember", {"conversation": "other", "messages": [{"text": "Keep me.", "id": "k"}]})
+            conflict = await call(session, "remember", {"conversation": "other", "messages": [
+                {"text": "Not me.", "id": "k"}, {"text": "New.", "id": "n"}]})
             refusal = await refused(session, "forget", {"conversation": "maya-and-leo"})
         kept = turn_count(db)
         async with server(db, "--allow-forget") as session:
@@ -207,15 +209,20 @@ def test_forget_is_refused_without_allow_forget_and_works_with_it(tmp_path):
             empty = await refused(session, "forget", {"conversation": "maya-and-leo", "turn_ids": []})
             whole = await call(session, "forget", {"conversation": "maya-and-leo"})
             listed = await call(session, "list_conversations")
-        return refusal, kept, some, after, empty, whole, listed
+        return conflict, refusal, kept, some, after, empty, whole, listed
 
-    refusal, kept, some, after, empty, whole, listed = asyncio.run(scenario())
-    assert "forget" in refusal and kept == 7, "without --allow-forget nothing is forgotten"
+    conflict, refusal, kept, some, after, empty, whole, listed = asyncio.run(scenario())
+    assert (conflict["turns_added"], conflict["conflicts"], conflict["conflict_ids"]) == (1, 1, ["other/k"])
+    assert "not stored" in conflict["note"]
+    assert "forget" in refusal and kept == 8, "without --allow-forget nothing is forgotten"
     assert some["applied"] and some["turns"] == 1 and some["not_found"] == ["nope"]
     assert "turn_ids is empty" in empty
     assert after["turns_added"] == 1, "remembering after a forget works"
     assert whole["turns"] == 6 and whole["conversations_removed"] == ["maya-and-leo"]
     assert [c["conversation"] for c in listed["result"]] == ["other"]
+    conn = raw(db)
+    assert conn.execute("SELECT text FROM turns WHERE source_id = 'k'").fetchall() == [("Keep me.",)]
+    conn.close()
     assert_whole(db)
 
 
