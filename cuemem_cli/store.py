@@ -1,4 +1,5 @@
-"""The one place that runs SQL: connection, migrations, and every query cuemem makes.
+"""The one place that runs SQL: connection, the migration runner, and every query cuemem makes (the
+schema itself is migrations.py).
 
 SQLite comes from `pysqlite3` because this Python's stdlib sqlite3 cannot load extensions; sqlite-vec
 provides the `vec0` table of cue vectors, partitioned by conversation so a KNN never leaves it.
@@ -19,7 +20,7 @@ import orjson
 
 from .errors import ModelMismatch, StoreError
 from .files import private_dir
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, Step, steps
 from .records import Cue, Turn
 
 BUSY_TIMEOUT = 30.0  # seconds a process waits for another one's write lock before giving up
@@ -133,66 +134,71 @@ class Store:
                 return
             time.sleep(0.05)
 
-    def _schema_state(self) -> tuple[int, int, list[str]]:
-        """(application id, number of schema objects, migrations recorded)."""
+    def _schema_state(self) -> tuple[int, int, list[str], int | None]:
+        """(application id, number of schema objects, migrations recorded, embedding dimension or None)."""
         app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        has_log = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone()
-        applied = [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY name")] if has_log else []
-        return app_id, tables, applied
+        names = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        applied = [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY name")] \
+            if "_migrations" in names else []
+        dim = self.get_meta("embedding_dim") if "meta" in names else None
+        return app_id, len(names), applied, int(dim) if dim else None
 
-    def _up_to_date(self, state: tuple[int, int, list[str]], existed: bool) -> bool:
-        """Refuse a file that is not ours or was written by a newer cuemem; True when nothing is left to do."""
-        app_id, tables, applied = state
+    def _pending(self, state: tuple[int, int, list[str], int | None], existed: bool) -> list[Step]:
+        """The migrations left to apply now (vector ones wait for a dimension); refuses a file that is not
+        ours or was written by a newer cuemem."""
+        app_id, tables, applied, dim = state
         if app_id != APPLICATION_ID and existed and tables:
             raise StoreError(
                 f"{self.path} is a SQLite database but not a cuemem one; cuemem left it untouched",
                 "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
             )
-        known = [name for name, _ in MIGRATIONS]
-        unknown = [name for name in applied if name not in known]
+        known = steps(MIGRATIONS)
+        unknown = [name for name in applied if name not in {step.name for step in known}]
         if unknown:
             raise StoreError(
                 f"{self.path} was written by a newer cuemem (schema {len(applied)}, this one knows "
                 f"{len(known)}: unknown migration {unknown[0]}); cuemem left it untouched",
                 "upgrade cuemem: pip install -U cuemem",
             )
-        return app_id == APPLICATION_ID and len(applied) == len(known)
+        return [step for step in known if step.name not in applied and (dim is not None or not step.needs_dim)]
 
     def _prepare(self, existed: bool, wal: bool) -> None:
         """Refuse a file that is not ours (before changing a byte of it), set the connection up, then mark
-        the file as cuemem's and apply pending migrations, all in one write transaction.
-
-        Several processes may open a new or an old database at once: each reads the schema state again
-        once it holds the write lock, so exactly one of them migrates and the others find nothing to do.
-        """
+        the file as cuemem's and apply pending migrations."""
         with self.snapshot():
-            done = self._up_to_date(self._schema_state(), existed)
+            pending = self._pending(self._schema_state(), existed)
         if wal:
             self._use_wal()
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.execute("PRAGMA secure_delete=ON")
-        if done:
-            return
-        with self.transaction():
-            state = self._schema_state()
-            if self._up_to_date(state, existed):
-                return
-            applied = state[2]
-            pending = [(name, sql) for name, sql in MIGRATIONS if name not in applied]
-            if pending and applied:
-                self._copy_committed(f"{self.path}.bak-schema{len(applied)}")
-            if state[0] != APPLICATION_ID:
-                self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-            for name, sql in pending:
-                for statement in _split_sql(sql):
-                    self.conn.execute(statement)
-                if name == "m002_turn_vectors" and self.has_vectors():
-                    self._backfill_turn_vectors()
-                self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now_iso()))
+        if pending:
+            self._migrate(existed, backup=True)
+
+    def _migrate(self, existed: bool, backup: bool) -> None:
+        """Apply the pending migrations (migrations.py) in order, each in its own write transaction with
+        its record in `_migrations`; the first one of an older database is preceded by a copy of it.
+
+        Several processes may open a new or an old database at once: each transaction reads the schema
+        state again once it holds the write lock, so each migration runs exactly once and the others
+        find nothing to do. Inside an open transaction (bind_embedder) they all join it.
+        """
+        while True:
+            with self.transaction():
+                state = self._schema_state()
+                pending = self._pending(state, existed)
+                if not pending:
+                    return
+                app_id, _, applied, dim = state
+                if backup and applied:
+                    self._copy_committed(f"{self.path}.bak-schema{len(applied)}")
+                backup = False
+                if app_id != APPLICATION_ID:
+                    self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                pending[0].apply(self.conn, dim)
+                self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (pending[0].name, now_iso()))
 
     def _copy_committed(self, target: str) -> None:
         """A copy of the committed database (WAL included) while this connection holds the write lock:
@@ -254,7 +260,8 @@ class Store:
         return dict(self.conn.execute("SELECT key, value FROM meta ORDER BY key"))
 
     def bind_embedder(self, model_id: str, dim: int, backend: str) -> None:
-        """Record the embedding model on first use; refuse a different one afterwards."""
+        """Record the embedding model on first use, creating the vector tables for its dimension (the
+        vector migrations, migrations.py); refuse a different model afterwards."""
         if self.get_meta("embedding_model") is None:
             with self.transaction():
                 if self.get_meta("embedding_model") is not None:  # another process bound it first
@@ -263,11 +270,7 @@ class Store:
                 self.set_meta("embedding_model", model_id)
                 self.set_meta("embedding_dim", str(dim))
                 self.set_meta("embedding_backend", backend)
-                self.conn.execute(
-                    "CREATE VIRTUAL TABLE IF NOT EXISTS cue_vectors USING vec0("
-                    "cue_id INTEGER PRIMARY KEY, conversation_id INTEGER PARTITION KEY, "
-                    f"embedding float[{int(dim)}] distance_metric=cosine)"
-                )
+                self._migrate(existed=True, backup=False)  # the vector migrations were waiting for `dim`
             return
         self.check_embedder(model_id, dim)
 
@@ -487,23 +490,6 @@ class Store:
         """What this database's turn vectors hold: TURN_WITH_PREVIOUS, or TURN_ALONE if written before m005."""
         return self.get_meta("turn_vectors") or TURN_WITH_PREVIOUS
 
-    def _backfill_turn_vectors(self) -> None:
-        """Turn vectors for a database written before they existed, without a model at hand: the
-        normalised mean of each turn's sentence-cue vectors (measured 0.008 below embedding the turn
-        itself on LoCoMo; re-ingest to get the exact ones)."""
-
-        rows = self.conn.execute(
-            "SELECT c.turn_id, c.kind, v.embedding FROM cues c JOIN cue_vectors v ON v.cue_id = c.id"
-            " ORDER BY c.turn_id, c.id")
-        by_turn: dict[int, tuple[list[str], list[bytes]]] = {}
-        for tid, kind, blob in rows:
-            kinds, blobs = by_turn.setdefault(tid, ([], []))
-            kinds.append(kind)
-            blobs.append(blob)
-        self.insert_turn_vectors([
-            (tid, _mean_of_sentences(kinds, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)))
-            for tid, (kinds, blobs) in by_turn.items()])
-
     def conversation_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix).
 
@@ -566,9 +552,6 @@ class Store:
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         return ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
 
-    def _has_cell_table(self) -> bool:
-        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'cue_cells'").fetchone() is not None
-
     def replace_cells(self, conversation_id: int, centroids: np.ndarray, cue_ids: np.ndarray, cells: np.ndarray,
                       vectors: np.ndarray) -> np.ndarray:
         """Swap a conversation's cells for new ones; call inside `transaction()`. Returns the cell ids.
@@ -577,10 +560,6 @@ class Store:
         grouped by cell: vec0 appends to one chunk per partition, so cell order writes each chunk
         once (measured: 1M rows in ~65 s, against ~400 s in arrival order).
         """
-        dim = centroids.shape[1]
-        self.conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS cue_cells USING vec0(cue_id INTEGER PRIMARY KEY, "
-            f"cell INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
         old = orjson.dumps([r[0] for r in self.conn.execute(
             "SELECT id FROM cell_centroids WHERE conversation_id = ?", (conversation_id,))]).decode()
         self.conn.execute("DELETE FROM cue_cells WHERE cell IN (SELECT value FROM json_each(?))", (old,))
@@ -805,10 +784,10 @@ class Store:
     def delete_turns(self, turn_ids: Sequence[int], keep_conversations: bool = False) -> dict[str, Any]:
         """Remove turns and all that is theirs; call inside `transaction()`.
 
-        Order respects the foreign keys: cue vectors, cue FTS entries, cues, edges (either end), turn
-        FTS entries, turns, extraction-cache entries no remaining turn shares, then conversations left
-        empty (unless `keep_conversations`: a replaced turn's successor is stored next). Both FTS indexes
-        are merged afterwards so no deleted term survives in them.
+        Order respects the foreign keys: cue vectors (and their cell copies), cue FTS entries, cues, edges
+        (either end), turn FTS entries, turns, extraction-cache entries no remaining turn shares, then
+        conversations left empty (unless `keep_conversations`: a replaced turn's successor is stored next).
+        Both FTS indexes are merged afterwards so no deleted term survives in them.
         """
         counts: dict[str, Any] = {"turns": 0, "cues": 0, "vectors": 0, "edges": 0, "extraction_cache": 0,
                                   "conversations": {}, "conversations_removed": []}
@@ -831,7 +810,6 @@ class Store:
             counts["vectors"] = run("SELECT count(*) FROM cue_vectors WHERE cue_id IN"
                                     " (SELECT value FROM json_each(?))", (cue_ids,)).fetchone()[0]
             run("DELETE FROM cue_vectors WHERE cue_id IN (SELECT value FROM json_each(?))", (cue_ids,))
-        if self._has_cell_table():
             run("DELETE FROM cue_cells WHERE cue_id IN (SELECT value FROM json_each(?))", (cue_ids,))
         run("DELETE FROM cues_fts WHERE rowid IN (SELECT value FROM json_each(?))", (cue_ids,))
         counts["cues"] = run("DELETE FROM cues WHERE id IN (SELECT value FROM json_each(?))", (cue_ids,)).rowcount
@@ -900,21 +878,9 @@ def _is_busy(exc: Exception) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _split_sql(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
-
-
 def _create_private_file(path: str) -> None:
     """Create the DB file 0600 (and a missing parent 0700) before SQLite touches it."""
     private_dir(Path(path).expanduser().resolve().parent)
     fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
     os.close(fd)
     os.chmod(path, 0o600)
-
-
-def _mean_of_sentences(kinds: Sequence[str], vectors: np.ndarray) -> np.ndarray:
-    """The normalised mean of a turn's statement-cue vectors (of all its cues if it has none)."""
-    sentences = [i for i, kind in enumerate(kinds) if kind == "statement"]
-    mean = (vectors[sentences] if sentences else vectors).mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return (mean / norm if norm else mean).astype(np.float32)
