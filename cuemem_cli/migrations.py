@@ -89,6 +89,7 @@ def m001_initial(conn: Connection) -> None:
             PRIMARY KEY (model, prompt_version, turn_hash)
         ) WITHOUT ROWID""",
         "CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1)",
+        # read by nothing but its own upkeep: dropped by m009
         "CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1)",
     )
 
@@ -140,17 +141,15 @@ def m003_cells(conn: Connection) -> None:
 def m004_porter_fts(conn: Connection) -> None:
     """Porter stemming for the lexical search: "dogs" finds "dog", "painting" finds "paint". Measured on
     LoCoMo at 2,000 tokens: 0.864 of questions with all evidence against 0.860, no category lower
-    (bench/quality_notes.md). Both indexes are rebuilt from the rows they index."""
+    (bench/quality_notes.md). The index is rebuilt from the rows it indexes. (Released, it rebuilt
+    `cues_fts` too; that index is dropped by m009, so it is no longer rebuilt only to be dropped.)"""
     _run(
         conn,
         "DROP TABLE turns_fts",
-        "DROP TABLE cues_fts",
+        "DROP TABLE IF EXISTS cues_fts",
         "CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1,"
         " tokenize='porter unicode61')",
-        "CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1,"
-        " tokenize='porter unicode61')",
         "INSERT INTO turns_fts(rowid, text) SELECT id, text FROM turns",
-        "INSERT INTO cues_fts(rowid, text) SELECT id, subject || ' ' || relation || ' ' || object FROM cues",
     )
 
 
@@ -189,6 +188,12 @@ def m008_cue_cells(conn: Connection, dim: int) -> None:
         f" cell INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
 
 
+def m009_drop_cues_fts(conn: Connection) -> None:
+    """The lexical index of cues was written on every cue and cleaned by forget, but no search read it
+    (the lexical signal is turns_fts, reconstruct.py): it cost ingest time and bytes."""
+    conn.execute("DROP TABLE IF EXISTS cues_fts")
+
+
 MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
     m001_initial,
     m002_turn_vectors,
@@ -198,6 +203,7 @@ MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
     m006_turn_stored_at,
     m007_cue_vectors,
     m008_cue_cells,
+    m009_drop_cues_fts,
 ]
 
 

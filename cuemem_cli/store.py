@@ -410,9 +410,6 @@ class Store:
                 (turn_id, conversation_id, subject, relation, obj, kind),
             )
             ids.append(cur.lastrowid)
-            self.conn.execute(
-                "INSERT INTO cues_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, f"{subject} {relation} {obj}")
-            )
         return ids
 
     def cues_of_turns(self, turn_ids: Iterable[int]) -> dict[int, list[Cue]]:
@@ -619,16 +616,6 @@ class Store:
                 return [(Cue(*r[:6]), 1.0 - float(r[6])) for r in rows[:k]]
             fetch = min(2 * fetch, VEC0_MAX_K)
 
-    def search_cues_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[Cue, float]]:
-        """Lexical cue search (BM25; higher is better), limited to one conversation."""
-        rows = self.conn.execute(
-            "SELECT c.id, c.turn_id, c.subject, c.relation, c.object, c.kind, -bm25(cues_fts) AS s"
-            " FROM cues_fts JOIN cues c ON c.id = cues_fts.rowid"
-            " WHERE cues_fts MATCH ? AND c.conversation_id = ? ORDER BY s DESC LIMIT ?",
-            (query, conversation_id, limit),
-        )
-        return [(Cue(*r[:6]), float(r[6])) for r in rows]
-
     def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
         """Lexical turn search (BM25; higher is better), limited to one conversation."""
         rows = self.conn.execute(
@@ -784,10 +771,10 @@ class Store:
     def delete_turns(self, turn_ids: Sequence[int], keep_conversations: bool = False) -> dict[str, Any]:
         """Remove turns and all that is theirs; call inside `transaction()`.
 
-        Order respects the foreign keys: cue vectors (and their cell copies), cue FTS entries, cues, edges
-        (either end), turn FTS entries, turns, extraction-cache entries no remaining turn shares, then
-        conversations left empty (unless `keep_conversations`: a replaced turn's successor is stored next).
-        Both FTS indexes are merged afterwards so no deleted term survives in them.
+        Order respects the foreign keys: cue vectors (and their cell copies), cues, edges (either end),
+        turn FTS entries, turns, extraction-cache entries no remaining turn shares, then conversations
+        left empty (unless `keep_conversations`: a replaced turn's successor is stored next). The FTS
+        index is merged afterwards so no deleted term survives in it.
         """
         counts: dict[str, Any] = {"turns": 0, "cues": 0, "vectors": 0, "edges": 0, "extraction_cache": 0,
                                   "conversations": {}, "conversations_removed": []}
@@ -811,7 +798,6 @@ class Store:
                                     " (SELECT value FROM json_each(?))", (cue_ids,)).fetchone()[0]
             run("DELETE FROM cue_vectors WHERE cue_id IN (SELECT value FROM json_each(?))", (cue_ids,))
             run("DELETE FROM cue_cells WHERE cue_id IN (SELECT value FROM json_each(?))", (cue_ids,))
-        run("DELETE FROM cues_fts WHERE rowid IN (SELECT value FROM json_each(?))", (cue_ids,))
         counts["cues"] = run("DELETE FROM cues WHERE id IN (SELECT value FROM json_each(?))", (cue_ids,)).rowcount
         counts["edges"] = run("DELETE FROM edges WHERE src IN (SELECT value FROM json_each(?1))"
                               " OR dst IN (SELECT value FROM json_each(?1))", (ids,)).rowcount
@@ -826,8 +812,7 @@ class Store:
                 "DELETE FROM conversations WHERE id IN (SELECT value FROM json_each(?))"
                 " AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id) RETURNING name",
                 (conversation_ids,)).fetchall())
-        for table in ("turns_fts", "cues_fts"):
-            self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        self.conn.execute("INSERT INTO turns_fts(turns_fts) VALUES ('optimize')")
         return counts
 
     def copy_to(self, path: str | os.PathLike) -> None:
