@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
@@ -59,7 +58,7 @@ EXIT_PARTIAL = 3
 
 
 class State:
-    db: Optional[str] = None
+    db: str | None = None
 
 
 state = State()
@@ -108,7 +107,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    db: Optional[str] = typer.Option(None, "--db", help="Database file (default: $CUEMEM_DB, else the per-user data dir).",
+    db: str | None = typer.Option(None, "--db", help="Database file (default: $CUEMEM_DB, else the per-user data dir).",
                                      metavar="PATH"),
     version: bool = typer.Option(False, "--version", help="Print cuemem's version and exit.", callback=_version,
                                  is_eager=True),
@@ -121,21 +120,21 @@ def main(
 def ingest(
     files: list[str] = typer.Argument(..., help="Message JSONL file, or - for standard input; with --from, "
                                                 "one or more export files (or a directory of them).", metavar="FILE..."),
-    from_format: Optional[str] = typer.Option(None, "--from", metavar="FORMAT",
+    from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
                                               help="Convert from this format first (as `cuemem convert FORMAT`): "
                                                    "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
     all_branches: bool = typer.Option(False, "--all-branches",
                                       help="With --from chatgpt: every edited or regenerated branch, not only the kept one."),
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
+    conversation: str | None = typer.Option(None, "--conversation", "-c",
                                                help="Store every line in this conversation, whatever it names "
                                                     "(ids of lines from another conversation become CONV/ID)."),
     extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules), llm, or a registered name."),
-    extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
+    extract_model: str | None = typer.Option(None, help="litellm model for --extractor llm."),
     mix_extractors: bool = typer.Option(False, "--mix-extractors",
                                         help="Allow cues of another extractor than the database was built with."),
-    embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
-    window: Optional[int] = typer.Option(None, help=f"Temporal window w built into the graph (new DB only; default {BUILD_WINDOW})."),
-    sem_k: Optional[int] = typer.Option(None, help=f"Semantic neighbours k per cue built into the graph (new DB only; default {BUILD_SEM_K})."),
+    embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
+    window: int | None = typer.Option(None, help=f"Temporal window w built into the graph (new DB only; default {BUILD_WINDOW})."),
+    sem_k: int | None = typer.Option(None, help=f"Semantic neighbours k per cue built into the graph (new DB only; default {BUILD_SEM_K})."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
     replace: bool = typer.Option(False, "--replace",
                                  help="Replace stored turns whose text changed (same id); without it they are "
@@ -156,11 +155,10 @@ def ingest(
     show_progress = sys.stderr.isatty() and not json_out
     try:
         with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
-                     mix_extractors=mix_extractors) as memory:
-            with ingest_progress(show_progress) as progress:
-                report = memory.ingest_file(files if from_format else files[0], conversation, skip_invalid,
-                                            progress=progress, window=window, sem_k=sem_k, replace=replace,
-                                            from_format=from_format, all_branches=all_branches)
+                     mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
+            report = memory.ingest_file(files if from_format else files[0], conversation, skip_invalid,
+                                        progress=progress, window=window, sem_k=sem_k, replace=replace,
+                                        from_format=from_format, all_branches=all_branches)
     except CuememError as exc:
         raise fail(exc)
     _print_ingest_report(report, json_out)
@@ -188,7 +186,7 @@ def _print_ingest_report(report, json_out: bool) -> None:
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="The question."),
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
+    conversation: str | None = typer.Option(None, "--conversation", "-c",
                                                help="Conversation to search (required when the DB holds several)."),
     top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
     window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
@@ -198,15 +196,15 @@ def ask(
     excerpt: int = typer.Option(DEFAULT_EXCERPT_TOKENS, "--excerpt", min=0,
                                 help="A turn longer than this many tokens shows only its sentences nearest the "
                                      "question (0: every turn whole)."),
-    as_of: Optional[str] = typer.Option(
+    as_of: str | None = typer.Option(
         None, help="Answer as of TIME: the question time, and memory as it was then (turns dated later, or "
                    "undated turns stored later, are left out). Default: now, everything."),
-    model: Optional[str] = typer.Option(None, "--model", "-m",
+    model: str | None = typer.Option(None, "--model", "-m",
                                         help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
     context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),
     answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
                                                       "a model, else extractive)."),
-    embedder: Optional[str] = typer.Option(None, help="Query embedder; must match the DB's model."),
+    embedder: str | None = typer.Option(None, help="Query embedder; must match the DB's model."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Answer a question from memory, showing the evidence turns it used."""
@@ -260,8 +258,8 @@ def ask(
 # ----------------------------------------------------------- inspect-graph
 @app.command("inspect-graph")
 def inspect_graph(
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
-    turn: Optional[str] = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
+    conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
                                                             "(with dot or graphml: its neighbourhood graph)."),
     fmt: str = typer.Option("table", "--format", help="table, json, dot (Graphviz) or graphml (Gephi)."),
 ) -> None:
@@ -364,8 +362,8 @@ def convert_claude_code(
 @app.command()
 def extract(
     pending: bool = typer.Option(False, "--pending", help="Retry the turns whose LLM extraction failed."),
-    extract_model: Optional[str] = typer.Option(None, help="litellm model (default: the one that failed)."),
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    extract_model: str | None = typer.Option(None, help="litellm model (default: the one that failed)."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Re-run cue extraction for pending turns and link them into the graph."""
@@ -391,22 +389,22 @@ def extract(
 # ----------------------------------------------------------------- forget
 @app.command()
 def forget(
-    conversation: Optional[str] = typer.Option(
+    conversation: str | None = typer.Option(
         None, "--conversation", "-c", help="Forget this conversation (alone: all of it), or limit the other options to it."),
-    session: Optional[str] = typer.Option(
+    session: str | None = typer.Option(
         None, "--session", help="Forget one session (needs --conversation when the DB holds several)."),
-    turn: Optional[list[str]] = typer.Option(
+    turn: list[str] | None = typer.Option(
         None, "--turn", metavar="SOURCE_ID",
         help="Forget a turn by its source id; repeatable (needs --conversation when the DB holds several)."),
-    before: Optional[str] = typer.Option(
+    before: str | None = typer.Option(
         None, "--before", metavar="TIME", help="Forget turns whose time is earlier than TIME (undated turns stay)."),
-    decay: Optional[float] = typer.Option(
+    decay: float | None = typer.Option(
         None, "--decay", metavar="DAYS",
         help="Forget turns dated over DAYS before --as-of that no ask used within those DAYS (undated turns: age "
              "from when their conversation was stored)."),
-    lru: Optional[int] = typer.Option(
+    lru: int | None = typer.Option(
         None, "--lru", metavar="N", help="Keep the N most recently retrieved turns of each conversation; forget the rest."),
-    as_of: Optional[str] = typer.Option(None, "--as-of", metavar="TIME", help="The 'now' of --decay (default: now)."),
+    as_of: str | None = typer.Option(None, "--as-of", metavar="TIME", help="The 'now' of --decay (default: now)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only count what would be forgotten."),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Do not ask for confirmation (needed when stdin is not a terminal)."),
@@ -460,9 +458,9 @@ def forget(
 # ---------------------------------------------------------- export, import
 @app.command()
 def export(
-    conversation: Optional[str] = typer.Option(
+    conversation: str | None = typer.Option(
         None, "--conversation", "-c", help="Export one conversation (default: all)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
+    output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
                                          help="Write to a new file (created 0600) instead of stdout."),
 ) -> None:
     """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
@@ -488,7 +486,7 @@ def export(
 @app.command("import")
 def import_(
     file: str = typer.Argument(..., help="A `cuemem export` file, or - for standard input."),
-    embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
+    embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Re-create turns from a `cuemem export` file with their recorded cues (no extraction), embed and link them."""
@@ -496,9 +494,8 @@ def import_(
 
     show_progress = sys.stderr.isatty() and not json_out
     try:
-        with _memory(create=True, embedder=embedder) as memory:
-            with ingest_progress(show_progress) as progress:
-                report = memory.import_file(file, progress=progress)
+        with _memory(create=True, embedder=embedder) as memory, ingest_progress(show_progress) as progress:
+            report = memory.import_file(file, progress=progress)
     except CuememError as exc:
         raise fail(exc)
     _print_ingest_report(report, json_out)

@@ -74,7 +74,7 @@ class Memory:
             self._store.close()
             self._store = None
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc) -> None:

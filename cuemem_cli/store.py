@@ -11,9 +11,10 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import orjson
@@ -51,7 +52,7 @@ VEC0_MAX_K = 4096  # sqlite-vec's limit on k
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
 def _turn(row: Sequence[Any]) -> Turn:
@@ -87,7 +88,7 @@ class Store:
 
     # ----------------------------------------------------------------- opening
     @classmethod
-    def open(cls, path: str | os.PathLike, create: bool = True, readonly: bool = False) -> "Store":
+    def open(cls, path: str | os.PathLike, create: bool = True, readonly: bool = False) -> Store:
         path = str(path)
         exists = os.path.exists(path) and os.path.getsize(path) > 0
         if exists:

@@ -38,7 +38,7 @@ class Hops(NamedTuple):
     weight: np.ndarray
 
     @classmethod
-    def of(cls, rows: Sequence[tuple]) -> "Hops":
+    def of(cls, rows: Sequence[tuple]) -> Hops:
         """From (src, dst, kind, weight, …) rows, as Store.neighbours and Store.all_edges return them."""
         n = len(rows)
         return cls(np.fromiter((r[0] for r in rows), np.int64, n), np.fromiter((r[1] for r in rows), np.int64, n),
