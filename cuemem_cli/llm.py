@@ -145,7 +145,8 @@ def _usage(usage: Any) -> dict[str, int]:
 def _hint_for(exc: Exception, model: str) -> str:
     name = type(exc).__name__
     if "Authentication" in name:
-        return "set the provider's API key in the environment (e.g. OPENAI_API_KEY), or leave --model out for the offline answer"
+        return ("set the provider's API key in the environment (e.g. OPENAI_API_KEY), or leave --model out for the "
+                "offline answer")
     if "NotFound" in name or "BadRequest" in name:
         return f"check the model name {model!r} (litellm's provider/model form, e.g. openai/gpt-4o-mini)"
     return "check the network and the provider's status, then try again"

@@ -290,7 +290,7 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
         for tid, value in lexical.items():
             lex[at[tid]] = settings.lexical_weight * value / top_lexical
     total = own + pulled["temporal"] + pulled["semantic"] + lex
-    score = dict(zip(candidates, total.tolist()))
+    score = dict(zip(candidates, total.tolist(), strict=True))
     via = {tid: "anchor" if tid in best else "lexical" if tid in lexical
            else "temporal" if pulled["temporal"][i] >= pulled["semantic"][i] else "semantic"
            for i, tid in enumerate(candidates)}

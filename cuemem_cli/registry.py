@@ -178,7 +178,8 @@ def _extractive(embedder: Callable[[], Any], **_: Any) -> Callable[[Any], Any]:
 def _llm_answerer(model: str | None = None, priority: bool = True, on_token: Callable[[str], None] | None = None,
                   **_: Any) -> Callable[[Any], Any]:
     if not model:
-        raise CuememError("the llm answerer needs a model", "pass --model MODEL (any litellm model) or set CUEMEM_MODEL")
+        raise CuememError("the llm answerer needs a model",
+                          "pass --model MODEL (any litellm model) or set CUEMEM_MODEL")
     from .answer import answer_with_model
 
     return lambda context: answer_with_model(context, model, priority=priority, on_token=on_token)

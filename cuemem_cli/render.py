@@ -99,7 +99,7 @@ def render_evidence(context: Context) -> None:
               f" · ~{context.tokens} tokens")
     stamps = [f"{ev.source_id} {format_clock(ev.time) if ev.time else ''}".rstrip() for ev in context.evidence]
     widths = [max(map(len, column), default=0) for column in (stamps, [ev.speaker or "" for ev in context.evidence])]
-    rows = list(zip(stamps, context.evidence))
+    rows = list(zip(stamps, context.evidence, strict=True))
     for day, group in groupby(rows, key=lambda row: day_of(row[1].time)):
         out.rule(f"[bold]{escape(day)}[/bold]", align="left", style="dim")
         grid = Table.grid(padding=(0, 1), expand=True)
@@ -194,8 +194,8 @@ def _span(first: str | None, last: str | None) -> str:
 def render_turn(detail: dict[str, Any]) -> None:
     turn = detail["turn"]
     when = format_human(turn["time"]) if turn["time"] else "time unknown"
-    out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {escape(when)} · {escape(turn['speaker'] or '')}",
-                    title_align="left"))
+    title = f"{escape(turn['source_id'])} · {escape(when)} · {escape(turn['speaker'] or '')}"
+    out.print(Panel(escape(turn["text"]), title=title, title_align="left"))
     cues = Table.grid(padding=(0, 1, 0, 0))  # a long cue wraps under itself, not under "cue [kind]"
     for cue in detail["cues"]:
         cues.add_row(" ", "cue " + escape(f"[{cue['kind']}]"),

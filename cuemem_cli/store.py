@@ -388,7 +388,8 @@ class Store:
         """Turns whose LLM extraction failed, with their content hash."""
         rows = self.conn.execute(
             f"SELECT {_TURN_COLUMNS}, t.content_hash FROM turns t JOIN conversations c ON c.id = t.conversation_id"
-            " WHERE t.status = 'pending' AND (?1 IS NULL OR t.conversation_id = ?1) ORDER BY t.conversation_id, t.position",
+            " WHERE t.status = 'pending' AND (?1 IS NULL OR t.conversation_id = ?1)"
+            " ORDER BY t.conversation_id, t.position",
             (conversation_id,),
         )
         return [(_turn(r), r[9]) for r in rows]
@@ -438,7 +439,8 @@ class Store:
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
-            [(cid, conversation_id, vec.astype(np.float32).tobytes()) for cid, vec in zip(cue_ids, vectors)],
+            [(cid, conversation_id, vec.astype(np.float32).tobytes())
+             for cid, vec in zip(cue_ids, vectors, strict=True)],
         )
 
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -488,7 +490,8 @@ class Store:
         """What this database's turn vectors hold: TURN_WITH_PREVIOUS, or TURN_ALONE if written before m005."""
         return self.get_meta("turn_vectors") or TURN_WITH_PREVIOUS
 
-    def conversation_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def conversation_vectors(self, conversation_id: int,
+                             dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix).
 
         Read in chunks into one preallocated matrix, so a 1M-cue conversation costs its 1.5 GB once
@@ -532,7 +535,8 @@ class Store:
         self.conn.execute(f"PRAGMA mmap_size={2**31}")
 
     def cue_count(self, conversation_id: int) -> int:
-        return self.conn.execute("SELECT count(*) FROM cues WHERE conversation_id = ?", (conversation_id,)).fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM cues WHERE conversation_id = ?",
+                                 (conversation_id,)).fetchone()[0]
 
     def data_version(self) -> int:
         """Changes when another connection (another process) commits; this connection's own commits leave it."""
@@ -574,7 +578,8 @@ class Store:
     def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (?, ?, ?)",
-            [(int(c), int(cell), v.astype(np.float32).tobytes()) for c, cell, v in zip(cue_ids, cell_ids, vectors)])
+            [(int(c), int(cell), v.astype(np.float32).tobytes())
+             for c, cell, v in zip(cue_ids, cell_ids, vectors, strict=True)])
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues among the given cells (vec0 returns k per cell; the best k of all are kept)."""
@@ -588,7 +593,8 @@ class Store:
         hits = sorted(hits, key=lambda h: (h[1], h[0]))[:k]
         distance = dict(hits)
         rows = self.conn.execute(
-            "SELECT id, turn_id, subject, relation, object, kind FROM cues WHERE id IN (SELECT value FROM json_each(?))",
+            "SELECT id, turn_id, subject, relation, object, kind FROM cues"
+            " WHERE id IN (SELECT value FROM json_each(?))",
             (orjson.dumps([h[0] for h in hits]).decode(),)).fetchall()
         return sorted(((Cue(*r), 1.0 - distance[r[0]]) for r in rows), key=lambda h: (-h[1], h[0].id))
 
@@ -687,7 +693,7 @@ class Store:
         ).fetchall()
         keys = ("conversation", "turns", "cues", "temporal_edges", "semantic_edges", "turns_without_cues",
                 "pending_turns", "first_time", "last_time")
-        return [dict(zip(keys, r)) for r in rows]
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def degree_stats(self, conversation_id: int) -> dict[str, float]:
         """Undirected degree over both edge kinds: min, mean, max per turn."""

@@ -16,7 +16,7 @@ view never holds more than ~150 MB.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -135,7 +135,7 @@ class ConversationView:
         for tid in turn_ids:
             rows = self._statement_rows.get(tid, [])
             sims = similarities(self.matrix[rows], query) if rows else []
-            out[tid] = {self.cues[row].object: float(sim) for row, sim in zip(rows, sims)}
+            out[tid] = {self.cues[row].object: float(sim) for row, sim in zip(rows, sims, strict=True)}
         return out
 
     def _turn_matrix(self, context_weight: float) -> np.ndarray:
@@ -144,7 +144,7 @@ class ConversationView:
         if context_weight not in self._in_context:
             ordered = sorted(self.turns.values(), key=lambda t: t.position)
             previous = np.zeros_like(self.turn_matrix)
-            for before, turn in zip(ordered, ordered[1:]):
+            for before, turn in pairwise(ordered):
                 if turn.id in self.turn_row and before.id in self.turn_row and before.session == turn.session:
                     previous[self.turn_row[turn.id]] = self.turn_matrix[self.turn_row[before.id]]
             self._in_context[context_weight] = in_context(self.turn_matrix, previous, context_weight)
@@ -190,7 +190,7 @@ class StoreConversation:
         for tid in turn_ids:
             pairs = found.get(tid, [])
             sims = similarities(np.vstack([v for _, v in pairs]), query) if pairs else []
-            out[tid] = {sentence: float(sim) for (sentence, _), sim in zip(pairs, sims)}
+            out[tid] = {sentence: float(sim) for (sentence, _), sim in zip(pairs, sims, strict=True)}
         return out
 
 
@@ -209,7 +209,8 @@ def conversation_source(store: Store, conversation_id: int, dim: int) -> Convers
         return StoreConversation(store, conversation_id, dim)
     if seen[1] is None:
         big = store.cue_count(conversation_id) >= VIEW_MAX_CUES
-        source = StoreConversation(store, conversation_id, dim) if big else ConversationView(store, conversation_id, dim)
+        source = (StoreConversation(store, conversation_id, dim) if big
+                  else ConversationView(store, conversation_id, dim))
         entries[conversation_id] = (version, source)
     return entries[conversation_id][1]
 

@@ -79,7 +79,7 @@ def _select(items: list[dict[str, Any]], key: str, wanted: Sequence[str] | None,
     if unknown:
         raise CuememError(f"no {what} named {', '.join(unknown)}", f"known: {', '.join(names[:12])}"
                           + (" …" if len(names) > 12 else ""))
-    return [item for item, name in zip(items, names) if name in set(wanted)]
+    return [item for item, name in zip(items, names, strict=True) if name in set(wanted)]
 
 
 def _group(messages) -> dict[str, list[Message]]:

@@ -124,7 +124,7 @@ class _TurnAloneCopy:
             rows = copy.all_turn_texts()
             vectors = self.embedder.embed([text for _, text in rows])
             with copy.transaction():
-                copy.insert_turn_vectors(list(zip([tid for tid, _ in rows], vectors)))
+                copy.insert_turn_vectors(list(zip([tid for tid, _ in rows], vectors, strict=True)))
                 copy.set_meta("turn_vectors", TURN_ALONE)
                 copy.set_meta("copy_of_turns", str(len(rows)))
         finally:

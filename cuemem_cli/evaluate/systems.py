@@ -48,8 +48,8 @@ TURN_ALONE_SYSTEMS = {
     "mixed-context": {},  # the turn before mixed in at question time: view.in_context, the default before m005
 }
 BASELINES = ("full-history", "naive-rag", "bm25")
-SYSTEMS = tuple(CUEMEM_SYSTEMS) + tuple(TURN_ALONE_SYSTEMS) + BASELINES
-DEFAULT_SYSTEMS = ("cuemem", "no-graph", "no-semantic", "no-temporal") + BASELINES
+SYSTEMS = (*CUEMEM_SYSTEMS, *TURN_ALONE_SYSTEMS, *BASELINES)
+DEFAULT_SYSTEMS = ("cuemem", "no-graph", "no-semantic", "no-temporal", *BASELINES)
 UNBUDGETED = ("full-history",)
 
 @dataclass
@@ -89,14 +89,14 @@ class ConversationView:
         self.turns = store.turns(self.cid)
         self.by_id = {t.id: t for t in self.turns}
         self.index = {t.source_id: i for i, t in enumerate(self.turns)}
-        self.tokenizers = ("estimate",) + counter.names
+        self.tokenizers = ("estimate", *counter.names)
         self.cost = {t.source_id: turn_cost(t) for t in self.turns}
         lines = [evidence_line(t.speaker or t.role, t.text) for t in self.turns]
         self.counts = {t.source_id: {"estimate": self.cost[t.source_id], **counts}
-                       for t, counts in zip(self.turns, counter.count(lines))}
-        breaks = sorted({day_header(day_of(t.time)) for t in self.turns}) + [GAP_LINE]
+                       for t, counts in zip(self.turns, counter.count(lines), strict=True)}
+        breaks = [*sorted({day_header(day_of(t.time)) for t in self.turns}), GAP_LINE]
         self.break_counts = {line: {"estimate": estimate_tokens(line), **counts}
-                             for line, counts in zip(breaks, counter.count(breaks))}
+                             for line, counts in zip(breaks, counter.count(breaks), strict=True)}
         self._matrix: np.ndarray | None = None
 
     def matrix(self, embedder, cache_file: Path | None) -> np.ndarray:
@@ -150,7 +150,8 @@ def _context(question, view: ConversationView, turns: list[Turn], via: str, scor
                    evidence=evidence, tokens=context_tokens(turns), timings_ms={"total": round(latency, 2)})
 
 
-def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int, store: Store | None = None) -> Retrieval:
+def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int,
+           store: Store | None = None) -> Retrieval:
     settings = replace(env.settings, budget=budget, **change)
     embedder = CachedQueryEmbedder(env.queries)
     context = reconstruct(store or env.store, embedder, question.question, view.name, settings, question.as_of)
