@@ -280,10 +280,10 @@ def render_summary(summary: dict[str, Any]) -> None:
         out.print(table)
         if lme:
             _render_sessions(out, shown, budget)
-    labels = "; ".join(f"{k}: {v}" for k, v in summary["tokenizers"].items())
+    tokenizer_notes = "; ".join(f"{k}: {v}" for k, v in summary["tokenizers"].items())
     settings = ", ".join(f"{k}={v}" for k, v in summary["settings"].items())
     out.print(f"[dim]n = questions with gold evidence (retrieval metrics); tokens = mean per question "
-              f"({labels}); p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
+              f"({tokenizer_notes}); p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
               f"full-history is unbudgeted. Settings: {settings}; "
               f"graph built with window={summary['graph_built']['window']}, sem_k={summary['graph_built']['sem_k']}; "
               f"extractor {summary['extractor']}; embedder {summary['embedder']['model']} "

@@ -202,7 +202,7 @@ class _Turn:
     def cues(self, doc: Any) -> list[Triple]:
         strong: list[Triple] = []
         weak: list[Triple] = []
-        dated: list[Triple] = []
+        dated: list[Triple | None] = []
         for sent in doc.sents:
             found = self.find_dates(sent)
             clauses = {tok.i: self.clause(tok) for tok in sent if _is_clause(tok)}

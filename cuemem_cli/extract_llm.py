@@ -76,11 +76,11 @@ def parse_reply(text: str, asked: set[str]) -> dict[str, list[Triple]]:
             if not (isinstance(cue, list) and len(cue) == 3 and all(isinstance(p, str) and p.strip() for p in cue)):
                 valid = False
                 break
-            parts = tuple(p.strip() for p in cue)
+            subject, relation, obj = parts = tuple(p.strip() for p in cue)
             if tuple(p.lower() for p in parts) == _PLACEHOLDER:  # the reply format echoed back, not a cue
                 valid = False
                 break
-            triples.append(Triple(*parts, kind="triple"))
+            triples.append(Triple(subject, relation, obj, kind="triple"))
         if valid:
             out[entry["id"]] = triples
     return out
@@ -108,7 +108,7 @@ class LLMExtractor:
         for i, digest in enumerate(hashes):
             cached = self.store.cached_triples(self.model, PROMPT_VERSION, digest) if self.store else None
             if cached is not None:
-                results[i] = [Triple(*c, kind="triple") for c in cached]
+                results[i] = [Triple(s, r, o, kind="triple") for s, r, o in cached]
             else:
                 todo.append(i)
         size = self.batch_turns

@@ -179,6 +179,7 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
     if selection.is_empty() and not vacuum:
         raise CuememError("nothing selected to forget",
                           "pass --conversation, --session, --turn, --before, --decay or --lru (see --help)")
+    ids: list[int]
     if selection.is_empty():
         ids, report = [], ForgetReport(dry_run=dry_run)
     else:

@@ -310,7 +310,7 @@ class Ingestor:
                     self.store.set_meta("graph_window", str(w))
                     self.store.set_meta("graph_sem_k", str(k))
                     return w, k
-        stored_k = self.store.get_meta("graph_sem_k")
+        stored_k = self.store.get_meta("graph_sem_k", "")  # recorded with graph_window, in one transaction
         w, k = int(stored_w), int(stored_k)
         if (window is not None and window != w) or (sem_k is not None and sem_k != k):
             raise CuememError(

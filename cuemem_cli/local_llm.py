@@ -346,8 +346,9 @@ def _handler_class():
     from .llm import litellm
 
     lib = litellm()
+    base: Any = lib.CustomLLM  # a class known only at run time
 
-    class LocalHandler(lib.CustomLLM):
+    class LocalHandler(base):
         def completion(self, model, messages, api_base, custom_prompt_dict, model_response, *args,
                        optional_params=None, **kwargs):
             started = time.perf_counter()

@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,17 +82,21 @@ class Memory:
         self.close()
 
     # --------------------------------------------------------------- write
-    def ingest_file(self, path: str | list[str], conversation: str | None = None, skip_invalid: bool = False,
+    def ingest_file(self, path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                    conversation: str | None = None, skip_invalid: bool = False,
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
                     sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
                     all_branches: bool = False) -> IngestReport:
         """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
         line whose id is stored with another text replaces that turn (else it is reported as a conflict).
         With `from_format`, `path` is one or more export files, converted (convert.py) before validation."""
+        paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
         if from_format is None:
-            handle, name = open_input(path)
+            if len(paths) != 1:
+                raise CuememError("several files can be ingested at once only with from_format (ingest --from)")
+            handle, name = open_input(paths[0])
         else:
-            handle, name = converted_input(from_format, [path] if isinstance(path, str) else path, all_branches)
+            handle, name = converted_input(from_format, paths, all_branches)
         with handle:
             report = validate(handle, name, conversation, skip_invalid)
             messages = read_messages(handle, name, conversation, None, skip_invalid)

@@ -246,7 +246,7 @@ def _periods(question: str) -> list[tuple[str, str]]:
 
 
 def _said_in(when: str | None, periods: list[tuple[str, str]]) -> bool:
-    return bool(when) and any(first <= when[:10] <= last for first, last in periods)
+    return when is not None and any(first <= when[:10] <= last for first, last in periods)
 
 
 def _render_cue(cue: Cue) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 import orjson
@@ -250,6 +250,11 @@ class Store:
             ) from exc
 
     # ---------------------------------------------------------------- metadata
+    @overload
+    def get_meta(self, key: str, default: str) -> str: ...
+    @overload
+    def get_meta(self, key: str, default: str | None = None) -> str | None: ...
+
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
@@ -289,6 +294,11 @@ class Store:
         return self.get_meta("embedding_model") is not None
 
     # ----------------------------------------------------------- conversations
+    @overload
+    def conversation_id(self, name: str, create: Literal[True]) -> int: ...
+    @overload
+    def conversation_id(self, name: str, create: bool = False) -> int | None: ...
+
     def conversation_id(self, name: str, create: bool = False) -> int | None:
         row = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,)).fetchone()
         if row:
@@ -695,8 +705,9 @@ class Store:
                 "pending_turns", "first_time", "last_time")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
-    def degree_stats(self, conversation_id: int) -> dict[str, float]:
-        """Undirected degree over both edge kinds: min, mean, max per turn."""
+    def degree_stats(self, conversation_id: int | None) -> dict[str, float]:
+        """Undirected degree over both edge kinds: min, mean, max per turn (zeros for None: a conversation
+        forgotten since it was listed)."""
         row = self.conn.execute(
             """
             WITH deg AS (

@@ -134,7 +134,7 @@ class ConversationView:
         out: dict[int, dict[str, float]] = {}
         for tid in turn_ids:
             rows = self._statement_rows.get(tid, [])
-            sims = similarities(self.matrix[rows], query) if rows else []
+            sims = similarities(self.matrix[rows], query) if rows else np.zeros(0, dtype=np.float32)
             out[tid] = {self.cues[row].object: float(sim) for row, sim in zip(rows, sims, strict=True)}
         return out
 
@@ -179,7 +179,7 @@ class StoreConversation:
         if known:
             own = np.vstack([vectors[tid] for tid in known])
             zero = np.zeros(self.dim, dtype=np.float32)
-            previous = np.vstack([vectors.get(before.get(tid), zero) for tid in known])
+            previous = np.vstack([vectors.get(before[tid], zero) if tid in before else zero for tid in known])
             at = [i for i, tid in enumerate(turn_ids) if tid in vectors]
             out[at] = similarities(in_context(own, previous, context_weight), query)
         return out
@@ -189,7 +189,7 @@ class StoreConversation:
         out: dict[int, dict[str, float]] = {}
         for tid in turn_ids:
             pairs = found.get(tid, [])
-            sims = similarities(np.vstack([v for _, v in pairs]), query) if pairs else []
+            sims = similarities(np.vstack([v for _, v in pairs]), query) if pairs else np.zeros(0, dtype=np.float32)
             out[tid] = {sentence: float(sim) for (sentence, _), sim in zip(pairs, sims, strict=True)}
         return out
 
@@ -212,7 +212,8 @@ def conversation_source(store: Store, conversation_id: int, dim: int) -> Convers
         source = (StoreConversation(store, conversation_id, dim) if big
                   else ConversationView(store, conversation_id, dim))
         entries[conversation_id] = (version, source)
-    return entries[conversation_id][1]
+        return source
+    return seen[1]
 
 
 def drop_view(store: Store) -> None:

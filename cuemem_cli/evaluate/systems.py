@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,7 +30,10 @@ from ..store import Store
 from ..timeparse import day_of
 from .tokens import TokenCounter
 
-CUEMEM_SYSTEMS = {
+if TYPE_CHECKING:
+    from ..embed import Embedder
+
+CUEMEM_SYSTEMS: dict[str, dict[str, Any]] = {
     "cuemem": {},
     "no-graph": {"graph": False},  # anchors only (the paper's ablation)
     "no-semantic": {"sem_k": 0},
@@ -43,7 +47,7 @@ CUEMEM_SYSTEMS = {
     "whole-turns": {"excerpt_tokens": 0},  # long turns shown whole, not as excerpts (excerpt.py)
 }
 # Run on a copy of the database whose turn vectors hold the turn alone, as before m005 (Env.turn_alone).
-TURN_ALONE_SYSTEMS = {
+TURN_ALONE_SYSTEMS: dict[str, dict[str, Any]] = {
     "no-context": {"context_weight": 0.0},  # nothing of the turn before
     "mixed-context": {},  # the turn before mixed in at question time: view.in_context, the default before m005
 }
@@ -56,7 +60,7 @@ UNBUDGETED = ("full-history",)
 class QueryVectors:
     """Each question embedded once (timed) and reused by every system in the run."""
 
-    embedder: object
+    embedder: Embedder
     cache: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
 
     def get(self, question: str) -> tuple[np.ndarray, float]:
@@ -197,7 +201,11 @@ def full_history(env: Env, view: ConversationView, question, budget: int | None)
                      tuple(t.source_id for t in turns), latency)
 
 
-def system(name: str) -> Callable[[Env, ConversationView, object, int | None], Retrieval]:
+# (env, view, question, budget) -> Retrieval; budget is None exactly for the UNBUDGETED systems
+Retriever = Callable[..., Retrieval]
+
+
+def system(name: str) -> Retriever:
     if name in CUEMEM_SYSTEMS:
         change = CUEMEM_SYSTEMS[name]
         return lambda env, view, question, budget: cuemem(change, env, view, question, budget)
