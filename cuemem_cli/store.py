@@ -167,23 +167,30 @@ class Store:
         """Refuse a file that is not ours (before changing a byte of it), set the connection up, then mark
         the file as cuemem's and apply pending migrations."""
         with self.snapshot():
-            pending = self._pending(self._schema_state(), existed)
+            state = self._schema_state()
+            pending = self._pending(state, existed)
         if wal:
             self._use_wal()
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.execute("PRAGMA secure_delete=ON")
         if pending:
-            self._migrate(existed, backup=True)
+            self._migrate(existed, seen=state[2])
 
-    def _migrate(self, existed: bool, backup: bool) -> None:
+    def _migrate(self, existed: bool, seen: list[str] | None) -> None:
         """Apply the pending migrations (migrations.py) in order, each in its own write transaction with
-        its record in `_migrations`; the first one of an older database is preceded by a copy of it.
+        its record in `_migrations`.
 
         Several processes may open a new or an old database at once: each transaction reads the schema
         state again once it holds the write lock, so each migration runs exactly once and the others
         find nothing to do. Inside an open transaction (bind_embedder) they all join it.
+
+        A database holding conversations is copied to `.bak-schemaN` before its first migration, by the
+        process that applies it: the one that finds the migrations it `seen` when it opened the file
+        still unchanged (`seen` None: no copy). A database without conversations has nothing to lose,
+        which also spares a new file, created by two processes at once, a copy of its first steps.
         """
+        backup = seen is not None
         while True:
             with self.transaction():
                 state = self._schema_state()
@@ -191,7 +198,7 @@ class Store:
                 if not pending:
                     return
                 app_id, _, applied, dim = state
-                if backup and applied:
+                if backup and applied and applied == seen and self._holds_conversations():
                     self._copy_committed(f"{self.path}.bak-schema{len(applied)}")
                 backup = False
                 if app_id != APPLICATION_ID:
@@ -200,6 +207,9 @@ class Store:
                     "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
                 pending[0].apply(self.conn, dim)
                 self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (pending[0].name, now_iso()))
+
+    def _holds_conversations(self) -> bool:
+        return self.conn.execute("SELECT EXISTS (SELECT 1 FROM conversations)").fetchone()[0] == 1
 
     def _copy_committed(self, target: str) -> None:
         """A copy of the committed database (WAL included) while this connection holds the write lock:
@@ -276,7 +286,7 @@ class Store:
                 self.set_meta("embedding_model", model_id)
                 self.set_meta("embedding_dim", str(dim))
                 self.set_meta("embedding_backend", backend)
-                self._migrate(existed=True, backup=False)  # the vector migrations were waiting for `dim`
+                self._migrate(existed=True, seen=None)  # the vector migrations were waiting for `dim`
             return
         self.check_embedder(model_id, dim)
 

@@ -90,6 +90,13 @@ def previous_database(path, bound: bool, extra_migrations: tuple[str, ...] = ())
     conn.close()
 
 
+def autocommit(path):
+    """A connection as Store.open makes it (transactions only where the store begins them)."""
+    conn = raw(path)
+    conn.isolation_level = None
+    return conn
+
+
 def schema(path) -> dict[str, str]:
     conn = raw(path)
     out = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
@@ -125,7 +132,7 @@ def test_a_database_the_previous_code_wrote_upgrades_to_the_same_schema(tmp_path
     old = tmp_path / "old.db"
     previous_database(old, bound)
     store = Store.open(old)
-    assert (tmp_path / "old.db.bak-schema6").exists()
+    assert (tmp_path / "old.db.bak-schema6").exists() == bound  # without conversations: nothing to lose
     assert recorded(old)[:6] == PREVIOUS_MIGRATIONS
     if bound:
         assert set(recorded(old)) == {s.name for s in steps(MIGRATIONS)}
@@ -154,6 +161,28 @@ def test_a_database_with_a_newer_migration_is_refused_before_anything_is_applied
     assert recorded(path) == [*PREVIOUS_MIGRATIONS, "m999_from_the_future"]
     assert "cues_fts" in schema(path) and "cue_cells" not in schema(path)
     assert not list(tmp_path.glob("newer.db.bak-*"))
+
+
+def test_two_processes_upgrading_one_database_leave_one_copy(tmp_path, monkeypatch):
+    """The copy is made by whichever process applies the first migration; one that opened the file
+    before that and got the write lock after it finds the schema moved on, and copies nothing."""
+    path = tmp_path / "old.db"
+    previous_database(path, bound=True)
+    Store.open(path).close()  # the first process: copies, then applies m007..
+    assert [p.name for p in tmp_path.glob("old.db.bak-*")] == ["old.db.bak-schema6"]
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", "CREATE TABLE later (x)")])
+    late = Store(autocommit(path), str(path))  # the second one looked when the file held m001-m006
+    late._migrate(existed=True, seen=sorted(PREVIOUS_MIGRATIONS))
+    assert recorded(path)[-1] == "m900_later"
+    assert [p.name for p in tmp_path.glob("old.db.bak-*")] == ["old.db.bak-schema6"]
+    late.close()
+    Store.open(path).close()
+    late_again = Store(autocommit(path), str(path))  # seen == the file's migrations: this one copies
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", "CREATE TABLE later (x)"),
+                                                        ("m901_more", "CREATE TABLE more (x)")])
+    late_again._migrate(existed=True, seen=sorted(recorded(path)))
+    assert (tmp_path / f"old.db.bak-schema{len(MIGRATIONS) + 1}").exists()
+    late_again.close()
 
 
 def test_each_migration_commits_alone_and_a_failing_one_leaves_those_before_it(db_path, monkeypatch):

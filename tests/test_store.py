@@ -72,6 +72,8 @@ def test_older_schema_is_backed_up_then_migrated(db_path, monkeypatch):
 
     store = Store.open(db_path)
     store.bind_embedder("m", 4, "test")
+    with store.transaction():
+        store.conversation_id("c", create=True)  # something to lose
     store.close()
     monkeypatch.setattr(migrations, "MIGRATIONS", [*MIGRATIONS, ("m900_test", "CREATE TABLE added_later (x)")])
     monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", migrations.MIGRATIONS)
