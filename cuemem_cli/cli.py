@@ -16,8 +16,8 @@ from typer.core import TyperGroup
 
 from . import config
 from .errors import CuememError
-from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS,
-                     DEFAULT_TOP_M)
+from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EVIDENCE_SHOWN,
+                     DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M)
 
 
 class _Group(TyperGroup):
@@ -207,13 +207,24 @@ def ask(
     answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
                                                       "a model, else extractive)."),
     embedder: Optional[str] = typer.Option(None, help="Query embedder; must match the DB's model."),
+    evidence: Optional[str] = typer.Option(
+        None, "--evidence", metavar="N|all",
+        help=f"Evidence turns to show: the N highest-scoring, each with the turns said just before and after it, "
+             f"or all (default {DEFAULT_EVIDENCE_SHOWN}; all with --context-only). The model reads all of them; "
+             "--json has all."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """Answer a question from memory, showing the evidence turns it used."""
+    """Answer a question from memory, showing the evidence turns it used.
+
+    The evidence comes first and the answer last, so the answer stays on screen; on a terminal, output
+    longer than the screen goes through $PAGER (else less), never in a pipe or with --json.
+    """
     from .errors import LLMError
     from .reconstruct import Settings
-    from .render import context_json, render_answer, render_evidence, visible, write_json
+    from .render import (captured, context_json, render_answer, render_evidence, render_timings, show, visible,
+                         write_json)
 
+    top = _evidence_shown(evidence, context_only)
     settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
                         excerpt_tokens=excerpt)
     chosen_model = config.answer_model(model)
@@ -224,6 +235,15 @@ def ask(
         sys.stdout.write(visible(token))  # a model may echo the control characters of stored text
         sys.stdout.flush()
 
+    shown = {"evidence": False}
+
+    def show_evidence(context, lines_after: int = 0) -> None:
+        """Before a streamed answer (from Memory.ask) or before a printed one, once."""
+        if not shown["evidence"]:
+            shown["evidence"] = True
+            show(captured(lambda: render_evidence(context, top)), lines_after)
+            render_timings(context)
+
     failure: LLMError | None = None
     try:
         with _memory(embedder=embedder) as memory:
@@ -233,8 +253,10 @@ def ask(
             else:
                 stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
                 try:
+                    # a streamed answer's length is unknown: keep a few lines for it below the evidence
                     result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream,
-                                        answerer=answerer)
+                                        answerer=answerer,
+                                        on_context=(lambda c: show_evidence(c, 3)) if stream else None)
                     context, answer = result.context, result.answer
                 except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
                     failure, answer = exc, None
@@ -247,14 +269,26 @@ def ask(
             data["error"] = failure.message
         write_json(data)
     else:
+        panel = captured(lambda: render_answer(answer)) if answer is not None and not streamed["any"] else ""
+        show_evidence(context, panel.count("\n"))
         if streamed["any"]:
             sys.stdout.write("\n")
-        elif answer is not None:
-            render_answer(answer)
-        render_evidence(context)
+        else:
+            show(panel)
     if failure is not None:
         sys.stdout.flush()
         raise fail(failure)
+
+
+def _evidence_shown(value: str | None, context_only: bool) -> int | None:
+    """--evidence: a count of strongest turns, or None for all."""
+    if value is None:
+        return None if context_only else DEFAULT_EVIDENCE_SHOWN
+    if value == "all":
+        return None
+    if not value.isdigit():
+        raise typer.BadParameter(f"{value!r} is neither a number of turns nor all", param_hint="--evidence")
+    return int(value)
 
 
 # ----------------------------------------------------------- inspect-graph
