@@ -142,7 +142,26 @@ def ingest(
                                       "reported as conflicts and kept."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file."""
+    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file.
+
+    \b
+    Input: JSONL, one message per line, e.g.
+      {"conversation": "maya", "session": "s2", "time": "2023-05-14T10:20:00",
+       "speaker": "Maya", "role": "user", "text": "I adopted a dog!", "id": "s2:1"}
+    Fields (aliases in brackets):
+      text          required: what was said [content, message, utterance]
+      conversation  required unless --conversation; memory is partitioned by it
+                    [conversation_id, conv]
+      time          ISO 8601, "8 May, 2023", epoch seconds …; with a zone → UTC
+                    [timestamp, date, datetime, created_at]
+      speaker       who said it; "I"/"my" resolve to it [name, author, sender]
+      role          user, assistant, …
+      session       [session_id]
+      id            the turn's id, kept as source_id; without it, a hash of time, speaker
+                    and text [turn_id, dia_id, message_id]
+    Other fields are kept with the turn. Other formats: --from FORMAT.
+    Every field and converter, with examples: docs/input-formats.md
+    """
     from .convert import CONVERTERS
     from .render import ingest_progress
 

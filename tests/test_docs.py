@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import re
+
+import orjson
 
 from conftest import REPO
 
@@ -35,3 +38,40 @@ def test_command_reference_covers_every_command_and_option():
             for opt in getattr(param, "opts", []):
                 if opt.startswith("--"):
                     assert opt in page, (name, opt)
+
+
+def test_ingest_help_names_every_input_field_and_points_to_the_formats_page(cli):
+    from cuemem_cli.ingest import _FIELD_ALIASES
+
+    result = cli("ingest", "--help")
+    assert result.exit_code == 0
+    for field, aliases in _FIELD_ALIASES.items():
+        for name in aliases:
+            assert re.search(rf"\b{name}\b", result.stdout), (field, name)
+    assert "docs/input-formats.md" in result.stdout and (REPO / "docs" / "input-formats.md").exists()
+
+
+def test_every_converter_has_an_example_that_converts_as_shown(cli, tmp_path):
+    """docs/input-formats.md: each `<!-- example: FORMAT -->` input block becomes exactly its output block."""
+    from cuemem_cli.convert import CONVERTERS
+
+    page = (REPO / "docs" / "input-formats.md").read_text(encoding="utf-8")
+    examples = re.findall(r"<!-- example: (\S+) .*?-->\n```\w+\n(.*?)```\n.*?```jsonl\n(.*?)```", page, re.S)
+    assert sorted(fmt for fmt, _, _ in examples) == sorted(CONVERTERS)
+    for fmt, source, expected in examples:
+        path = tmp_path / f"{fmt}.json"
+        path.write_text(source, encoding="utf-8")
+        result = cli("convert", fmt, str(path))
+        assert result.exit_code == 0, (fmt, result.stderr)
+        assert result.stdout == expected, fmt
+
+
+def test_the_jsonl_examples_ingest(cli, tmp_path):
+    page = (REPO / "docs" / "input-formats.md").read_text(encoding="utf-8").split("## cuemem JSONL", 1)[1]
+    first = re.search(r"```json\n(.*?)```", page, re.S).group(1)
+    smallest = re.search(r"The smallest valid line is `(.*?)`", page).group(1)
+    path = tmp_path / "in.jsonl"
+    path.write_text(first + smallest + "\n", encoding="utf-8")
+    result = cli("--db", str(tmp_path / "x.db"), "ingest", str(path), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["turns_added"] == 2
