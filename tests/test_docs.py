@@ -1,4 +1,5 @@
-"""docs/commands.md is the CLI's own help: a changed command or option without a regenerated page fails."""
+"""The docs cannot drift: commands.md is the CLI's own help, the input-format examples convert as shown,
+every relative link and named path resolves, and `ingest --help` names the input fields."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.util
 import re
 
 import orjson
+import pytest
 
 from conftest import REPO
 
@@ -75,3 +77,53 @@ def test_the_jsonl_examples_ingest(cli, tmp_path):
     result = cli("--db", str(tmp_path / "x.db"), "ingest", str(path), "--json")
     assert result.exit_code == 0, result.stderr
     assert orjson.loads(result.stdout)["turns_added"] == 2
+
+
+# Pages other branches write: the README links them already; until they are merged here, the test skips
+# exactly these links (and says why) instead of this branch carrying stub pages.
+PENDING_PAGES = {"docs/mcp.md": "written with `cuemem mcp` on its feature branch",
+                 "docs/postgres.md": "written with the PostgreSQL back end on its feature branch"}
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _pages():
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "design-notes.md"]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _links():
+    for page in _pages():
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in LINK.findall(text):
+            if not re.match(r"[a-z]+:", target):  # http:, https:, mailto: are not checked
+                yield pytest.param(page, target, id=f"{page.relative_to(REPO)}->{target}")
+
+
+@pytest.mark.parametrize(("page", "target"), list(_links()))
+def test_relative_links_point_at_existing_files_and_headings(page, target):
+    path, _, anchor = target.partition("#")
+    resolved = (page.parent / path).resolve() if path else page
+    name = resolved.relative_to(REPO).as_posix() if resolved.is_relative_to(REPO) else str(resolved)
+    if not resolved.exists() and name in PENDING_PAGES:
+        pytest.skip(f"{name} is {PENDING_PAGES[name]}")
+    assert resolved.exists(), f"{page.relative_to(REPO)} links {target}: {name} does not exist"
+    if anchor:
+        headings = re.findall(r"^#+ (.+)$", re.sub(r"```.*?```", "", resolved.read_text(encoding="utf-8"),
+                                                   flags=re.S), re.M)
+        assert anchor in {_slug(h) for h in headings}, f"{page.relative_to(REPO)} links {target}: no such heading"
+
+
+def test_paths_named_in_the_docs_exist():
+    """A module, test or script the docs name in backticks exists (test names included: `file.py::test`)."""
+    for page in _pages():
+        for ref in re.findall(r"`((?:cuemem_cli|tests|bench|docs|sample_dialogues)/[\w./-]+(?:::\w+)?)`",
+                              page.read_text(encoding="utf-8")):
+            path, _, test = ref.partition("::")
+            assert (REPO / path).exists(), f"{page.relative_to(REPO)} names {ref}, which does not exist"
+            if test:
+                assert re.search(rf"^def {test}\(", (REPO / path).read_text(encoding="utf-8"), re.M), \
+                    f"{page.relative_to(REPO)} names {ref}: no such test"
