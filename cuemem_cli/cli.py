@@ -260,7 +260,7 @@ def ask(
         """Before a streamed answer (from Memory.ask) or before a printed one, once."""
         if not shown["evidence"]:
             shown["evidence"] = True
-            show(captured(lambda: render_evidence(context, top)), lines_after)
+            show(lambda: render_evidence(context, top), lines_after)
             render_timings(context)
 
     failure: LLMError | None = None
@@ -288,12 +288,13 @@ def ask(
             data["error"] = failure.message
         write_json(data)
     else:
-        panel = captured(lambda: render_answer(answer)) if answer is not None and not streamed["any"] else ""
-        show_evidence(context, panel.count("\n"))
+        printed = answer is not None and not streamed["any"]
+        panel_lines = captured(lambda: render_answer(answer)).count("\n") if printed and sys.stdout.isatty() else 0
+        show_evidence(context, panel_lines)
         if streamed["any"]:
             sys.stdout.write("\n")
-        else:
-            show(panel)
+        elif printed:
+            render_answer(answer)
     if failure is not None:
         sys.stdout.flush()
         raise fail(failure)

@@ -180,21 +180,26 @@ def needs_pager(lines: int, is_tty: bool, height: int) -> bool:
     return is_tty and lines > height
 
 
-def show(text: str, lines_after: int = 0) -> None:
-    """Print `text` on stdout, through a pager when it and the `lines_after` still to come do not fit the
-    terminal. The pager is $PAGER, else `less` with LESS=FRX unless LESS is set (as git does: it keeps
-    the colours, quits at once when the text fits, and leaves the text on the screen when it quits, so
-    what is printed after it, the answer, ends up below it)."""
-    pager = _pager_command()
-    if pager and needs_pager(text.count("\n") + lines_after, out.file.isatty(), out.size.height):
+def show(render: Callable[[], None], lines_after: int = 0) -> None:
+    """Run `render` (which prints on stdout), through a pager when its output and the `lines_after` still to
+    come do not fit the terminal. The pager is $PAGER, else `less` with LESS=FRX unless LESS is set (as
+    git does: it keeps the colours, quits at once when the text fits, and leaves the text on the screen
+    when it quits, so what is printed after it, the answer, ends up below it). In a pipe or a file,
+    `render` prints as it goes, with no measuring."""
+    pager = _pager_command() if out.file.isatty() else None
+    if pager is None:
+        render()
+        return
+    text = captured(render)
+    if needs_pager(text.count("\n") + lines_after, is_tty=True, height=out.size.height):
         import subprocess
 
-        env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
         out.file.flush()
-        subprocess.run(pager, shell=True, input=text, text=True, env=env, check=False)
-        return
-    out.file.write(text)
-    out.file.flush()
+        subprocess.run(pager, shell=True, input=text, text=True, check=False,
+                       env={**os.environ, "LESS": os.environ.get("LESS", "FRX")})
+    else:
+        out.file.write(text)
+        out.file.flush()
 
 
 def _pager_command() -> str | None:

@@ -127,16 +127,14 @@ def test_the_pager_decision():
     assert not needs_pager(100, is_tty=False, height=24)  # a pipe or a file: never
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follows(maya_db, tmp_path):
-    """The real command on a pseudo-terminal 20 lines high: the evidence goes to $PAGER, the answer to the
-    terminal after the pager has quit."""
+def on_a_terminal(db, marker, *args) -> str:
+    """Run `cuemem ask` on a pseudo-terminal 20 lines high, with $PAGER writing to `marker`; what the
+    terminal showed, without colours."""
     import pty
 
-    marker = tmp_path / "paged"
     env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "20", "COLUMNS": "80", "PYTHONPATH": str(REPO)}
     main, secondary = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "cuemem_cli", "--db", str(maya_db), "ask", QUESTION],
+    proc = subprocess.Popen([sys.executable, "-m", "cuemem_cli", "--db", str(db), "ask", QUESTION, *args],
                             stdin=secondary, stdout=secondary, stderr=subprocess.DEVNULL, env=env)
     os.close(secondary)
     seen = b""
@@ -150,7 +148,22 @@ def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follo
         seen += chunk
     assert proc.wait(timeout=120) == 0
     os.close(main)
+    return re.sub(r"\x1b\[[0-9;]*m", "", seen.decode())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follows(maya_db, tmp_path):
+    """The evidence (longer than 20 lines) goes to $PAGER, the answer to the terminal after the pager quits."""
+    marker = tmp_path / "paged"
+    terminal = on_a_terminal(maya_db, marker)
     paged = re.sub(r"\x1b\[[0-9;]*m", "", marker.read_text())
     assert "Evidence · maya-and-leo" in paged and "s2:9" in paged
-    terminal = re.sub(r"\x1b\[[0-9;]*m", "", seen.decode())
     assert "Best-matching sentences" in terminal and "Evidence ·" not in terminal
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_on_a_terminal_output_that_fits_is_printed_without_a_pager(maya_db, tmp_path):
+    marker = tmp_path / "paged"
+    terminal = on_a_terminal(maya_db, marker, "--evidence", "0")
+    assert not marker.exists()
+    assert terminal.index("Evidence · maya-and-leo") < terminal.index("Best-matching sentences")

@@ -87,7 +87,7 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def _pages():
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "design-notes.md"]
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "bench").glob("*.md"))]
 
 
 def _slug(heading: str) -> str:
