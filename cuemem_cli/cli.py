@@ -306,7 +306,7 @@ def _evidence_shown(value: str | None, context_only: bool) -> int | None:
         return None if context_only else DEFAULT_EVIDENCE_SHOWN
     if value == "all":
         return None
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):
         raise typer.BadParameter(f"{value!r} is neither a number of turns nor all", param_hint="--evidence")
     return int(value)
 
