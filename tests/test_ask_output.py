@@ -167,3 +167,18 @@ def test_on_a_terminal_output_that_fits_is_printed_without_a_pager(maya_db, tmp_
     terminal = on_a_terminal(maya_db, marker, "--evidence", "0")
     assert not marker.exists()
     assert terminal.index("Evidence · maya-and-leo") < terminal.index("Best-matching sentences")
+
+
+def test_a_streamed_answer_comes_after_the_evidence(cli, maya_db, monkeypatch):
+    """On a terminal a model's answer streams as it arrives: the evidence is printed before the first token."""
+    import typer.testing
+    from test_cli_errors import streaming_model
+
+    calls = [0]  # not the first call: the stream is whole
+    streaming_model(monkeypatch, calls)
+    monkeypatch.setattr(typer.testing._NamedTextIOWrapper, "isatty", lambda self: True, raising=False)
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--model", "stream/m")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("ZEBRA-one") == 1
+    assert result.stdout.index("Evidence ·") < result.stdout.index("ZEBRA-one")
+    assert result.stdout.rstrip().endswith("three")  # the answer is the last thing printed
