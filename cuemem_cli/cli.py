@@ -15,8 +15,8 @@ from typer.core import TyperGroup
 
 from . import config
 from .errors import CuememError
-from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS,
-                     DEFAULT_TOP_M)
+from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EVIDENCE_SHOWN,
+                     DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M)
 
 
 class _Group(TyperGroup):
@@ -146,7 +146,26 @@ def ingest(
                                       "reported as conflicts and kept."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file."""
+    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file.
+
+    \b
+    Input: JSONL, one message per line, e.g.
+      {"conversation": "maya", "session": "s2", "time": "2023-05-14T10:20:00",
+       "speaker": "Maya", "role": "user", "text": "I adopted a dog!", "id": "s2:1"}
+    Fields (aliases in brackets):
+      text          required: what was said [content, message, utterance]
+      conversation  required unless --conversation; memory is partitioned by it
+                    [conversation_id, conv]
+      time          ISO 8601, "8 May, 2023", epoch seconds …; with a zone → UTC
+                    [timestamp, date, datetime, created_at]
+      speaker       who said it; "I"/"my" resolve to it [name, author, sender]
+      role          user, assistant, …
+      session       [session_id]
+      id            the turn's id, kept as source_id; without it, a hash of time, speaker
+                    and text [turn_id, dia_id, message_id]
+    Other fields are kept with the turn. Other formats: --from FORMAT.
+    Every field and converter, with examples: docs/input-formats.md
+    """
     from .convert import CONVERTERS
     from .render import ingest_progress
 
@@ -211,13 +230,24 @@ def ask(
     answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
                                                       "a model, else extractive)."),
     embedder: str | None = typer.Option(None, help="Query embedder; must match the DB's model."),
+    evidence: str | None = typer.Option(
+        None, "--evidence", metavar="N|all",
+        help=f"Evidence turns to show: the N highest-scoring, each with the turns said just before and after it, "
+             f"or all (default {DEFAULT_EVIDENCE_SHOWN}; all with --context-only). The model reads all of them; "
+             "--json has all."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """Answer a question from memory, showing the evidence turns it used."""
+    """Answer a question from memory, showing the evidence turns it used.
+
+    The evidence comes first and the answer last, so the answer stays on screen; on a terminal, output
+    longer than the screen goes through $PAGER (else less), never in a pipe or with --json.
+    """
     from .errors import LLMError
     from .reconstruct import Settings
-    from .render import context_json, render_answer, render_evidence, visible, write_json
+    from .render import (captured, context_json, render_answer, render_evidence, render_timings, show, visible,
+                         write_json)
 
+    top = _evidence_shown(evidence, context_only)
     settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
                         excerpt_tokens=excerpt)
     chosen_model = config.answer_model(model)
@@ -228,6 +258,15 @@ def ask(
         sys.stdout.write(visible(token))  # a model may echo the control characters of stored text
         sys.stdout.flush()
 
+    shown = {"evidence": False}
+
+    def show_evidence(context, lines_after: int = 0) -> None:
+        """Before a streamed answer (from Memory.ask) or before a printed one, once."""
+        if not shown["evidence"]:
+            shown["evidence"] = True
+            show(lambda: render_evidence(context, top), lines_after)
+            render_timings(context)
+
     failure: LLMError | None = None
     try:
         with _memory(embedder=embedder) as memory:
@@ -237,8 +276,10 @@ def ask(
             else:
                 stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
                 try:
+                    # a streamed answer's length is unknown: keep a few lines for it below the evidence
                     result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream,
-                                        answerer=answerer)
+                                        answerer=answerer,
+                                        on_context=(lambda c: show_evidence(c, 3)) if stream else None)
                     context, answer = result.context, result.answer
                 except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
                     failure, answer = exc, None
@@ -251,14 +292,30 @@ def ask(
             data["error"] = failure.message
         write_json(data)
     else:
+        printed = answer if not streamed["any"] else None
+        panel_lines = 0
+        if printed is not None and sys.stdout.isatty():
+            panel = printed
+            panel_lines = captured(lambda: render_answer(panel)).count("\n")
+        show_evidence(context, panel_lines)
         if streamed["any"]:
             sys.stdout.write("\n")
-        elif answer is not None:
-            render_answer(answer)
-        render_evidence(context)
+        elif printed is not None:
+            render_answer(printed)
     if failure is not None:
         sys.stdout.flush()
         raise fail(failure)
+
+
+def _evidence_shown(value: str | None, context_only: bool) -> int | None:
+    """--evidence: a count of strongest turns, or None for all."""
+    if value is None:
+        return None if context_only else DEFAULT_EVIDENCE_SHOWN
+    if value == "all":
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise typer.BadParameter(f"{value!r} is neither a number of turns nor all", param_hint="--evidence")
+    return int(value)
 
 
 # ----------------------------------------------------------- inspect-graph

@@ -16,6 +16,9 @@ DEFAULT_BUDGET = 2000
 # A turn whose evidence line is longer is shown as an excerpt (excerpt.py). No LoCoMo turn is that long
 # (the longest evidence line costs 126 tokens); an assistant's multi-paragraph answer is.
 DEFAULT_EXCERPT_TOKENS = 150
+# `ask` shows this many of the evidence turns (the highest-scoring, each with the turns said just before
+# and after it); the model reads all of them, and `--evidence all` shows all (render.shown_evidence).
+DEFAULT_EVIDENCE_SHOWN = 5
 # Build-time defaults of `ingest`: the graph a new database gets, fixed for its life (ingest.Ingestor).
 # Wider than the question-time values above, so that `ask` may follow more (or fewer) edges without a
 # rebuild.

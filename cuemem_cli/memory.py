@@ -145,9 +145,10 @@ class Memory:
     def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,
             on_token: Callable[[str], None] | None = None, record_retrieval: bool = True,
-            answerer: str | None = None) -> Result:
+            answerer: str | None = None, on_context: Callable[[Context], None] | None = None) -> Result:
         """Answer with `model` (any litellm model) or, without one, extractively and offline; `answerer`
-        names another registered answerer (cuemem_cli.registry)."""
+        names another registered answerer (cuemem_cli.registry). `on_context` sees the evidence before the
+        answer is asked for (the CLI prints it first, so a streamed answer comes last)."""
         answer_with = make_answerer(answerer or ("llm" if model else "extractive"), model=model,
                                     embedder=lambda: self.embedder(quick_start=True), priority=priority,
                                     on_token=on_token)
@@ -156,6 +157,8 @@ class Memory:
             cid, _ = resolve_conversation(self.store, context.conversation)
             with self.store.transaction():
                 self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
+        if on_context is not None:
+            on_context(context)
         return Result(context, answer_with(context))
 
     def conversations(self) -> list[str]:

@@ -11,6 +11,7 @@ os.environ["COLUMNS"] = "200"  # rich sizes tables by it
 os.environ["LITELLM_OFFLINE_MODE"] = "true"
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["PAGER"] = ""  # a test that makes stdout claim to be a terminal never starts a real pager
 
 import socket
 from collections.abc import Callable
