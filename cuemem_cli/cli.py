@@ -86,11 +86,24 @@ def _memory(create: bool = False, **kwargs):
     """Only the commands that store turns (ingest, import) create the database file."""
     from .memory import Memory
 
+    url = config.db_url(state.db)
+    if url is not None:  # PostgreSQL (store_postgres.py)
+        return Memory(url, create=create, **kwargs)
     path = config.db_path(state.db)
     if path.is_dir():
         raise CuememError(f"{path} is a directory, not a database file",
                           f"name a file, e.g. --db {path / 'memory.db'}")
     return Memory(path, create=create, **kwargs)
+
+
+def _db_shown() -> str:
+    """The database as reports name it: its path, or its URL without the password."""
+    url = config.db_url(state.db)
+    if url is None:
+        return str(config.db_path(state.db))
+    from .store_postgres import redacted
+
+    return redacted(url)
 
 
 def _version(value: bool) -> None:
@@ -108,8 +121,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    db: Optional[str] = typer.Option(None, "--db", help="Database file (default: $CUEMEM_DB, else the per-user data dir).",
-                                     metavar="PATH"),
+    db: Optional[str] = typer.Option(None, "--db", help="Database file, or a postgresql:// URL (default: $CUEMEM_DB, "
+                                     "else the per-user data dir).", metavar="PATH"),
     version: bool = typer.Option(False, "--version", help="Print cuemem's version and exit.", callback=_version,
                                  is_eager=True),
 ) -> None:
@@ -175,7 +188,7 @@ def _print_ingest_report(report, json_out: bool) -> None:
     data = asdict(report)
     data["seconds"] = round(report.seconds, 3)
     data["stage_seconds"] = {k: round(v, 3) for k, v in report.stage_seconds.items()}
-    data["db"] = str(config.db_path(state.db))
+    data["db"] = _db_shown()
     if json_out:
         write_json(data)
     else:
@@ -449,7 +462,7 @@ def forget(
         err.print(f"forgot {_plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""))
     else:
         err.print("nothing matches: nothing forgotten" + ("; file scrubbed" if report.vacuumed else ""))
-    if report.vacuumed:
+    if report.vacuumed and config.db_url(state.db) is None:
         db = config.db_path(state.db)
         backups = sorted(str(p) for p in db.parent.glob(f"{db.name}.bak-schema*"))
         if backups:
