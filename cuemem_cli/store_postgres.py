@@ -634,7 +634,7 @@ class PostgresStore:
 
     def edges_of(self, turn_id: int) -> list[tuple[int, int, str, float, int]]:
         return self._rows("SELECT src, dst, kind, weight, rank FROM edges WHERE src = %(t)s OR dst = %(t)s"
-                          " ORDER BY kind, weight DESC", {"t": turn_id})
+                          " ORDER BY kind, weight DESC, src, dst", {"t": turn_id})
 
     def all_edges(self, conversation_id: int) -> list[tuple[int, int, str, float, int]]:
         return self._rows("SELECT e.src, e.dst, e.kind, e.weight, e.rank FROM edges e JOIN turns t ON t.id = e.src"
