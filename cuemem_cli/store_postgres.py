@@ -9,7 +9,7 @@ What differs inside, and why:
   Very large conversations get the same coarse cells (cells.py) as there.
 - The lexical index is PostgreSQL's full text (a `tsvector` per turn, GIN index, the `cuemem` text search
   configuration: English Snowball stems, no stop words dropped, hyphenated words as their parts, as
-  FTS5's `porter unicode61` indexes them). Turns are ranked by the same BM25 as FTS5's `bm25()`
+  FTS5's `porter unicode61` indexes them: words split at punctuation). Turns are ranked by the same BM25 as FTS5's `bm25()`
   (k1 = 1.2, b = 0.75), with the counts taken inside the asked conversation (in SQLite over the whole
   file): a conversation's ranking never depends on another's turns.
 - Writers: `transaction()` takes one advisory lock per database (what BEGIN IMMEDIATE is in SQLite), so
@@ -26,6 +26,7 @@ psycopg is imported when a store is opened, never by `cuemem --help`.
 from __future__ import annotations
 
 import re
+import string
 import struct
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -44,6 +45,9 @@ WRITE_LOCK = 0x43554D45  # advisory lock key of the write lock ("CUME", as SQLit
 TEXT_SEARCH = "cuemem"  # the text search configuration m001 creates
 _TURN_COLUMNS = "t.id, c.name, t.position, t.source_id, t.text, t.session, t.time, t.speaker, t.role"
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
+# Split on ASCII punctuation before PostgreSQL's parser sees the text, as FTS5's unicode61 tokenizer does:
+# the parser would keep "advice/assistance" as one file-path token, "3.5" as one number, an e-mail whole.
+_ASCII_PUNCTUATION = string.punctuation
 
 
 def redacted(url: str) -> str:
@@ -67,8 +71,12 @@ def m001_initial(conn) -> None:
     conn.execute(f"CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH} (PARSER = default)")
     conn.execute(f"ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH} ADD MAPPING FOR asciiword, word, numword,"
                  f" hword_asciipart, hword_part, hword_numpart WITH {TEXT_SEARCH}_stem")
-    conn.execute(f"ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH} ADD MAPPING FOR int, uint, float, sfloat, version,"
-                 " email, url, host, url_path, file WITH simple")
+    conn.execute(f"ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH} ADD MAPPING FOR int, uint WITH simple")
+    from psycopg import sql
+
+    conn.execute(sql.SQL("CREATE FUNCTION cuemem_words(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+                         " RETURN translate($1, {}, {})").format(
+        sql.Literal(_ASCII_PUNCTUATION), sql.Literal(" " * len(_ASCII_PUNCTUATION))))
     conn.execute("CREATE FUNCTION cuemem_tokens(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE"
                  " AS 'SELECT coalesce(sum(cardinality(positions)), 0)::integer FROM unnest($1)'")
     for statement in _M001.split(";"):
@@ -100,8 +108,8 @@ CREATE TABLE turns (
     status text NOT NULL DEFAULT 'done' CHECK (status IN ('done', 'pending')),
     last_retrieved_at text COLLATE "C",
     stored_at text COLLATE "C",
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH}', text)) STORED,
-    tokens integer GENERATED ALWAYS AS (cuemem_tokens(to_tsvector('{TEXT_SEARCH}', text))) STORED,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH}', cuemem_words(text))) STORED,
+    tokens integer GENERATED ALWAYS AS (cuemem_tokens(to_tsvector('{TEXT_SEARCH}', cuemem_words(text)))) STORED,
     UNIQUE (conversation_id, source_id),
     UNIQUE (conversation_id, position)
 );
@@ -596,8 +604,8 @@ class PostgresStore:
         rows = self._rows(
             f"""
             WITH terms AS (
-              SELECT i, phraseto_tsquery('{TEXT_SEARCH}', word) AS q,
-                     tsvector_to_array(to_tsvector('{TEXT_SEARCH}', word)) AS lexemes
+              SELECT i, phraseto_tsquery('{TEXT_SEARCH}', cuemem_words(word)) AS q,
+                     tsvector_to_array(to_tsvector('{TEXT_SEARCH}', cuemem_words(word))) AS lexemes
               FROM unnest(%(words)s::text[]) WITH ORDINALITY AS w(word, i)),
             docs AS (SELECT id, tsv, tokens FROM turns WHERE conversation_id = %(cid)s),
             stats AS (SELECT count(*)::float8 AS n, greatest(avg(tokens), 1e-9)::float8 AS avgdl FROM docs),

@@ -4,6 +4,7 @@ concurrent ingests equal to a serial run. A real server (conftest.postgres_serve
 
 from __future__ import annotations
 
+import numpy as np
 import orjson
 import pytest
 
@@ -165,3 +166,50 @@ def test_concurrent_ingests_of_one_file_equal_a_serial_run(cli, pg_url, tmp_path
     assert graphs[0]["conversations"] == graphs[1]["conversations"]
     for question in QUESTIONS:
         assert evidence(cli, pg_url, question) == evidence(cli, serial, question), question
+
+
+@pytest.mark.slow  # ingests a LoCoMo conversation twice
+def test_locomo_conv26_evidence_on_postgres_equals_sqlites(locomo_path, tmp_path, pg_url, embedder):
+    """The same conversation and settings: a sampled question gets the same evidence (turns, order, how each
+    was found, scores to float rounding) through the SQL path and through the in-memory view, unless the
+    two lexical indexes rank its words differently: PostgreSQL stems with Snowball English where FTS5
+    uses Porter ("plays" and "playing" are one stem in both, but "play" is "plai" only in Porter), the one
+    difference between the two indexes left (docs/postgres.md). Each differing question must show it."""
+    from cuemem_cli.convert import load_json, locomo
+    from cuemem_cli.memory import Memory
+    from cuemem_cli.reconstruct import fts_query
+    from cuemem_cli.statements import without_names
+    from cuemem_cli.view import drop_view
+
+    sample = [s for s in load_json(locomo_path) if s["sample_id"] == "conv-26"]
+    questions = [qa["question"] for qa in sample[0]["qa"]][::4]
+    memories = [Memory(str(tmp_path / "memory.db"), embedder=embedder), Memory(pg_url, embedder=embedder)]
+    messages = list(locomo(sample))
+    for memory in memories:
+        assert memory.add(messages).turns_added == len(messages)
+    cids = [memory.store.conversation_id("conv-26") for memory in memories]
+    speakers = memories[0].store.speakers(cids[0])
+
+    def lexical(memory, cid, question):
+        query = fts_query(without_names(question, speakers) or question)
+        return [(memory.store.turns_by_id([t])[t].source_id, round(s, 3))
+                for t, s in memory.store.search_turns_fts(cid, query, 50)]
+
+    differing = []
+    for view in (False, True):
+        for question in questions:
+            found = []
+            for memory in memories:
+                if not view:
+                    drop_view(memory.store)  # a one-question process: SQL, not the cached arrays
+                found.append([(e.source_id, e.via, e.score) for e in memory.context(question, "conv-26").evidence])
+            same = [e[:2] for e in found[0]] == [e[:2] for e in found[1]] and np.allclose(
+                [e[2] for e in found[0]], [e[2] for e in found[1]], atol=2e-4)
+            if not same:
+                differing.append(question)
+                assert lexical(memories[0], cids[0], question) != lexical(memories[1], cids[1], question), question
+    print(f"conv-26: {len(questions) - len(set(differing))} of {len(questions)} questions with identical evidence;"
+          f" differing (lexical ranks differ): {sorted(set(differing))}")
+    assert len(set(differing)) <= len(questions) // 5
+    for memory in memories:
+        memory.close()
