@@ -424,7 +424,8 @@ def forget(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Do not ask for confirmation (needed when stdin is not a terminal)."),
     vacuum: bool = typer.Option(
-        False, "--vacuum", help="Then rebuild the file and empty its WAL: no byte of forgotten text stays on disk."),
+        False, "--vacuum", help="Then rebuild the file and empty its WAL: no byte of forgotten text stays on disk "
+                                "(PostgreSQL: VACUUM, see docs/postgres.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON report on stdout."),
 ) -> None:
     """Forget turns with their cues, vectors and edges (the paper's DELETE); selectors combine with AND.

@@ -199,7 +199,7 @@ class PostgresStore:
 
     # ----------------------------------------------------------------- opening
     @classmethod
-    def open(cls, url: str, create: bool = True, readonly: bool = False) -> "PostgresStore":
+    def open(cls, url: str, create: bool = True, readonly: bool = False) -> PostgresStore:
         try:
             import psycopg
         except ImportError as exc:
@@ -719,7 +719,7 @@ class PostgresStore:
 
     def forget_counts(self, turn_ids: Sequence[int]) -> dict[str, int]:
         p = {"ids": _ids(turn_ids)}
-        one = lambda sql: self._one(sql, p)[0]  # noqa: E731
+        one = lambda sql: self._one(sql, p)[0]
         return {
             "cues": one("SELECT count(*) FROM cues WHERE turn_id = ANY(%(ids)s)"),
             "vectors": one("SELECT count(*) FROM cue_vectors WHERE cue_id IN"

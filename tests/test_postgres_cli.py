@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import orjson
 import pytest
-
 from conftest import SAMPLES
 from test_concurrency import finish, run_at_once, start
 

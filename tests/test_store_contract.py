@@ -36,6 +36,7 @@ def unit(rng: np.random.Generator, n: int) -> np.ndarray:
 def fill(store, conversations=("a", "b")) -> dict[str, int]:
     """The same turns, cues (one with a vector equal to another's: a tie), vectors and edges in each store."""
     rng = np.random.default_rng(7)
+    tie = unit(rng, 1)[0]
     store.bind_embedder("test-model", DIM, "test")
     ids = {}
     with store.transaction():
@@ -52,10 +53,8 @@ def fill(store, conversations=("a", "b")) -> dict[str, int]:
                 cue_ids = store.insert_cues(cid, [(tid, "Maya", "said", words[0], "triple"),
                                                   (tid, "Maya", "", text, "statement")])
                 vectors = unit(rng, 2)
-                if pos == 3:
-                    vectors[0] = first_vector  # noqa: F821 - set at pos 0: two cues at the same distance
-                if pos == 0:
-                    first_vector = vectors[0].copy()
+                if pos in (0, 3):
+                    vectors[0] = tie  # two cues at the same distance from any question
                 store.insert_vectors(cid, cue_ids, vectors)
                 store.insert_turn_vectors([(tid, unit(rng, 1)[0])])
             store.insert_edges([(turn_ids[i], turn_ids[i + 1], "temporal", 1.0, 1) for i in range(len(TEXTS) - 1)])
@@ -104,10 +103,9 @@ def test_embedding_model_is_recorded_and_guarded(any_store):
 
 
 def test_transaction_rolls_back_everything(any_store):
-    with pytest.raises(RuntimeError):
-        with any_store.transaction():
-            any_store.conversation_id("x", create=True)
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), any_store.transaction():
+        any_store.conversation_id("x", create=True)
+        raise RuntimeError("boom")
     assert any_store.conversation_names() == []
 
 
