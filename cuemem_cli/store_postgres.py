@@ -8,10 +8,11 @@ What differs inside, and why:
   (`WHERE conversation_id = … ORDER BY embedding <=> q, cue_id`), as vec0's partition scan is in SQLite.
   Very large conversations get the same coarse cells (cells.py) as there.
 - The lexical index is PostgreSQL's full text (a `tsvector` per turn, GIN index, the `cuemem` text search
-  configuration: English Snowball stems, no stop words dropped, hyphenated words as their parts, as
-  FTS5's `porter unicode61` indexes them: words split at punctuation). Turns are ranked by the same BM25 as FTS5's `bm25()`
+  configuration: words split at punctuation and no stop words dropped, as FTS5's `porter unicode61` indexes
+  them, but stemmed by Snowball English, not Porter). Turns are ranked by the same BM25 as FTS5's `bm25()`
   (k1 = 1.2, b = 0.75), with the counts taken inside the asked conversation (in SQLite over the whole
-  file): a conversation's ranking never depends on another's turns.
+  file): a conversation's ranking never depends on another's turns. Cue texts get no full-text index: only
+  turns are searched lexically (Store.search_cues_fts has no caller).
 - Writers: `transaction()` takes one advisory lock per database (what BEGIN IMMEDIATE is in SQLite), so
   concurrent ingests serialise their short write phases and each re-reads what it decided under the lock;
   readers never wait (MVCC). `snapshot()` is a REPEATABLE READ, READ ONLY transaction.

@@ -166,28 +166,40 @@ def fake_llm(monkeypatch):
 
 # ------------------------------------------------------------------ PostgreSQL
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory):
-    """A real PostgreSQL server with pgvector for the session: $CUEMEM_TEST_POSTGRES (a server URL .ci/run
-    starts), else one `.ci/postgres-up` starts in a temporary folder and `.ci/postgres-down` stops. Tests
-    are skipped when none can be started, except under CI, where that fails them."""
+def postgres_server():
+    """A real PostgreSQL server with pgvector for the session: $CUEMEM_TEST_POSTGRES (a server URL), else
+    one `.ci/postgres-up` starts in a temporary folder and `.ci/postgres-down` stops. Tests are skipped when
+    none can be started, except under CI, where that fails them.
+
+    The folder is not under pytest's basetemp: the server runs as another user (pgserver, when root starts
+    it), and every pytest session on the machine makes /tmp/pytest-of-USER 0700 again as it starts."""
+    import shutil
     import subprocess
+    import sys
+    import tempfile
 
     url = os.environ.get("CUEMEM_TEST_POSTGRES")
     if url:
         yield url
         return
-    folder = tmp_path_factory.mktemp("pg")
+    folder = Path(tempfile.mkdtemp(prefix="cuemem-pg-"))
     try:
+        env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
         done = subprocess.run(["bash", str(REPO / ".ci" / "postgres-up"), str(folder)], capture_output=True,
-                              text=True, timeout=300)
+                              text=True, timeout=300, env=env)  # `python` there is this test run's
     except (OSError, subprocess.TimeoutExpired) as exc:
         done = None
         why = str(exc)
     if done is None or done.returncode != 0:
         why = why if done is None else done.stderr.strip()[-500:]
+        shutil.rmtree(folder, ignore_errors=True)
         (pytest.fail if os.environ.get("CI") else pytest.skip)(f"no PostgreSQL server: .ci/postgres-up failed: {why}")
-    yield done.stdout.strip().splitlines()[-1]
-    subprocess.run(["bash", str(REPO / ".ci" / "postgres-down"), str(folder)], capture_output=True, timeout=120)
+    try:
+        yield done.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run(["bash", str(REPO / ".ci" / "postgres-down"), str(folder)], capture_output=True, timeout=120,
+                       env=env)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
