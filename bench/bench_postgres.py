@@ -29,7 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import numpy as np
+import numpy as np  # noqa: E402 - after the repository is on sys.path, as the imports below
 
 ASKERS, INGESTERS, ASKS_EACH = 8, 2, 12
 
@@ -154,7 +154,7 @@ def knn(server: str, n: int, dim: int = 384, queries: int = 30) -> dict:
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
         hnsw_t, approx = run()
         size = conn.execute("SELECT pg_relation_size('v_embedding_idx')").fetchone()[0]
-    overlap = statistics.mean(len(set(a) & set(b)) / 100 for a, b in zip(exact, approx))
+    overlap = statistics.mean(len(set(a) & set(b)) / 100 for a, b in zip(exact, approx, strict=True))
     return {"cues_per_conversation": n, "exact_p50_ms": round(statistics.median(exact_t), 1),
             "hnsw_p50_ms": round(statistics.median(hnsw_t), 1), "hnsw_overlap_top100": round(overlap, 3),
             "hnsw_build_s": round(build, 1), "hnsw_index_bytes": size}

@@ -112,7 +112,7 @@ def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_
            and evidence[i - 1].position == evidence[i].position - 1]
     vectors = embedder.embed([context.question] + [c[0] for c in candidates] + [evidence[i - 1].text for i in led])
     question, own = vectors[0], vectors[1:len(candidates) + 1]
-    before = dict(zip(led, vectors[len(candidates) + 1:]))
+    before = dict(zip(led, vectors[len(candidates) + 1:], strict=True))
     previous = np.vstack([before.get(i, np.zeros_like(question)) for _, i in candidates])
     scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
     chosen: dict[int, str] = {}

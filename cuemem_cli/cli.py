@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import typer
 from typer.core import TyperGroup
 
 from . import config
 from .errors import CuememError
-from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS,
-                     DEFAULT_TOP_M)
+from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EVIDENCE_SHOWN,
+                     DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M)
 
 
 class _Group(TyperGroup):
@@ -28,7 +27,7 @@ class _Group(TyperGroup):
             return super().invoke(ctx)
         except BrokenPipeError:
             _discard_stdout()
-            raise typer.Exit(0)
+            raise typer.Exit(0) from None
 
 
 def _discard_stdout() -> None:
@@ -59,7 +58,7 @@ EXIT_PARTIAL = 3
 
 
 class State:
-    db: Optional[str] = None
+    db: str | None = None
 
 
 state = State()
@@ -121,8 +120,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    db: Optional[str] = typer.Option(None, "--db", help="Database file, or a postgresql:// URL (default: $CUEMEM_DB, "
-                                     "else the per-user data dir).", metavar="PATH"),
+    db: str | None = typer.Option(None, "--db", help="Database file, or a postgresql:// URL (default: $CUEMEM_DB, "
+                                  "else the per-user data dir).", metavar="PATH"),
     version: bool = typer.Option(False, "--version", help="Print cuemem's version and exit.", callback=_version,
                                  is_eager=True),
 ) -> None:
@@ -133,29 +132,53 @@ def main(
 @app.command()
 def ingest(
     files: list[str] = typer.Argument(..., help="Message JSONL file, or - for standard input; with --from, "
-                                                "one or more export files (or a directory of them).", metavar="FILE..."),
-    from_format: Optional[str] = typer.Option(None, "--from", metavar="FORMAT",
-                                              help="Convert from this format first (as `cuemem convert FORMAT`): "
-                                                   "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
+                                                "one or more export files (or a directory of them).",
+                                      metavar="FILE..."),
+    from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
+                                           help="Convert from this format first (as `cuemem convert FORMAT`): "
+                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
     all_branches: bool = typer.Option(False, "--all-branches",
-                                      help="With --from chatgpt: every edited or regenerated branch, not only the kept one."),
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
-                                               help="Store every line in this conversation, whatever it names "
-                                                    "(ids of lines from another conversation become CONV/ID)."),
+                                      help="With --from chatgpt: every edited or regenerated branch, not only the "
+                                           "kept one."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c",
+                                            help="Store every line in this conversation, whatever it names "
+                                                 "(ids of lines from another conversation become CONV/ID)."),
     extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules), llm, or a registered name."),
-    extract_model: Optional[str] = typer.Option(None, help="litellm model for --extractor llm."),
+    extract_model: str | None = typer.Option(None, help="litellm model for --extractor llm."),
     mix_extractors: bool = typer.Option(False, "--mix-extractors",
                                         help="Allow cues of another extractor than the database was built with."),
-    embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
-    window: Optional[int] = typer.Option(None, help=f"Temporal window w built into the graph (new DB only; default {BUILD_WINDOW})."),
-    sem_k: Optional[int] = typer.Option(None, help=f"Semantic neighbours k per cue built into the graph (new DB only; default {BUILD_SEM_K})."),
-    skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Report and skip bad lines instead of rejecting the file."),
+    embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
+    window: int | None = typer.Option(None, help="Temporal window w built into the graph (new DB only; "
+                                                 f"default {BUILD_WINDOW})."),
+    sem_k: int | None = typer.Option(None, help="Semantic neighbours k per cue built into the graph (new DB only; "
+                                                f"default {BUILD_SEM_K})."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid",
+                                      help="Report and skip bad lines instead of rejecting the file."),
     replace: bool = typer.Option(False, "--replace",
                                  help="Replace stored turns whose text changed (same id); without it they are "
                                       "reported as conflicts and kept."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file."""
+    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file.
+
+    \b
+    Input: JSONL, one message per line, e.g.
+      {"conversation": "maya", "session": "s2", "time": "2023-05-14T10:20:00",
+       "speaker": "Maya", "role": "user", "text": "I adopted a dog!", "id": "s2:1"}
+    Fields (aliases in brackets):
+      text          required: what was said [content, message, utterance]
+      conversation  required unless --conversation; memory is partitioned by it
+                    [conversation_id, conv]
+      time          ISO 8601, "8 May, 2023", epoch seconds …; with a zone → UTC
+                    [timestamp, date, datetime, created_at]
+      speaker       who said it; "I"/"my" resolve to it [name, author, sender]
+      role          user, assistant, …
+      session       [session_id]
+      id            the turn's id, kept as source_id; without it, a hash of time, speaker
+                    and text [turn_id, dia_id, message_id]
+    Other fields are kept with the turn. Other formats: --from FORMAT.
+    Every field and converter, with examples: docs/input-formats.md
+    """
     from .convert import CONVERTERS
     from .render import ingest_progress
 
@@ -169,13 +192,12 @@ def ingest(
     show_progress = sys.stderr.isatty() and not json_out
     try:
         with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
-                     mix_extractors=mix_extractors) as memory:
-            with ingest_progress(show_progress) as progress:
-                report = memory.ingest_file(files if from_format else files[0], conversation, skip_invalid,
-                                            progress=progress, window=window, sem_k=sem_k, replace=replace,
-                                            from_format=from_format, all_branches=all_branches)
+                     mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
+            report = memory.ingest_file(files if from_format else files[0], conversation, skip_invalid,
+                                        progress=progress, window=window, sem_k=sem_k, replace=replace,
+                                        from_format=from_format, all_branches=all_branches)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     _print_ingest_report(report, json_out)
 
 
@@ -201,8 +223,8 @@ def _print_ingest_report(report, json_out: bool) -> None:
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="The question."),
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c",
-                                               help="Conversation to search (required when the DB holds several)."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c",
+                                            help="Conversation to search (required when the DB holds several)."),
     top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
     window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
     sem_k: int = typer.Option(ASK_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
@@ -211,22 +233,34 @@ def ask(
     excerpt: int = typer.Option(DEFAULT_EXCERPT_TOKENS, "--excerpt", min=0,
                                 help="A turn longer than this many tokens shows only its sentences nearest the "
                                      "question (0: every turn whole)."),
-    as_of: Optional[str] = typer.Option(
+    as_of: str | None = typer.Option(
         None, help="Answer as of TIME: the question time, and memory as it was then (turns dated later, or "
                    "undated turns stored later, are left out). Default: now, everything."),
-    model: Optional[str] = typer.Option(None, "--model", "-m",
-                                        help="litellm model for the answer (default $CUEMEM_MODEL; none: offline extractive answer)."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="litellm model for the answer (default $CUEMEM_MODEL; none: offline "
+                                          "extractive answer)."),
     context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),
     answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
                                                       "a model, else extractive)."),
-    embedder: Optional[str] = typer.Option(None, help="Query embedder; must match the DB's model."),
+    embedder: str | None = typer.Option(None, help="Query embedder; must match the DB's model."),
+    evidence: str | None = typer.Option(
+        None, "--evidence", metavar="N|all",
+        help=f"Evidence turns to show: the N highest-scoring, each with the turns said just before and after it, "
+             f"or all (default {DEFAULT_EVIDENCE_SHOWN}; all with --context-only). The model reads all of them; "
+             "--json has all."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """Answer a question from memory, showing the evidence turns it used."""
+    """Answer a question from memory, showing the evidence turns it used.
+
+    The evidence comes first and the answer last, so the answer stays on screen; on a terminal, output
+    longer than the screen goes through $PAGER (else less), never in a pipe or with --json.
+    """
     from .errors import LLMError
     from .reconstruct import Settings
-    from .render import context_json, render_answer, render_evidence, visible, write_json
+    from .render import (captured, context_json, render_answer, render_evidence, render_timings, show, visible,
+                         write_json)
 
+    top = _evidence_shown(evidence, context_only)
     settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
                         excerpt_tokens=excerpt)
     chosen_model = config.answer_model(model)
@@ -237,6 +271,15 @@ def ask(
         sys.stdout.write(visible(token))  # a model may echo the control characters of stored text
         sys.stdout.flush()
 
+    shown = {"evidence": False}
+
+    def show_evidence(context, lines_after: int = 0) -> None:
+        """Before a streamed answer (from Memory.ask) or before a printed one, once."""
+        if not shown["evidence"]:
+            shown["evidence"] = True
+            show(lambda: render_evidence(context, top), lines_after)
+            render_timings(context)
+
     failure: LLMError | None = None
     try:
         with _memory(embedder=embedder) as memory:
@@ -246,36 +289,54 @@ def ask(
             else:
                 stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
                 try:
+                    # a streamed answer's length is unknown: keep a few lines for it below the evidence
                     result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream,
-                                        answerer=answerer)
+                                        answerer=answerer,
+                                        on_context=(lambda c: show_evidence(c, 3)) if stream else None)
                     context, answer = result.context, result.answer
                 except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
                     failure, answer = exc, None
                     context = memory.context(question, conversation, settings, as_of)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if json_out:
         data = context_json(context, answer)
         if failure is not None:
             data["error"] = failure.message
         write_json(data)
     else:
+        printed = answer if not streamed["any"] else None
+        panel_lines = 0
+        if printed is not None and sys.stdout.isatty():
+            panel = printed
+            panel_lines = captured(lambda: render_answer(panel)).count("\n")
+        show_evidence(context, panel_lines)
         if streamed["any"]:
             sys.stdout.write("\n")
-        elif answer is not None:
-            render_answer(answer)
-        render_evidence(context)
+        elif printed is not None:
+            render_answer(printed)
     if failure is not None:
         sys.stdout.flush()
         raise fail(failure)
 
 
+def _evidence_shown(value: str | None, context_only: bool) -> int | None:
+    """--evidence: a count of strongest turns, or None for all."""
+    if value is None:
+        return None if context_only else DEFAULT_EVIDENCE_SHOWN
+    if value == "all":
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise typer.BadParameter(f"{value!r} is neither a number of turns nor all", param_hint="--evidence")
+    return int(value)
+
+
 # ----------------------------------------------------------- inspect-graph
 @app.command("inspect-graph")
 def inspect_graph(
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
-    turn: Optional[str] = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
-                                                            "(with dot or graphml: its neighbourhood graph)."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
+                                                         "(with dot or graphml: its neighbourhood graph)."),
     fmt: str = typer.Option("table", "--format", help="table, json, dot (Graphviz) or graphml (Gephi)."),
 ) -> None:
     """Show what memory holds: per-conversation counts, one turn's neighbourhood, or the whole graph."""
@@ -303,7 +364,7 @@ def inspect_graph(
                 return
             summary = inspector.summary(store, conversation, graph=fmt == "json")
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if fmt == "json":
         write_json(summary)
     else:
@@ -326,7 +387,7 @@ def _convert(kind: str, files: list[str], all_branches: bool = False) -> None:
                 sys.stdout.write(line.decode())
         sys.stdout.flush()
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
 
 
 @convert_app.command("locomo")
@@ -342,14 +403,17 @@ def convert_longmemeval(file: str = typer.Argument(..., help="LongMemEval JSON (
 
 
 @convert_app.command("openai")
-def convert_openai(files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin.")) -> None:
+def convert_openai(
+    files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin."),
+) -> None:
     """OpenAI chat-completions `messages` → JSONL (unnamed conversations: FILE_STEM-SHA256PREFIX)."""
     _convert("openai", files)
 
 
 @convert_app.command("chatgpt")
 def convert_chatgpt(
-    files: list[str] = typer.Argument(..., help="ChatGPT export conversations.json (or its unpacked folder); - for stdin."),
+    files: list[str] = typer.Argument(..., help="ChatGPT export conversations.json (or its unpacked folder); "
+                                                "- for stdin."),
     all_branches: bool = typer.Option(False, "--all-branches",
                                       help="Every edited or regenerated branch, not only the one kept (current_node)."),
 ) -> None:
@@ -359,7 +423,8 @@ def convert_chatgpt(
 
 @convert_app.command("claude")
 def convert_claude(
-    files: list[str] = typer.Argument(..., help="Claude.ai export conversations.json (or its unpacked folder); - for stdin."),
+    files: list[str] = typer.Argument(..., help="Claude.ai export conversations.json (or its unpacked folder); "
+                                                "- for stdin."),
 ) -> None:
     """Claude.ai data export → JSONL (conversation = its uuid, title kept; human → user)."""
     _convert("claude", files)
@@ -377,8 +442,8 @@ def convert_claude_code(
 @app.command()
 def extract(
     pending: bool = typer.Option(False, "--pending", help="Retry the turns whose LLM extraction failed."),
-    extract_model: Optional[str] = typer.Option(None, help="litellm model (default: the one that failed)."),
-    conversation: Optional[str] = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    extract_model: str | None = typer.Option(None, help="litellm model (default: the one that failed)."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Re-run cue extraction for pending turns and link them into the graph."""
@@ -392,7 +457,7 @@ def extract(
 
             report = retry_pending(memory, extract_model, conversation)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if json_out:
         write_json(report)
     else:
@@ -404,22 +469,24 @@ def extract(
 # ----------------------------------------------------------------- forget
 @app.command()
 def forget(
-    conversation: Optional[str] = typer.Option(
-        None, "--conversation", "-c", help="Forget this conversation (alone: all of it), or limit the other options to it."),
-    session: Optional[str] = typer.Option(
+    conversation: str | None = typer.Option(
+        None, "--conversation", "-c",
+        help="Forget this conversation (alone: all of it), or limit the other options to it."),
+    session: str | None = typer.Option(
         None, "--session", help="Forget one session (needs --conversation when the DB holds several)."),
-    turn: Optional[list[str]] = typer.Option(
+    turn: list[str] | None = typer.Option(
         None, "--turn", metavar="SOURCE_ID",
         help="Forget a turn by its source id; repeatable (needs --conversation when the DB holds several)."),
-    before: Optional[str] = typer.Option(
+    before: str | None = typer.Option(
         None, "--before", metavar="TIME", help="Forget turns whose time is earlier than TIME (undated turns stay)."),
-    decay: Optional[float] = typer.Option(
+    decay: float | None = typer.Option(
         None, "--decay", metavar="DAYS",
         help="Forget turns dated over DAYS before --as-of that no ask used within those DAYS (undated turns: age "
              "from when their conversation was stored)."),
-    lru: Optional[int] = typer.Option(
-        None, "--lru", metavar="N", help="Keep the N most recently retrieved turns of each conversation; forget the rest."),
-    as_of: Optional[str] = typer.Option(None, "--as-of", metavar="TIME", help="The 'now' of --decay (default: now)."),
+    lru: int | None = typer.Option(
+        None, "--lru", metavar="N",
+        help="Keep the N most recently retrieved turns of each conversation; forget the rest."),
+    as_of: str | None = typer.Option(None, "--as-of", metavar="TIME", help="The 'now' of --decay (default: now)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only count what would be forgotten."),
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Do not ask for confirmation (needed when stdin is not a terminal)."),
@@ -452,7 +519,7 @@ def forget(
             report = memory.forget(conversation, session, turn or (), before, decay, lru, as_of, dry_run=dry_run,
                                    vacuum=vacuum, confirm=confirm)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     if json_out:
         write_json(report.to_json())
     elif report.dry_run:
@@ -474,10 +541,10 @@ def forget(
 # ---------------------------------------------------------- export, import
 @app.command()
 def export(
-    conversation: Optional[str] = typer.Option(
+    conversation: str | None = typer.Option(
         None, "--conversation", "-c", help="Export one conversation (default: all)."),
-    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
-                                         help="Write to a new file (created 0600) instead of stdout."),
+    output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
+                                      help="Write to a new file (created 0600) instead of stdout."),
 ) -> None:
     """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
     from contextlib import closing
@@ -496,13 +563,13 @@ def export(
                 sys.stdout.flush()
                 write_export(records, sys.stdout.buffer)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
 
 
 @app.command("import")
 def import_(
     file: str = typer.Argument(..., help="A `cuemem export` file, or - for standard input."),
-    embedder: Optional[str] = typer.Option(None, help=config.EMBEDDER_HELP),
+    embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
     """Re-create turns from a `cuemem export` file with their recorded cues (no extraction), embed and link them."""
@@ -510,11 +577,10 @@ def import_(
 
     show_progress = sys.stderr.isatty() and not json_out
     try:
-        with _memory(create=True, embedder=embedder) as memory:
-            with ingest_progress(show_progress) as progress:
-                report = memory.import_file(file, progress=progress)
+        with _memory(create=True, embedder=embedder) as memory, ingest_progress(show_progress) as progress:
+            report = memory.import_file(file, progress=progress)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     _print_ingest_report(report, json_out)
 
 

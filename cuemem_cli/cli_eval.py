@@ -11,7 +11,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
@@ -55,15 +55,15 @@ _JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout 
 @eval_app.command("locomo")
 def locomo(
     file: Path = typer.Argument(..., help="LoCoMo JSON, e.g. ../shared/data/locomo10.json."),
-    conversations: Optional[List[str]] = typer.Option(None, "--conversations",
-                                                      help="Sample ids, comma-separated or repeated (conv-26,…)."),
+    conversations: list[str] | None = typer.Option(None, "--conversations",
+                                                   help="Sample ids, comma-separated or repeated (conv-26,…)."),
     adversarial: bool = typer.Option(False, "--adversarial", help="Add category 5 (judged as abstention)."),
-    systems: Optional[str] = _SYSTEMS, budget: Optional[List[int]] = _BUDGET, limit: Optional[int] = _LIMIT,
-    extractor: str = _EXTRACTOR, extract_model: Optional[str] = _EXTRACT_MODEL, embedder: Optional[str] = _EMBEDDER,
-    top_m: Optional[int] = _TOP_M, window: Optional[int] = _WINDOW, sem_k: Optional[int] = _SEM_K,
-    model: Optional[str] = _MODEL, judge_model: Optional[str] = _JUDGE, no_priority: bool = _NO_PRIORITY,
-    workers: int = _WORKERS, cache_dir: Optional[Path] = _CACHE_DIR, rebuild: bool = _REBUILD,
-    out: Optional[Path] = _OUT, json_out: bool = _JSON,
+    systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
+    extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
+    top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
+    model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
+    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD,
+    out: Path | None = _OUT, json_out: bool = _JSON,
 ) -> None:
     """LoCoMo: categories 1–4 (multi-hop, temporal, open-domain, single-hop; the standard 1,540 questions)."""
     _run(locals(), "locomo")
@@ -72,20 +72,20 @@ def locomo(
 @eval_app.command("longmemeval")
 def longmemeval(
     file: Path = typer.Argument(..., help="LongMemEval JSON, e.g. longmemeval_s.json."),
-    conversations: Optional[List[str]] = typer.Option(None, "--questions", "--conversations",
-                                                      help="Question ids, comma-separated or repeated."),
-    systems: Optional[str] = _SYSTEMS, budget: Optional[List[int]] = _BUDGET, limit: Optional[int] = _LIMIT,
-    extractor: str = _EXTRACTOR, extract_model: Optional[str] = _EXTRACT_MODEL, embedder: Optional[str] = _EMBEDDER,
-    top_m: Optional[int] = _TOP_M, window: Optional[int] = _WINDOW, sem_k: Optional[int] = _SEM_K,
-    model: Optional[str] = _MODEL, judge_model: Optional[str] = _JUDGE, no_priority: bool = _NO_PRIORITY,
-    workers: int = _WORKERS, cache_dir: Optional[Path] = _CACHE_DIR, rebuild: bool = _REBUILD,
-    out: Optional[Path] = _OUT, json_out: bool = _JSON,
+    conversations: list[str] | None = typer.Option(None, "--questions", "--conversations",
+                                                   help="Question ids, comma-separated or repeated."),
+    systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
+    extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
+    top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
+    model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
+    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD,
+    out: Path | None = _OUT, json_out: bool = _JSON,
 ) -> None:
     """LongMemEval: each question's haystack as its own conversation; types reported apart, `_abs` as abstention."""
     _run(locals(), "longmemeval")
 
 
-def _split(values: Optional[List[str]] | Optional[str]) -> tuple[str, ...]:
+def _split(values: list[str] | str | None) -> tuple[str, ...]:
     if not values:
         return ()
     items = [values] if isinstance(values, str) else values
@@ -110,10 +110,10 @@ def _run(options: dict[str, Any], dataset: str) -> None:
         with progress_display(sys.stderr.isatty()) as progress:
             result = run(config, progress=progress)
     except CuememError as exc:
-        raise fail(exc)
+        raise fail(exc) from exc
     except KeyboardInterrupt:  # before the database was open: nothing to keep
         sys.stderr.write("interrupted before evaluation started\n")
-        raise typer.Exit(EXIT_INTERRUPTED)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     summary = result.summary
     if options["out"]:
         _write(options["out"], result.to_json())
@@ -141,7 +141,7 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _report(summary: dict[str, Any], out: Optional[Path]) -> None:
+def _report(summary: dict[str, Any], out: Path | None) -> None:
     from .render import err, escape
 
     ingest = summary["ingest"]
@@ -280,10 +280,10 @@ def render_summary(summary: dict[str, Any]) -> None:
         out.print(table)
         if lme:
             _render_sessions(out, shown, budget)
-    labels = "; ".join(f"{k}: {v}" for k, v in summary["tokenizers"].items())
+    tokenizer_notes = "; ".join(f"{k}: {v}" for k, v in summary["tokenizers"].items())
     settings = ", ".join(f"{k}={v}" for k, v in summary["settings"].items())
     out.print(f"[dim]n = questions with gold evidence (retrieval metrics); tokens = mean per question "
-              f"({labels}); p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
+              f"({tokenizer_notes}); p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
               f"full-history is unbudgeted. Settings: {settings}; "
               f"graph built with window={summary['graph_built']['window']}, sem_k={summary['graph_built']['sem_k']}; "
               f"extractor {summary['extractor']}; embedder {summary['embedder']['model']} "

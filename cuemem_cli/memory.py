@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,24 +78,28 @@ class Memory:
             self._store.close()
             self._store = None
 
-    def __enter__(self) -> "Memory":
+    def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     # --------------------------------------------------------------- write
-    def ingest_file(self, path: str | list[str], conversation: str | None = None, skip_invalid: bool = False,
+    def ingest_file(self, path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+                    conversation: str | None = None, skip_invalid: bool = False,
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
                     sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
                     all_branches: bool = False) -> IngestReport:
         """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
         line whose id is stored with another text replaces that turn (else it is reported as a conflict).
         With `from_format`, `path` is one or more export files, converted (convert.py) before validation."""
+        paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
         if from_format is None:
-            handle, name = open_input(path)
+            if len(paths) != 1:
+                raise CuememError("several files can be ingested at once only with from_format (ingest --from)")
+            handle, name = open_input(paths[0])
         else:
-            handle, name = converted_input(from_format, [path] if isinstance(path, str) else path, all_branches)
+            handle, name = converted_input(from_format, paths, all_branches)
         with handle:
             report = validate(handle, name, conversation, skip_invalid)
             messages = read_messages(handle, name, conversation, None, skip_invalid)
@@ -143,9 +148,10 @@ class Memory:
     def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,
             on_token: Callable[[str], None] | None = None, record_retrieval: bool = True,
-            answerer: str | None = None) -> Result:
+            answerer: str | None = None, on_context: Callable[[Context], None] | None = None) -> Result:
         """Answer with `model` (any litellm model) or, without one, extractively and offline; `answerer`
-        names another registered answerer (cuemem_cli.registry)."""
+        names another registered answerer (cuemem_cli.registry). `on_context` sees the evidence before the
+        answer is asked for (the CLI prints it first, so a streamed answer comes last)."""
         answer_with = make_answerer(answerer or ("llm" if model else "extractive"), model=model,
                                     embedder=lambda: self.embedder(quick_start=True), priority=priority,
                                     on_token=on_token)
@@ -154,6 +160,8 @@ class Memory:
             cid, _ = resolve_conversation(self.store, context.conversation)
             with self.store.transaction():
                 self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
+        if on_context is not None:
+            on_context(context)
         return Result(context, answer_with(context))
 
     def conversations(self) -> list[str]:

@@ -1,23 +1,49 @@
-"""Numbered schema migrations. Each runs once, in its own transaction, recorded in `_migrations`.
+"""The schema of a cuemem database, as ordered migrations: this module alone says what it holds.
 
-Never edit a released migration: add a new one. The schema version of a database is the number of
-migrations recorded in it; a database recording a migration this code does not know was written by a
-newer cuemem and is refused.
+Each migration is a plain function `mNNN_what(conn)` listed in MIGRATIONS (the shape of sqlite-utils'
+`Migrations` and simonw/llm's migrations.py). Its name is the function's name. store.py applies each
+pending one once, in list order, in its own write transaction together with its record in
+`_migrations`. Never edit a released migration (databases have recorded it): add one at the end. A
+database recording a migration this code does not know was written by a newer cuemem and is refused.
+
+Vector migrations. vec0 tables need the embedding dimension, which exists only once an embedder is
+bound to the database (its first ingest; `Store.bind_embedder` records `embedding_dim` in meta). A
+migration taking a second parameter, `def mNNN_what(conn, dim)`, is a vector migration: until the
+database has a dimension it waits, unrecorded, and `bind_embedder` applies it in the transaction that
+binds. The others never wait, so on a database without an embedder a later plain migration can run
+before an earlier vector one; hence a vector migration creates or changes only vec0 tables, and a
+later migration that touches a vec0 table must itself be a vector migration.
+
+An entry may also be a `(name, sql)` pair, the earlier format: its statements run one by one.
 """
 
 from __future__ import annotations
 
-MIGRATIONS: list[tuple[str, str]] = [
-    (
-        "m001_initial",
-        """
-        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-        CREATE TABLE conversations (
+import inspect
+import sqlite3  # only its tokenizer (complete_statement): the store connects with pysqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+# A DB-API connection (pysqlite3's; PostgreSQL's will fit the same functions' shape).
+Connection: TypeAlias = Any
+
+
+def _run(conn: Connection, *statements: str) -> None:
+    for statement in statements:
+        conn.execute(statement)
+
+
+def m001_initial(conn: Connection) -> None:
+    _run(
+        conn,
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+        """CREATE TABLE conversations (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL UNIQUE,
             created_at TEXT NOT NULL
-        );
-        CREATE TABLE turns (
+        )""",
+        """CREATE TABLE turns (
             id INTEGER PRIMARY KEY,
             conversation_id INTEGER NOT NULL REFERENCES conversations(id),
             position INTEGER NOT NULL,
@@ -33,9 +59,9 @@ MIGRATIONS: list[tuple[str, str]] = [
             last_retrieved_at TEXT,
             UNIQUE (conversation_id, source_id),
             UNIQUE (conversation_id, position)
-        );
-        CREATE INDEX turns_time ON turns(conversation_id, time);
-        CREATE TABLE cues (
+        )""",
+        "CREATE INDEX turns_time ON turns(conversation_id, time)",
+        """CREATE TABLE cues (
             id INTEGER PRIMARY KEY,
             turn_id INTEGER NOT NULL REFERENCES turns(id),
             conversation_id INTEGER NOT NULL REFERENCES conversations(id),
@@ -43,85 +69,193 @@ MIGRATIONS: list[tuple[str, str]] = [
             relation TEXT NOT NULL,
             object TEXT NOT NULL,
             kind TEXT NOT NULL DEFAULT 'triple'
-        );
-        CREATE INDEX cues_turn ON cues(turn_id);
-        CREATE INDEX cues_conversation ON cues(conversation_id);
-        CREATE TABLE edges (
+        )""",
+        "CREATE INDEX cues_turn ON cues(turn_id)",
+        "CREATE INDEX cues_conversation ON cues(conversation_id)",
+        """CREATE TABLE edges (
             src INTEGER NOT NULL REFERENCES turns(id),
             dst INTEGER NOT NULL REFERENCES turns(id),
             kind TEXT NOT NULL CHECK (kind IN ('temporal', 'semantic')),
             weight REAL NOT NULL,
             rank INTEGER NOT NULL,
             PRIMARY KEY (src, kind, dst)
-        ) WITHOUT ROWID;
-        CREATE INDEX edges_dst ON edges(dst, kind);
-        CREATE TABLE extraction_cache (
+        ) WITHOUT ROWID""",
+        "CREATE INDEX edges_dst ON edges(dst, kind)",
+        """CREATE TABLE extraction_cache (
             model TEXT NOT NULL,
             prompt_version TEXT NOT NULL,
             turn_hash TEXT NOT NULL,
             triples TEXT NOT NULL,
             PRIMARY KEY (model, prompt_version, turn_hash)
-        ) WITHOUT ROWID;
-        CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1);
-        CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1);
-        """,
-    ),
-    (
-        # One vector per turn, its whole text embedded, so a turn is scored as a whole beside its best
-        # cue (reconstruct.py). Derived data, written at ingest; Store backfills older databases.
-        "m002_turn_vectors",
-        """
-        CREATE TABLE turn_vectors (
+        ) WITHOUT ROWID""",
+        "CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1)",
+        # read by nothing but its own upkeep: dropped by m009
+        "CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1)",
+    )
+
+
+def m002_turn_vectors(conn: Connection) -> None:
+    """One vector per turn, its whole text embedded, so a turn is scored as a whole beside its best cue
+    (reconstruct.py). Derived data, written at ingest. A database that already has cue vectors gets, for
+    each turn, the normalised mean of its sentence-cue vectors (no model is at hand when a database is
+    opened; measured 0.008 below embedding the turn itself on LoCoMo; re-ingest for the exact ones)."""
+    import numpy as np
+
+    conn.execute("""CREATE TABLE turn_vectors (
             turn_id INTEGER PRIMARY KEY REFERENCES turns(id),
             embedding BLOB NOT NULL
-        );
-        """,
-    ),
-    (
-        # Coarse cells (an inverted-file index) for conversations too large for vec0's full scan
-        # (cells.py). A cell's id is its row id here and its partition in the vec0 table `cue_cells`,
-        # which Store.replace_cells creates once the embedding dimension is known.
-        "m003_cells",
-        """
-        CREATE TABLE cell_centroids (
+        )""")
+    if not _exists(conn, "cue_vectors"):  # created by m007, or at run time before it existed
+        return
+    by_turn: dict[int, tuple[list[str], list[bytes]]] = {}
+    for tid, kind, blob in conn.execute(
+            "SELECT c.turn_id, c.kind, v.embedding FROM cues c JOIN cue_vectors v ON v.cue_id = c.id"
+            " ORDER BY c.turn_id, c.id"):
+        kinds, blobs = by_turn.setdefault(tid, ([], []))
+        kinds.append(kind)
+        blobs.append(blob)
+    rows = []
+    for tid, (kinds, blobs) in by_turn.items():
+        vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+        sentences = [i for i, kind in enumerate(kinds) if kind == "statement"]
+        mean = (vectors[sentences] if sentences else vectors).mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        rows.append((tid, (mean / norm if norm else mean).astype(np.float32).tobytes()))
+    conn.executemany("INSERT INTO turn_vectors(turn_id, embedding) VALUES (?, ?)", rows)
+
+
+def m003_cells(conn: Connection) -> None:
+    """Coarse cells (an inverted-file index) for conversations too large for vec0's full scan (cells.py).
+    A cell's id is its row id here and its partition in the vec0 table `cue_cells` (m008)."""
+    _run(
+        conn,
+        """CREATE TABLE cell_centroids (
             id INTEGER PRIMARY KEY,
             conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
             centroid BLOB NOT NULL
-        );
-        CREATE INDEX cell_centroids_conversation ON cell_centroids(conversation_id);
-        """,
-    ),
-    (
-        # Porter stemming for the lexical search: "dogs" finds "dog", "painting" finds "paint". Measured
-        # on LoCoMo at 2,000 tokens: 0.864 of questions with all evidence against 0.860, no category
-        # lower (bench/quality_notes.md). Both indexes are rebuilt from the rows they index.
-        "m004_porter_fts",
-        """
-        DROP TABLE turns_fts;
-        DROP TABLE cues_fts;
-        CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1, tokenize='porter unicode61');
-        CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1, tokenize='porter unicode61');
-        INSERT INTO turns_fts(rowid, text) SELECT id, text FROM turns;
-        INSERT INTO cues_fts(rowid, text) SELECT id, subject || ' ' || relation || ' ' || object FROM cues;
-        """,
-    ),
-    (
-        # From here on a turn's vector is its own tokens as the model reads them with the turn before it
-        # in its session (ingest.embed_turns): a reply is read with what it answers. Vectors written before
-        # held the turn alone; this records that, so they are still read as such (reconstruct.py).
-        "m005_turn_vector_text",
-        """
-        INSERT INTO meta(key, value) SELECT 'turn_vectors', 'turn' WHERE EXISTS (SELECT 1 FROM turn_vectors);
-        """,
-    ),
-    (
-        # When each turn was stored, so `ask --as-of T` can leave out undated turns memory did not hold at
-        # T (dated turns are judged by their own time). Turns stored before this migration get their
-        # conversation's creation time: the earliest they can have been stored.
-        "m006_turn_stored_at",
-        """
-        ALTER TABLE turns ADD COLUMN stored_at TEXT;
-        UPDATE turns SET stored_at = (SELECT created_at FROM conversations c WHERE c.id = turns.conversation_id);
-        """,
-    ),
+        )""",
+        "CREATE INDEX cell_centroids_conversation ON cell_centroids(conversation_id)",
+    )
+
+
+def m004_porter_fts(conn: Connection) -> None:
+    """Porter stemming for the lexical search: "dogs" finds "dog", "painting" finds "paint". Measured on
+    LoCoMo at 2,000 tokens: 0.864 of questions with all evidence against 0.860, no category lower
+    (bench/quality_notes.md). The index is rebuilt from the rows it indexes. (Released, it rebuilt
+    `cues_fts` too; that index is dropped by m009, so it is no longer rebuilt only to be dropped.)"""
+    _run(
+        conn,
+        "DROP TABLE turns_fts",
+        "DROP TABLE IF EXISTS cues_fts",
+        "CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1,"
+        " tokenize='porter unicode61')",
+        "INSERT INTO turns_fts(rowid, text) SELECT id, text FROM turns",
+    )
+
+
+def m005_turn_vector_text(conn: Connection) -> None:
+    """From here on a turn's vector is its own tokens as the model reads them with the turn before it in
+    its session (ingest.embed_turns): a reply is read with what it answers. Vectors written before held
+    the turn alone; this records that, so they are still read as such (reconstruct.py)."""
+    conn.execute("INSERT INTO meta(key, value) SELECT 'turn_vectors', 'turn'"
+                 " WHERE EXISTS (SELECT 1 FROM turn_vectors)")
+
+
+def m006_turn_stored_at(conn: Connection) -> None:
+    """When each turn was stored, so `ask --as-of T` can leave out undated turns memory did not hold at T
+    (dated turns are judged by their own time). Turns stored before this migration get their
+    conversation's creation time: the earliest they can have been stored."""
+    _run(
+        conn,
+        "ALTER TABLE turns ADD COLUMN stored_at TEXT",
+        "UPDATE turns SET stored_at = (SELECT created_at FROM conversations c WHERE c.id = turns.conversation_id)",
+    )
+
+
+def m007_cue_vectors(conn: Connection, dim: int) -> None:
+    """A vector per cue, partitioned by conversation so a KNN never leaves it. Databases bound to an
+    embedder before this migration existed already have it (it was created at run time)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS cue_vectors USING vec0(cue_id INTEGER PRIMARY KEY,"
+        f" conversation_id INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
+
+
+def m008_cue_cells(conn: Connection, dim: int) -> None:
+    """The cue vectors of a conversation that has cells (cells.py), again, partitioned by cell. Empty
+    until a conversation grows past cells.MIN_CUES; before this migration it was created at that point."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS cue_cells USING vec0(cue_id INTEGER PRIMARY KEY,"
+        f" cell INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
+
+
+def m009_drop_cues_fts(conn: Connection) -> None:
+    """The lexical index of cues was written on every cue and cleaned by forget, but no search read it
+    (the lexical signal is turns_fts, reconstruct.py): it cost ingest time and bytes."""
+    conn.execute("DROP TABLE IF EXISTS cues_fts")
+
+
+MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
+    m001_initial,
+    m002_turn_vectors,
+    m003_cells,
+    m004_porter_fts,
+    m005_turn_vector_text,
+    m006_turn_stored_at,
+    m007_cue_vectors,
+    m008_cue_cells,
+    m009_drop_cues_fts,
 ]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One migration as the runner sees it."""
+
+    name: str
+    apply: Callable[[Connection, int | None], None]
+    needs_dim: bool  # a vector migration: waits until the database has an embedding dimension
+
+
+def steps(entries: Sequence[Callable[..., None] | tuple[str, str]]) -> list[Step]:
+    """MIGRATIONS as Steps, in order; a repeated name is a programming error."""
+    out = [_sql_step(*entry) if isinstance(entry, tuple) else _function_step(entry) for entry in entries]
+    names = [s.name for s in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"migration names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}")
+    return out
+
+
+def _function_step(fn: Callable[..., None]) -> Step:
+    needs_dim = len(inspect.signature(fn).parameters) == 2
+
+    def apply(conn: Connection, dim: int | None) -> None:
+        if needs_dim:
+            fn(conn, dim)
+        else:
+            fn(conn)
+
+    return Step(fn.__name__, apply, needs_dim)
+
+
+def _sql_step(name: str, sql: str) -> Step:
+    def apply(conn: Connection, dim: int | None) -> None:
+        _run(conn, *split_sql(sql))
+
+    return Step(name, apply, False)
+
+
+def split_sql(script: str) -> list[str]:
+    """The statements of an SQL script, cut at each `;` where SQLite says a statement is complete (so a
+    `;` inside a string or a trigger body does not cut it)."""
+    statements, current = [], ""
+    for piece in script.split(";"):
+        current += piece + ";"
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip().removesuffix(";").strip())
+            current = ""
+    statements.append(current.strip().removesuffix(";").strip())
+    return [s for s in statements if s]
+
+
+def _exists(conn: Connection, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchone() is not None

@@ -246,7 +246,7 @@ def _periods(question: str) -> list[tuple[str, str]]:
 
 
 def _said_in(when: str | None, periods: list[tuple[str, str]]) -> bool:
-    return bool(when) and any(first <= when[:10] <= last for first, last in periods)
+    return when is not None and any(first <= when[:10] <= last for first, last in periods)
 
 
 def _render_cue(cue: Cue) -> str:
@@ -290,7 +290,7 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
         for tid, value in lexical.items():
             lex[at[tid]] = settings.lexical_weight * value / top_lexical
     total = own + pulled["temporal"] + pulled["semantic"] + lex
-    score = dict(zip(candidates, total.tolist()))
+    score = dict(zip(candidates, total.tolist(), strict=True))
     via = {tid: "anchor" if tid in best else "lexical" if tid in lexical
            else "temporal" if pulled["temporal"][i] >= pulled["semantic"][i] else "semantic"
            for i, tid in enumerate(candidates)}

@@ -37,9 +37,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import CuememError
+
+if TYPE_CHECKING:
+    from .embed import Embedder
 
 Factory = Callable[..., Any]
 
@@ -149,21 +152,21 @@ def _no_argument(name: str, argument: str | None) -> None:
         raise CuememError(f"the {name} embedder takes no argument (got {name}:{argument})", f"use --embedder {name}")
 
 
-def _onnx_int8(argument: str | None = None, quick_start: bool = False, **_: Any) -> Any:
+def _onnx_int8(argument: str | None = None, quick_start: bool = False, **_: Any) -> Embedder:
     _no_argument("onnx-int8", argument)
     from .embed import QuantisedMiniLM
 
     return QuantisedMiniLM(quick_start=quick_start)
 
 
-def _onnx(argument: str | None = None, quick_start: bool = False, **_: Any) -> Any:
+def _onnx(argument: str | None = None, quick_start: bool = False, **_: Any) -> Embedder:
     _no_argument("onnx", argument)
     from .embed import OnnxMiniLM
 
     return OnnxMiniLM(quick_start=quick_start)
 
 
-def _sentence_transformers(argument: str | None = None, **_: Any) -> Any:
+def _sentence_transformers(argument: str | None = None, **_: Any) -> Embedder:
     from .embed import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(argument)
@@ -178,7 +181,8 @@ def _extractive(embedder: Callable[[], Any], **_: Any) -> Callable[[Any], Any]:
 def _llm_answerer(model: str | None = None, priority: bool = True, on_token: Callable[[str], None] | None = None,
                   **_: Any) -> Callable[[Any], Any]:
     if not model:
-        raise CuememError("the llm answerer needs a model", "pass --model MODEL (any litellm model) or set CUEMEM_MODEL")
+        raise CuememError("the llm answerer needs a model",
+                          "pass --model MODEL (any litellm model) or set CUEMEM_MODEL")
     from .answer import answer_with_model
 
     return lambda context: answer_with_model(context, model, priority=priority, on_token=on_token)

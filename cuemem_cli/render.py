@@ -5,12 +5,13 @@ Data goes to stdout, progress and errors to stderr.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from itertools import groupby
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
@@ -21,7 +22,7 @@ from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.table import Table
 
-from .records import Answer, Context, Turn
+from .records import Answer, Context, Evidence, Turn
 from .timeparse import day_of, format_clock, format_human, parse_time
 
 
@@ -92,30 +93,119 @@ def render_answer(answer: Answer) -> None:
                     border_style="green" if answer.kind == "llm" else "yellow"))
 
 
-def render_evidence(context: Context) -> None:
+def shown_evidence(evidence: Sequence[Evidence], top: int | None) -> list[int]:
+    """Indices, in chronological order, of the evidence turns `ask` shows: all of them when `top` is None;
+    else the `top` turns with the highest score (the score that won them their place in the budget; ties:
+    the earlier turn) and, beside each, the turn said just before and just after it in the same session
+    when the model read that one too, since a reply rarely makes sense without what it answers."""
+    if top is None:
+        return list(range(len(evidence)))
+    strongest = sorted(range(len(evidence)), key=lambda i: (-evidence[i].score, i))[:top]
+    at_position = {ev.position: i for i, ev in enumerate(evidence)}
+    keep = set(strongest)
+    for i in strongest:
+        for position in (evidence[i].position - 1, evidence[i].position + 1):
+            j = at_position.get(position)
+            if j is not None and evidence[j].session == evidence[i].session:
+                keep.add(j)
+    return sorted(keep)
+
+
+def render_evidence(context: Context, top: int | None = None) -> None:
     """The evidence as the answer model reads it: a rule per day, then each turn's id, clock time, speaker
-    and text, with how it came in (and its best cue) dimmed below; it stays readable at 80 columns."""
-    out.print(f"[bold]Evidence[/bold] · {escape(context.conversation)} · {len(context.evidence)} turns"
-              f" · ~{context.tokens} tokens")
-    stamps = [f"{ev.source_id} {format_clock(ev.time) if ev.time else ''}".rstrip() for ev in context.evidence]
-    widths = [max(map(len, column), default=0) for column in (stamps, [ev.speaker or "" for ev in context.evidence])]
-    rows = list(zip(stamps, context.evidence))
-    for day, group in groupby(rows, key=lambda row: day_of(row[1].time)):
-        out.rule(f"[bold]{escape(day)}[/bold]", align="left", style="dim")
-        grid = Table.grid(padding=(0, 1), expand=True)
-        grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
-        grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
-        grid.add_column(ratio=1)
-        for stamp, ev in group:
-            how = f"[{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
-            if ev.cue:
-                how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
-            if ev.excerpt:
-                how += " · excerpt of a long turn"
-            grid.add_row(escape(stamp), escape(ev.speaker or ""), f"{escape(ev.text)}\n[dim]{how}[/dim]")
-        out.print(grid)
+    and text, with how it came in (and its best cue) dimmed below; it stays readable at 80 columns.
+    With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left out."""
+    evidence = context.evidence
+    shown = shown_evidence(evidence, top)
+    count = f"{len(evidence)} turns" if len(shown) == len(evidence) else f"{len(shown)} of {len(evidence)} turns shown"
+    out.print(f"[bold]Evidence[/bold] · {escape(context.conversation)} · {count} · ~{context.tokens} tokens")
+    if len(shown) < len(evidence):
+        out.print(f"[dim]the {top} strongest turns and the turns beside them; the model read all "
+                  f"{len(evidence)}: --evidence all shows them[/dim]")
+    stamps = {i: f"{ev.source_id} {format_clock(ev.time) if ev.time else ''}".rstrip()
+              for i, ev in ((i, evidence[i]) for i in shown)}
+    widths = [max(map(len, column), default=0)
+              for column in (stamps.values(), [evidence[i].speaker or "" for i in shown])]
+    grid, day, previous = None, None, -1
+
+    def flush() -> None:
+        if grid is not None and grid.row_count:
+            out.print(grid)
+
+    for i in shown:
+        ev = evidence[i]
+        if i > previous + 1:
+            flush()
+            grid = None
+            out.print(f"[dim]  ⋯ {_turns(i - previous - 1)} not shown[/dim]")
+        if grid is None or day_of(ev.time) != day:
+            flush()
+            if day_of(ev.time) != day:
+                day = day_of(ev.time)
+                out.rule(f"[bold]{escape(day)}[/bold]", align="left", style="dim")
+            grid = Table.grid(padding=(0, 1), expand=True)
+            grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
+            grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
+            grid.add_column(ratio=1)
+        how = f"[{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
+        if ev.cue:
+            how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
+        if ev.excerpt:
+            how += " · excerpt of a long turn"
+        grid.add_row(escape(stamps[i]), escape(ev.speaker or ""), f"{escape(ev.text)}\n[dim]{how}[/dim]")
+        previous = i
+    flush()
+    if shown and previous < len(evidence) - 1:
+        out.print(f"[dim]  ⋯ {_turns(len(evidence) - 1 - previous)} not shown[/dim]")
+
+
+def _turns(n: int) -> str:
+    return f"{n} turn" if n == 1 else f"{n} turns"
+
+
+def render_timings(context: Context) -> None:
     timing = ", ".join(f"{k} {v:.1f} ms" for k, v in context.timings_ms.items())
     err.print(f"[dim]{timing}[/dim]")
+
+
+def captured(render: Callable[[], None]) -> str:
+    """What `render` would print on stdout, as text (with the terminal's styles), to measure before showing."""
+    with out.capture() as capture:
+        render()
+    return capture.get()
+
+
+def needs_pager(lines: int, is_tty: bool, height: int) -> bool:
+    """Page only output that would scroll off a terminal; never in a pipe or a file."""
+    return is_tty and lines > height
+
+
+def show(render: Callable[[], None], lines_after: int = 0) -> None:
+    """Run `render` (which prints on stdout), through a pager when its output and the `lines_after` still to
+    come do not fit the terminal. The pager is $PAGER, else `less` with LESS=FRX unless LESS is set (as
+    git does: it keeps the colours, quits at once when the text fits, and leaves the text on the screen
+    when it quits, so what is printed after it, the answer, ends up below it). In a pipe or a file,
+    `render` prints as it goes, with no measuring."""
+    pager = _pager_command() if out.file.isatty() else None
+    if pager is None:
+        render()
+        return
+    text = captured(render)
+    if needs_pager(text.count("\n") + lines_after, is_tty=True, height=out.size.height):
+        import subprocess
+
+        out.file.flush()
+        subprocess.run(pager, shell=True, input=text, text=True, check=False,
+                       env={**os.environ, "LESS": os.environ.get("LESS", "FRX")})
+    else:
+        out.file.write(text)
+        out.file.flush()
+
+
+def _pager_command() -> str | None:
+    if "PAGER" in os.environ:
+        return os.environ["PAGER"].strip() or None  # PAGER= (empty) turns paging off
+    return "less" if shutil.which("less") else None
 
 
 @contextmanager
@@ -194,8 +284,8 @@ def _span(first: str | None, last: str | None) -> str:
 def render_turn(detail: dict[str, Any]) -> None:
     turn = detail["turn"]
     when = format_human(turn["time"]) if turn["time"] else "time unknown"
-    out.print(Panel(escape(turn["text"]), title=f"{escape(turn['source_id'])} · {escape(when)} · {escape(turn['speaker'] or '')}",
-                    title_align="left"))
+    title = f"{escape(turn['source_id'])} · {escape(when)} · {escape(turn['speaker'] or '')}"
+    out.print(Panel(escape(turn["text"]), title=title, title_align="left"))
     cues = Table.grid(padding=(0, 1, 0, 0))  # a long cue wraps under itself, not under "cue [kind]"
     for cue in detail["cues"]:
         cues.add_row(" ", "cue " + escape(f"[{cue['kind']}]"),

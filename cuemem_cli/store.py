@@ -1,4 +1,5 @@
-"""The one place that runs SQL: connection, migrations, and every query cuemem makes.
+"""The one place that runs SQL: connection, the migration runner, and every query cuemem makes (the
+schema itself is migrations.py).
 
 SQLite comes from `pysqlite3` because this Python's stdlib sqlite3 cannot load extensions; sqlite-vec
 provides the `vec0` table of cue vectors, partitioned by conversation so a KNN never leaves it.
@@ -10,16 +11,17 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Literal, overload
 
 import numpy as np
 import orjson
 
 from .errors import ModelMismatch, StoreError
 from .files import private_dir
-from .migrations import MIGRATIONS
+from .migrations import MIGRATIONS, Step, steps
 from .records import Cue, Turn
 
 BUSY_TIMEOUT = 30.0  # seconds a process waits for another one's write lock before giving up
@@ -50,7 +52,7 @@ VEC0_MAX_K = 4096  # sqlite-vec's limit on k
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds")
 
 
 def _turn(row: Sequence[Any]) -> Turn:
@@ -86,7 +88,7 @@ class Store:
 
     # ----------------------------------------------------------------- opening
     @classmethod
-    def open(cls, path: str | os.PathLike, create: bool = True, readonly: bool = False) -> "Store":
+    def open(cls, path: str | os.PathLike, create: bool = True, readonly: bool = False) -> Store:
         path = str(path)
         exists = os.path.exists(path) and os.path.getsize(path) > 0
         if exists:
@@ -133,66 +135,81 @@ class Store:
                 return
             time.sleep(0.05)
 
-    def _schema_state(self) -> tuple[int, int, list[str]]:
-        """(application id, number of schema objects, migrations recorded)."""
+    def _schema_state(self) -> tuple[int, int, list[str], int | None]:
+        """(application id, number of schema objects, migrations recorded, embedding dimension or None)."""
         app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
-        tables = self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        has_log = self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = '_migrations'").fetchone()
-        applied = [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY name")] if has_log else []
-        return app_id, tables, applied
+        names = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        applied = [r[0] for r in self.conn.execute("SELECT name FROM _migrations ORDER BY name")] \
+            if "_migrations" in names else []
+        dim = self.get_meta("embedding_dim") if "meta" in names else None
+        return app_id, len(names), applied, int(dim) if dim else None
 
-    def _up_to_date(self, state: tuple[int, int, list[str]], existed: bool) -> bool:
-        """Refuse a file that is not ours or was written by a newer cuemem; True when nothing is left to do."""
-        app_id, tables, applied = state
+    def _pending(self, state: tuple[int, int, list[str], int | None], existed: bool) -> list[Step]:
+        """The migrations left to apply now (vector ones wait for a dimension); refuses a file that is not
+        ours or was written by a newer cuemem."""
+        app_id, tables, applied, dim = state
         if app_id != APPLICATION_ID and existed and tables:
             raise StoreError(
                 f"{self.path} is a SQLite database but not a cuemem one; cuemem left it untouched",
                 "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
             )
-        known = [name for name, _ in MIGRATIONS]
-        unknown = [name for name in applied if name not in known]
+        known = steps(MIGRATIONS)
+        unknown = [name for name in applied if name not in {step.name for step in known}]
         if unknown:
             raise StoreError(
                 f"{self.path} was written by a newer cuemem (schema {len(applied)}, this one knows "
                 f"{len(known)}: unknown migration {unknown[0]}); cuemem left it untouched",
                 "upgrade cuemem: pip install -U cuemem",
             )
-        return app_id == APPLICATION_ID and len(applied) == len(known)
+        return [step for step in known if step.name not in applied and (dim is not None or not step.needs_dim)]
 
     def _prepare(self, existed: bool, wal: bool) -> None:
         """Refuse a file that is not ours (before changing a byte of it), set the connection up, then mark
-        the file as cuemem's and apply pending migrations, all in one write transaction.
-
-        Several processes may open a new or an old database at once: each reads the schema state again
-        once it holds the write lock, so exactly one of them migrates and the others find nothing to do.
-        """
+        the file as cuemem's and apply pending migrations."""
         with self.snapshot():
-            done = self._up_to_date(self._schema_state(), existed)
+            state = self._schema_state()
+            pending = self._pending(state, existed)
         if wal:
             self._use_wal()
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         self.conn.execute("PRAGMA secure_delete=ON")
-        if done:
-            return
-        with self.transaction():
-            state = self._schema_state()
-            if self._up_to_date(state, existed):
-                return
-            applied = state[2]
-            pending = [(name, sql) for name, sql in MIGRATIONS if name not in applied]
-            if pending and applied:
-                self._copy_committed(f"{self.path}.bak-schema{len(applied)}")
-            if state[0] != APPLICATION_ID:
-                self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-            for name, sql in pending:
-                for statement in _split_sql(sql):
-                    self.conn.execute(statement)
-                if name == "m002_turn_vectors" and self.has_vectors():
-                    self._backfill_turn_vectors()
-                self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, now_iso()))
+        if pending:
+            self._migrate(existed, seen=state[2])
+
+    def _migrate(self, existed: bool, seen: list[str] | None) -> None:
+        """Apply the pending migrations (migrations.py) in order, each in its own write transaction with
+        its record in `_migrations`.
+
+        Several processes may open a new or an old database at once: each transaction reads the schema
+        state again once it holds the write lock, so each migration runs exactly once and the others
+        find nothing to do. Inside an open transaction (bind_embedder) they all join it.
+
+        A database holding conversations is copied to `.bak-schemaN` before its first migration, by the
+        process that applies it: the one that finds the migrations it `seen` when it opened the file
+        still unchanged (`seen` None: no copy). A database without conversations has nothing to lose,
+        which also spares a new file, created by two processes at once, a copy of its first steps.
+        """
+        backup = seen is not None
+        while True:
+            with self.transaction():
+                state = self._schema_state()
+                pending = self._pending(state, existed)
+                if not pending:
+                    return
+                app_id, _, applied, dim = state
+                if backup and applied and applied == seen and self._holds_conversations():
+                    self._copy_committed(f"{self.path}.bak-schema{len(applied)}")
+                backup = False
+                if app_id != APPLICATION_ID:
+                    self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                self.conn.execute(
+                    "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                pending[0].apply(self.conn, dim)
+                self.conn.execute("INSERT INTO _migrations VALUES (?, ?)", (pending[0].name, now_iso()))
+
+    def _holds_conversations(self) -> bool:
+        return self.conn.execute("SELECT EXISTS (SELECT 1 FROM conversations)").fetchone()[0] == 1
 
     def _copy_committed(self, target: str) -> None:
         """A copy of the committed database (WAL included) while this connection holds the write lock:
@@ -243,6 +260,11 @@ class Store:
             ) from exc
 
     # ---------------------------------------------------------------- metadata
+    @overload
+    def get_meta(self, key: str, default: str) -> str: ...
+    @overload
+    def get_meta(self, key: str, default: str | None = None) -> str | None: ...
+
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
@@ -254,7 +276,8 @@ class Store:
         return dict(self.conn.execute("SELECT key, value FROM meta ORDER BY key"))
 
     def bind_embedder(self, model_id: str, dim: int, backend: str) -> None:
-        """Record the embedding model on first use; refuse a different one afterwards."""
+        """Record the embedding model on first use, creating the vector tables for its dimension (the
+        vector migrations, migrations.py); refuse a different model afterwards."""
         if self.get_meta("embedding_model") is None:
             with self.transaction():
                 if self.get_meta("embedding_model") is not None:  # another process bound it first
@@ -263,11 +286,7 @@ class Store:
                 self.set_meta("embedding_model", model_id)
                 self.set_meta("embedding_dim", str(dim))
                 self.set_meta("embedding_backend", backend)
-                self.conn.execute(
-                    "CREATE VIRTUAL TABLE IF NOT EXISTS cue_vectors USING vec0("
-                    "cue_id INTEGER PRIMARY KEY, conversation_id INTEGER PARTITION KEY, "
-                    f"embedding float[{int(dim)}] distance_metric=cosine)"
-                )
+                self._migrate(existed=True, seen=None)  # the vector migrations were waiting for `dim`
             return
         self.check_embedder(model_id, dim)
 
@@ -285,6 +304,11 @@ class Store:
         return self.get_meta("embedding_model") is not None
 
     # ----------------------------------------------------------- conversations
+    @overload
+    def conversation_id(self, name: str, create: Literal[True]) -> int: ...
+    @overload
+    def conversation_id(self, name: str, create: bool = False) -> int | None: ...
+
     def conversation_id(self, name: str, create: bool = False) -> int | None:
         row = self.conn.execute("SELECT id FROM conversations WHERE name = ?", (name,)).fetchone()
         if row:
@@ -384,7 +408,8 @@ class Store:
         """Turns whose LLM extraction failed, with their content hash."""
         rows = self.conn.execute(
             f"SELECT {_TURN_COLUMNS}, t.content_hash FROM turns t JOIN conversations c ON c.id = t.conversation_id"
-            " WHERE t.status = 'pending' AND (?1 IS NULL OR t.conversation_id = ?1) ORDER BY t.conversation_id, t.position",
+            " WHERE t.status = 'pending' AND (?1 IS NULL OR t.conversation_id = ?1)"
+            " ORDER BY t.conversation_id, t.position",
             (conversation_id,),
         )
         return [(_turn(r), r[9]) for r in rows]
@@ -407,9 +432,6 @@ class Store:
                 (turn_id, conversation_id, subject, relation, obj, kind),
             )
             ids.append(cur.lastrowid)
-            self.conn.execute(
-                "INSERT INTO cues_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, f"{subject} {relation} {obj}")
-            )
         return ids
 
     def cues_of_turns(self, turn_ids: Iterable[int]) -> dict[int, list[Cue]]:
@@ -437,7 +459,8 @@ class Store:
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
-            [(cid, conversation_id, vec.astype(np.float32).tobytes()) for cid, vec in zip(cue_ids, vectors)],
+            [(cid, conversation_id, vec.astype(np.float32).tobytes())
+             for cid, vec in zip(cue_ids, vectors, strict=True)],
         )
 
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -487,24 +510,8 @@ class Store:
         """What this database's turn vectors hold: TURN_WITH_PREVIOUS, or TURN_ALONE if written before m005."""
         return self.get_meta("turn_vectors") or TURN_WITH_PREVIOUS
 
-    def _backfill_turn_vectors(self) -> None:
-        """Turn vectors for a database written before they existed, without a model at hand: the
-        normalised mean of each turn's sentence-cue vectors (measured 0.008 below embedding the turn
-        itself on LoCoMo; re-ingest to get the exact ones)."""
-
-        rows = self.conn.execute(
-            "SELECT c.turn_id, c.kind, v.embedding FROM cues c JOIN cue_vectors v ON v.cue_id = c.id"
-            " ORDER BY c.turn_id, c.id")
-        by_turn: dict[int, tuple[list[str], list[bytes]]] = {}
-        for tid, kind, blob in rows:
-            kinds, blobs = by_turn.setdefault(tid, ([], []))
-            kinds.append(kind)
-            blobs.append(blob)
-        self.insert_turn_vectors([
-            (tid, _mean_of_sentences(kinds, np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)))
-            for tid, (kinds, blobs) in by_turn.items()])
-
-    def conversation_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def conversation_vectors(self, conversation_id: int,
+                             dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix).
 
         Read in chunks into one preallocated matrix, so a 1M-cue conversation costs its 1.5 GB once
@@ -548,7 +555,8 @@ class Store:
         self.conn.execute(f"PRAGMA mmap_size={2**31}")
 
     def cue_count(self, conversation_id: int) -> int:
-        return self.conn.execute("SELECT count(*) FROM cues WHERE conversation_id = ?", (conversation_id,)).fetchone()[0]
+        return self.conn.execute("SELECT count(*) FROM cues WHERE conversation_id = ?",
+                                 (conversation_id,)).fetchone()[0]
 
     def data_version(self) -> int:
         """Changes when another connection (another process) commits; this connection's own commits leave it."""
@@ -566,9 +574,6 @@ class Store:
         ids = np.array([r[0] for r in rows], dtype=np.int64)
         return ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
 
-    def _has_cell_table(self) -> bool:
-        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'cue_cells'").fetchone() is not None
-
     def replace_cells(self, conversation_id: int, centroids: np.ndarray, cue_ids: np.ndarray, cells: np.ndarray,
                       vectors: np.ndarray) -> np.ndarray:
         """Swap a conversation's cells for new ones; call inside `transaction()`. Returns the cell ids.
@@ -577,10 +582,6 @@ class Store:
         grouped by cell: vec0 appends to one chunk per partition, so cell order writes each chunk
         once (measured: 1M rows in ~65 s, against ~400 s in arrival order).
         """
-        dim = centroids.shape[1]
-        self.conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS cue_cells USING vec0(cue_id INTEGER PRIMARY KEY, "
-            f"cell INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
         old = orjson.dumps([r[0] for r in self.conn.execute(
             "SELECT id FROM cell_centroids WHERE conversation_id = ?", (conversation_id,))]).decode()
         self.conn.execute("DELETE FROM cue_cells WHERE cell IN (SELECT value FROM json_each(?))", (old,))
@@ -597,7 +598,8 @@ class Store:
     def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (?, ?, ?)",
-            [(int(c), int(cell), v.astype(np.float32).tobytes()) for c, cell, v in zip(cue_ids, cell_ids, vectors)])
+            [(int(c), int(cell), v.astype(np.float32).tobytes())
+             for c, cell, v in zip(cue_ids, cell_ids, vectors, strict=True)])
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues among the given cells (vec0 returns k per cell; the best k of all are kept)."""
@@ -611,7 +613,8 @@ class Store:
         hits = sorted(hits, key=lambda h: (h[1], h[0]))[:k]
         distance = dict(hits)
         rows = self.conn.execute(
-            "SELECT id, turn_id, subject, relation, object, kind FROM cues WHERE id IN (SELECT value FROM json_each(?))",
+            "SELECT id, turn_id, subject, relation, object, kind FROM cues"
+            " WHERE id IN (SELECT value FROM json_each(?))",
             (orjson.dumps([h[0] for h in hits]).decode(),)).fetchall()
         return sorted(((Cue(*r), 1.0 - distance[r[0]]) for r in rows), key=lambda h: (-h[1], h[0].id))
 
@@ -639,16 +642,6 @@ class Store:
             if not tie_cut or fetch == VEC0_MAX_K:
                 return [(Cue(*r[:6]), 1.0 - float(r[6])) for r in rows[:k]]
             fetch = min(2 * fetch, VEC0_MAX_K)
-
-    def search_cues_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[Cue, float]]:
-        """Lexical cue search (BM25; higher is better), limited to one conversation."""
-        rows = self.conn.execute(
-            "SELECT c.id, c.turn_id, c.subject, c.relation, c.object, c.kind, -bm25(cues_fts) AS s"
-            " FROM cues_fts JOIN cues c ON c.id = cues_fts.rowid"
-            " WHERE cues_fts MATCH ? AND c.conversation_id = ? ORDER BY s DESC LIMIT ?",
-            (query, conversation_id, limit),
-        )
-        return [(Cue(*r[:6]), float(r[6])) for r in rows]
 
     def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
         """Lexical turn search (BM25; higher is better), limited to one conversation."""
@@ -720,10 +713,11 @@ class Store:
         ).fetchall()
         keys = ("conversation", "turns", "cues", "temporal_edges", "semantic_edges", "turns_without_cues",
                 "pending_turns", "first_time", "last_time")
-        return [dict(zip(keys, r)) for r in rows]
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
-    def degree_stats(self, conversation_id: int) -> dict[str, float]:
-        """Undirected degree over both edge kinds: min, mean, max per turn."""
+    def degree_stats(self, conversation_id: int | None) -> dict[str, float]:
+        """Undirected degree over both edge kinds: min, mean, max per turn (zeros for None: a conversation
+        forgotten since it was listed)."""
         row = self.conn.execute(
             """
             WITH deg AS (
@@ -805,10 +799,10 @@ class Store:
     def delete_turns(self, turn_ids: Sequence[int], keep_conversations: bool = False) -> dict[str, Any]:
         """Remove turns and all that is theirs; call inside `transaction()`.
 
-        Order respects the foreign keys: cue vectors, cue FTS entries, cues, edges (either end), turn
-        FTS entries, turns, extraction-cache entries no remaining turn shares, then conversations left
-        empty (unless `keep_conversations`: a replaced turn's successor is stored next). Both FTS indexes
-        are merged afterwards so no deleted term survives in them.
+        Order respects the foreign keys: cue vectors (and their cell copies), cues, edges (either end),
+        turn FTS entries, turns, extraction-cache entries no remaining turn shares, then conversations
+        left empty (unless `keep_conversations`: a replaced turn's successor is stored next). The FTS
+        index is merged afterwards so no deleted term survives in it.
         """
         counts: dict[str, Any] = {"turns": 0, "cues": 0, "vectors": 0, "edges": 0, "extraction_cache": 0,
                                   "conversations": {}, "conversations_removed": []}
@@ -831,9 +825,7 @@ class Store:
             counts["vectors"] = run("SELECT count(*) FROM cue_vectors WHERE cue_id IN"
                                     " (SELECT value FROM json_each(?))", (cue_ids,)).fetchone()[0]
             run("DELETE FROM cue_vectors WHERE cue_id IN (SELECT value FROM json_each(?))", (cue_ids,))
-        if self._has_cell_table():
             run("DELETE FROM cue_cells WHERE cue_id IN (SELECT value FROM json_each(?))", (cue_ids,))
-        run("DELETE FROM cues_fts WHERE rowid IN (SELECT value FROM json_each(?))", (cue_ids,))
         counts["cues"] = run("DELETE FROM cues WHERE id IN (SELECT value FROM json_each(?))", (cue_ids,)).rowcount
         counts["edges"] = run("DELETE FROM edges WHERE src IN (SELECT value FROM json_each(?1))"
                               " OR dst IN (SELECT value FROM json_each(?1))", (ids,)).rowcount
@@ -848,8 +840,7 @@ class Store:
                 "DELETE FROM conversations WHERE id IN (SELECT value FROM json_each(?))"
                 " AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id) RETURNING name",
                 (conversation_ids,)).fetchall())
-        for table in ("turns_fts", "cues_fts"):
-            self.conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        self.conn.execute("INSERT INTO turns_fts(turns_fts) VALUES ('optimize')")
         return counts
 
     def copy_to(self, path: str | os.PathLike) -> None:
@@ -900,21 +891,9 @@ def _is_busy(exc: Exception) -> bool:
     return "locked" in text or "busy" in text
 
 
-def _split_sql(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
-
-
 def _create_private_file(path: str) -> None:
     """Create the DB file 0600 (and a missing parent 0700) before SQLite touches it."""
     private_dir(Path(path).expanduser().resolve().parent)
     fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
     os.close(fd)
     os.chmod(path, 0o600)
-
-
-def _mean_of_sentences(kinds: Sequence[str], vectors: np.ndarray) -> np.ndarray:
-    """The normalised mean of a turn's statement-cue vectors (of all its cues if it has none)."""
-    sentences = [i for i, kind in enumerate(kinds) if kind == "statement"]
-    mean = (vectors[sentences] if sentences else vectors).mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return (mean / norm if norm else mean).astype(np.float32)

@@ -235,7 +235,8 @@ class PostgresStore:
             applied = self._applied()
             if self._check(applied, create):
                 return
-            self.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name text PRIMARY KEY, applied_at text NOT NULL)")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations (name text PRIMARY KEY, applied_at text NOT NULL)")
             for name, migrate in MIGRATIONS:
                 if name not in (applied or []):
                     migrate(self.conn)
@@ -308,6 +309,13 @@ class PostgresStore:
     def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> tuple | None:
         return self.conn.execute(sql, params).fetchone()
 
+    def _value(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        """The first column of a query that returns exactly one row (a count, a RETURNING id)."""
+        row = self.conn.execute(sql, params).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: a query that always returns a row returned none")
+        return row[0]
+
     # ---------------------------------------------------------------- metadata
     def get_meta(self, key: str, default: str | None = None) -> str | None:
         row = self._one("SELECT value FROM meta WHERE key = %s", (key,))
@@ -362,8 +370,8 @@ class PostgresStore:
             return row[0]
         if not create:
             return None
-        return self._one("INSERT INTO conversations(name, created_at) VALUES (%s, %s) RETURNING id",
-                         (name, now_iso()))[0]
+        return self._value("INSERT INTO conversations(name, created_at) VALUES (%s, %s) RETURNING id",
+                         (name, now_iso()))
 
     def conversation_names(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT name FROM conversations ORDER BY id")]
@@ -377,17 +385,17 @@ class PostgresStore:
         return {r[0]: (r[1], r[2], r[3]) for r in rows}
 
     def next_position(self, conversation_id: int) -> int:
-        return self._one("SELECT coalesce(max(position), -1) + 1 FROM turns WHERE conversation_id = %s",
-                         (conversation_id,))[0]
+        return self._value("SELECT coalesce(max(position), -1) + 1 FROM turns WHERE conversation_id = %s",
+                         (conversation_id,))
 
     def insert_turns(self, turns: Sequence[NewTurn]) -> list[int]:
         stored = now_iso()
-        return [self._one(
+        return [self._value(
             "INSERT INTO turns(conversation_id, position, source_id, session, time, speaker, role, text,"
             " content_hash, extra, status, stored_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
             " RETURNING id",
             (t.conversation_id, t.position, t.source_id, t.session, t.time, t.speaker, t.role, t.text,
-             t.content_hash, orjson.dumps(t.extra).decode() if t.extra else None, t.status, stored))[0]
+             t.content_hash, orjson.dumps(t.extra).decode() if t.extra else None, t.status, stored))
             for t in turns]
 
     def turns(self, conversation_id: int) -> list[Turn]:
@@ -408,8 +416,8 @@ class PostgresStore:
         return {r[0] for r in rows}, sum(r[1] for r in rows)
 
     def speakers(self, conversation_id: int) -> list[str]:
-        return [r[0] for r in self._rows(
-            "SELECT DISTINCT speaker FROM turns WHERE conversation_id = %s AND speaker IS NOT NULL", (conversation_id,))]
+        return [r[0] for r in self._rows("SELECT DISTINCT speaker FROM turns WHERE conversation_id = %s"
+                                         " AND speaker IS NOT NULL", (conversation_id,))]
 
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
         row = self._one(f"SELECT {_TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
@@ -436,9 +444,9 @@ class PostgresStore:
 
     # -------------------------------------------------------------------- cues
     def insert_cues(self, conversation_id: int, rows: Sequence[tuple[int, str, str, str, str]]) -> list[int]:
-        return [self._one("INSERT INTO cues(turn_id, conversation_id, subject, relation, object, kind)"
+        return [self._value("INSERT INTO cues(turn_id, conversation_id, subject, relation, object, kind)"
                           " VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                          (turn_id, conversation_id, subject, relation, obj, kind))[0]
+                          (turn_id, conversation_id, subject, relation, obj, kind))
                 for turn_id, subject, relation, obj, kind in rows]
 
     def cues_of_turns(self, turn_ids: Iterable[int]) -> dict[int, list[Cue]]:
@@ -460,7 +468,7 @@ class PostgresStore:
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (%s, %s, %s)",
-                            [(cid, conversation_id, vec) for cid, vec in zip(cue_ids, vectors)])
+                            [(cid, conversation_id, vec) for cid, vec in zip(cue_ids, vectors, strict=True)])
 
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
         with self.conn.cursor() as cur:
@@ -501,7 +509,8 @@ class PostgresStore:
     def turn_vector_text(self) -> str:
         return self.get_meta("turn_vectors") or TURN_WITH_PREVIOUS
 
-    def conversation_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def conversation_vectors(self, conversation_id: int,
+                             dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix), streamed in chunks
         into one preallocated matrix."""
         matrix = np.empty((self.cue_count(conversation_id), dim), dtype=np.float32)
@@ -533,16 +542,16 @@ class PostgresStore:
         """SQLite's mmap switch; the server manages its own memory."""
 
     def cue_count(self, conversation_id: int) -> int:
-        return self._one("SELECT count(*) FROM cues WHERE conversation_id = %s", (conversation_id,))[0]
+        return self._value("SELECT count(*) FROM cues WHERE conversation_id = %s", (conversation_id,))
 
     def data_version(self) -> int:
         """Changes when another connection commits a write transaction; this connection's own leave it
         (SQLite's PRAGMA data_version)."""
-        return self._one("SELECT n FROM _writes")[0] - self._own_writes
+        return self._value("SELECT n FROM _writes") - self._own_writes
 
     def version(self) -> tuple[int, int]:
         """Changes whenever a write transaction commits, by this connection or another."""
-        return self._one("SELECT n FROM _writes")[0], 0
+        return self._value("SELECT n FROM _writes"), 0
 
     # ------------------------------------------------------------------- cells
     def cell_centroids(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -557,15 +566,16 @@ class PostgresStore:
         self.conn.execute("DELETE FROM cue_cells WHERE cell IN"
                           " (SELECT id FROM cell_centroids WHERE conversation_id = %s)", (conversation_id,))
         self.conn.execute("DELETE FROM cell_centroids WHERE conversation_id = %s", (conversation_id,))
-        ids = np.array([self._one("INSERT INTO cell_centroids(conversation_id, centroid) VALUES (%s, %s) RETURNING id",
-                                  (conversation_id, c.astype(np.float32)))[0] for c in centroids], dtype=np.int64)
+        ids = np.array([self._value("INSERT INTO cell_centroids(conversation_id, centroid) VALUES (%s, %s)"
+                                    " RETURNING id", (conversation_id, c.astype(np.float32))) for c in centroids],
+                       dtype=np.int64)
         self.insert_cell_vectors(cue_ids, ids[cells], vectors)
         return ids
 
     def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (%s, %s, %s)",
-                            [(int(c), int(cell), v) for c, cell, v in zip(cue_ids, cell_ids, vectors)])
+                            [(int(c), int(cell), v) for c, cell, v in zip(cue_ids, cell_ids, vectors, strict=True)])
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         k = min(int(k), VEC0_MAX_K)
@@ -669,7 +679,7 @@ class PostgresStore:
             """)
         keys = ("conversation", "turns", "cues", "temporal_edges", "semantic_edges", "turns_without_cues",
                 "pending_turns", "first_time", "last_time")
-        return [dict(zip(keys, r)) for r in rows]
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     def degree_stats(self, conversation_id: int) -> dict[str, float]:
         row = self._one(
@@ -679,7 +689,8 @@ class PostgresStore:
               FROM turns t WHERE t.conversation_id = %s)
             SELECT coalesce(min(d), 0), coalesce(avg(d), 0.0)::float8, coalesce(max(d), 0) FROM deg
             """, (conversation_id,))
-        return {"min": row[0], "mean": round(row[1], 2), "max": row[2]}
+        low, mean, high = row if row is not None else (0, 0.0, 0)  # one row always: an aggregate
+        return {"min": low, "mean": round(mean, 2), "max": high}
 
     # ------------------------------------------------------- extraction cache
     def cached_triples(self, model: str, prompt_version: str, turn_hash: str) -> list[list[str]] | None:
@@ -720,7 +731,9 @@ class PostgresStore:
 
     def forget_counts(self, turn_ids: Sequence[int]) -> dict[str, int]:
         p = {"ids": _ids(turn_ids)}
-        one = lambda sql: self._one(sql, p)[0]
+        def one(sql: str) -> int:
+            return self._value(sql, p)
+
         return {
             "cues": one("SELECT count(*) FROM cues WHERE turn_id = ANY(%(ids)s)"),
             "vectors": one("SELECT count(*) FROM cue_vectors WHERE cue_id IN"
@@ -755,8 +768,8 @@ class PostgresStore:
         run("DELETE FROM turn_vectors WHERE turn_id = ANY(%s)", (ids,))
         counts["turns"] = run("DELETE FROM turns WHERE id = ANY(%s)", (ids,)).rowcount
         counts["extraction_cache"] = run(
-            "DELETE FROM extraction_cache WHERE turn_hash = ANY(%s) AND turn_hash NOT IN (SELECT content_hash FROM turns)",
-            (hashes,)).rowcount
+            "DELETE FROM extraction_cache WHERE turn_hash = ANY(%s)"
+            " AND turn_hash NOT IN (SELECT content_hash FROM turns)", (hashes,)).rowcount
         if not keep_conversations:
             counts["conversations_removed"] = sorted(r[0] for r in self._rows(
                 "DELETE FROM conversations WHERE id = ANY(%s)"
@@ -765,7 +778,7 @@ class PostgresStore:
         return counts
 
     def turn_count(self) -> int:
-        return self._one("SELECT count(*) FROM turns")[0]
+        return self._value("SELECT count(*) FROM turns")
 
     def all_turn_texts(self) -> list[tuple[int, str]]:
         return self._rows("SELECT id, text FROM turns ORDER BY id")

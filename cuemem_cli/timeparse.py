@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from functools import lru_cache
 
 from dateutil import parser as _dateutil
@@ -184,7 +184,7 @@ def _fallback(text: str) -> str:
             first, second = (_dateutil.parse(text, default=default) for default in _DEFAULTS)
         complete = first.date() == second.date()
         if first.tzinfo is not None:
-            first = first.astimezone(timezone.utc).replace(tzinfo=None)
+            first = first.astimezone(UTC).replace(tzinfo=None)
     except Exception:
         raise ValueError(f"unrecognised time {_show(text)}") from None
     if not complete:
@@ -231,7 +231,7 @@ def _to_utc(text: str, moment: datetime, zone: str) -> datetime:
 def _from_epoch(seconds: int | float) -> str:
     if not (math.isfinite(seconds) and 1e8 <= seconds < 1e11):
         raise ValueError(f"not a unix time in seconds (9-11 digits): {seconds!r}")
-    return _iso(datetime.fromtimestamp(int(seconds), timezone.utc).replace(tzinfo=None))
+    return _iso(datetime.fromtimestamp(int(seconds), UTC).replace(tzinfo=None))
 
 
 def _iso(moment: datetime) -> str:

@@ -16,7 +16,7 @@ view never holds more than ~150 MB.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from itertools import chain, pairwise
 from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -38,7 +38,7 @@ class Hops(NamedTuple):
     weight: np.ndarray
 
     @classmethod
-    def of(cls, rows: Sequence[tuple]) -> "Hops":
+    def of(cls, rows: Sequence[tuple]) -> Hops:
         """From (src, dst, kind, weight, …) rows, as Store.neighbours and Store.all_edges return them."""
         n = len(rows)
         return cls(np.fromiter((r[0] for r in rows), np.int64, n), np.fromiter((r[1] for r in rows), np.int64, n),
@@ -134,8 +134,8 @@ class ConversationView:
         out: dict[int, dict[str, float]] = {}
         for tid in turn_ids:
             rows = self._statement_rows.get(tid, [])
-            sims = similarities(self.matrix[rows], query) if rows else []
-            out[tid] = {self.cues[row].object: float(sim) for row, sim in zip(rows, sims)}
+            sims = similarities(self.matrix[rows], query) if rows else np.zeros(0, dtype=np.float32)
+            out[tid] = {self.cues[row].object: float(sim) for row, sim in zip(rows, sims, strict=True)}
         return out
 
     def _turn_matrix(self, context_weight: float) -> np.ndarray:
@@ -144,7 +144,7 @@ class ConversationView:
         if context_weight not in self._in_context:
             ordered = sorted(self.turns.values(), key=lambda t: t.position)
             previous = np.zeros_like(self.turn_matrix)
-            for before, turn in zip(ordered, ordered[1:]):
+            for before, turn in pairwise(ordered):
                 if turn.id in self.turn_row and before.id in self.turn_row and before.session == turn.session:
                     previous[self.turn_row[turn.id]] = self.turn_matrix[self.turn_row[before.id]]
             self._in_context[context_weight] = in_context(self.turn_matrix, previous, context_weight)
@@ -179,7 +179,7 @@ class StoreConversation:
         if known:
             own = np.vstack([vectors[tid] for tid in known])
             zero = np.zeros(self.dim, dtype=np.float32)
-            previous = np.vstack([vectors.get(before.get(tid), zero) for tid in known])
+            previous = np.vstack([vectors.get(before[tid], zero) if tid in before else zero for tid in known])
             at = [i for i, tid in enumerate(turn_ids) if tid in vectors]
             out[at] = similarities(in_context(own, previous, context_weight), query)
         return out
@@ -189,8 +189,8 @@ class StoreConversation:
         out: dict[int, dict[str, float]] = {}
         for tid in turn_ids:
             pairs = found.get(tid, [])
-            sims = similarities(np.vstack([v for _, v in pairs]), query) if pairs else []
-            out[tid] = {sentence: float(sim) for (sentence, _), sim in zip(pairs, sims)}
+            sims = similarities(np.vstack([v for _, v in pairs]), query) if pairs else np.zeros(0, dtype=np.float32)
+            out[tid] = {sentence: float(sim) for (sentence, _), sim in zip(pairs, sims, strict=True)}
         return out
 
 
@@ -209,9 +209,11 @@ def conversation_source(store: Store, conversation_id: int, dim: int) -> Convers
         return StoreConversation(store, conversation_id, dim)
     if seen[1] is None:
         big = store.cue_count(conversation_id) >= VIEW_MAX_CUES
-        source = StoreConversation(store, conversation_id, dim) if big else ConversationView(store, conversation_id, dim)
+        source = (StoreConversation(store, conversation_id, dim) if big
+                  else ConversationView(store, conversation_id, dim))
         entries[conversation_id] = (version, source)
-    return entries[conversation_id][1]
+        return source
+    return seen[1]
 
 
 def drop_view(store: Store) -> None:

@@ -314,28 +314,29 @@ def test_the_package_root_exports_the_result_types_lazily():
     assert python_prints(code) == "none"
 
 
-def test_help_lists_every_command_and_the_readme_documents_them(cli):
-    """Walks the real Typer app, so a command added later fails here until it has help and a README entry."""
+def test_help_lists_every_command_and_the_usage_page_documents_them(cli):
+    """Walks the real Typer app, so a command added later fails here until it has help and an entry in the
+    command table of docs/usage.md (the README links it)."""
     import typer
     from conftest import REPO
 
     from cuemem_cli.cli import app
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "usage.md").read_text()
     listed = cli("--help").stdout
     commands = typer.main.get_command(app).commands
     assert {"ingest", "ask", "inspect-graph", "convert", "extract", "forget", "export", "import", "eval"} <= set(commands)
     for name, command in commands.items():
         assert not command.hidden and name in listed, f"{name} is missing from cuemem --help"
         assert (command.help or "").strip(), f"cuemem {name} has no help text"
-        assert f"`cuemem {name}" in readme, f"the README's command table does not document cuemem {name}"
+        assert f"`cuemem {name}" in readme, f"docs/usage.md's command table does not document cuemem {name}"
         subcommands = getattr(command, "commands", {})  # a group: convert, eval
         group_help = cli(name, "--help").stdout if subcommands else ""
         for sub, subcommand in subcommands.items():
             assert (subcommand.help or "").strip(), f"cuemem {name} {sub} has no help text"
             assert sub in group_help, f"{sub} is missing from cuemem {name} --help"
             assert re.search(rf"cuemem {name} [^`\n]*\b{re.escape(sub)}\b", readme), \
-                f"the README does not document cuemem {name} {sub}"
+                f"docs/usage.md does not document cuemem {name} {sub}"
 
 
 @pytest.mark.parametrize("command", [("ask", "Where?", "-c"), ("export", "-c"), ("forget", "--yes", "--conversation"),

@@ -110,7 +110,7 @@ def ids_of(path, conversation: str) -> dict:
 # Columns that hold a turn id or a cue id, in our tables and in the FTS5 / vec0 shadow tables.
 ID_COLUMNS = {
     "turns": {"id": "turns"}, "cues": {"id": "cues", "turn_id": "turns"}, "edges": {"src": "turns", "dst": "turns"},
-    "turns_fts_docsize": {"id": "turns"}, "cues_fts_docsize": {"id": "cues"},
+    "turns_fts_docsize": {"id": "turns"},
     "cue_vectors_rowids": {"rowid": "cues"},
 }
 
@@ -121,7 +121,7 @@ def traces(path, ids: dict, markers: list[str]) -> list[str]:
     found = []
     tables = [r[0] for r in conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'")]
-    assert {"turns_fts_data", "cues_fts_data", "cue_vectors_chunks", "cue_vectors_vector_chunks00"} <= set(tables)
+    assert {"turns_fts_data", "cue_vectors_chunks", "cue_vectors_vector_chunks00"} <= set(tables)
     lowered = [m.lower() for m in markers]
     for table in tables:
         columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
@@ -140,9 +140,8 @@ def traces(path, ids: dict, markers: list[str]) -> list[str]:
                     if any(v in value for v in ids["vectors"]):
                         found.append(f"{table}.{column}: a forgotten cue vector")
     for word in WORD_MARKERS:
-        for table in ("turns_fts", "cues_fts"):
-            if conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (word,)).fetchall():
-                found.append(f"{table} MATCH {word}")
+        if conn.execute("SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?", (word,)).fetchall():
+            found.append(f"turns_fts MATCH {word}")
     conn.close()
     return found
 

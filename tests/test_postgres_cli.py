@@ -108,7 +108,8 @@ def test_forget_takes_every_row_of_the_turns_and_vacuums(cli, pg_url):
     result = ok(cli("--db", pg_url, "forget", "-c", "assistant-chat", "--yes", "--vacuum", "--json"))
     report = orjson.loads(result.stdout)
     assert report["applied"] and report["vacuumed"] and report["conversations_removed"] == ["assistant-chat"]
-    for sql in ("SELECT count(*) FROM turns WHERE conversation_id = %s", "SELECT count(*) FROM cues WHERE conversation_id = %s",
+    for sql in ("SELECT count(*) FROM turns WHERE conversation_id = %s",
+                "SELECT count(*) FROM cues WHERE conversation_id = %s",
                 "SELECT count(*) FROM cue_vectors WHERE conversation_id = %s",
                 "SELECT count(*) FROM conversations WHERE id = %s"):
         assert pg_count(pg_url, sql, cid) == 0, sql
@@ -128,9 +129,11 @@ def test_forget_policies_select_as_on_sqlite(cli, tmp_path, pg_url):
             evidence(cli, db, question)  # records retrieval times, which --lru ranks by
     for args in (["--lru", "10"], ["--before", "2023-03-01"], ["--decay", "30", "--as-of", "2023-06-01"],
                  ["-c", "maya-and-leo", "--session", "s2"], ["-c", "maya-and-leo", "--turn", "s1:3", "--turn", "s4:2"]):
-        reports = [orjson.loads(ok(cli("--db", db, "forget", *args, "--dry-run", "--json")).stdout) for db in (sqlite, pg_url)]
+        reports = [orjson.loads(ok(cli("--db", db, "forget", *args, "--dry-run", "--json")).stdout)
+                   for db in (sqlite, pg_url)]
         assert reports[0] == reports[1], args
-    done = [orjson.loads(ok(cli("--db", db, "forget", "--lru", "10", "--yes", "--json")).stdout) for db in (sqlite, pg_url)]
+    done = [orjson.loads(ok(cli("--db", db, "forget", "--lru", "10", "--yes", "--json")).stdout)
+            for db in (sqlite, pg_url)]
     assert done[0] == done[1] and done[0]["turns"] == 74
     assert ok(cli("--db", pg_url, "export")).stdout_bytes == ok(cli("--db", sqlite, "export")).stdout_bytes
 

@@ -201,9 +201,10 @@ def test_both_backends_return_the_same_rows(both):
     _same(sqlite.conversation_stats(), postgres.conversation_stats())
     _same(sqlite.degree_stats(cid), postgres.degree_stats(cid))
     _same(list(sqlite.export_turns(None)), list(postgres.export_turns(None)))
-    for got, want in zip(sqlite.conversation_vectors(cid, DIM), postgres.conversation_vectors(cid, DIM)):
+    for got, want in zip(sqlite.conversation_vectors(cid, DIM), postgres.conversation_vectors(cid, DIM), strict=True):
         assert np.array_equal(got, want)
-    for got, want in zip(sqlite.conversation_turn_vectors(cid, DIM), postgres.conversation_turn_vectors(cid, DIM)):
+    for got, want in zip(sqlite.conversation_turn_vectors(cid, DIM), postgres.conversation_turn_vectors(cid, DIM),
+                         strict=True):
         assert np.array_equal(got, want)
     s_vec, p_vec = sqlite.statement_vectors(turn_ids), postgres.statement_vectors(turn_ids)
     assert s_vec.keys() == p_vec.keys()

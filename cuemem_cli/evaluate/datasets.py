@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..convert import CONVERTERS, load_json
+from ..convert import CONVERTERS, Options, load_json
 from ..errors import CuememError
 from ..records import Message
 from ..timeparse import parse_time
@@ -79,7 +79,7 @@ def _select(items: list[dict[str, Any]], key: str, wanted: Sequence[str] | None,
     if unknown:
         raise CuememError(f"no {what} named {', '.join(unknown)}", f"known: {', '.join(names[:12])}"
                           + (" …" if len(names) > 12 else ""))
-    return [item for item, name in zip(items, names) if name in set(wanted)]
+    return [item for item, name in zip(items, names, strict=True) if name in set(wanted)]
 
 
 def _group(messages) -> dict[str, list[Message]]:
@@ -107,13 +107,13 @@ def load_locomo(path: str | Path, conversations: Sequence[str] | None = None, li
                 raw.append((sample, index, qa))
     raw = raw[:limit] if limit is not None else raw
     needed = [s for s in samples if any(s is r[0] for r in raw)]
-    messages = _group(CONVERTERS["locomo"](needed))
+    messages = _group(CONVERTERS["locomo"](needed, Options()))
     questions, problems = [], []
     for sample, index, qa in raw:
         name = str(sample["sample_id"])
         turns = messages.get(name, [])
         qid = f"{name}/q{index}"
-        gold, notes = normalise_evidence(qa.get("evidence") or [], {m.source_id for m in turns})
+        gold, notes = normalise_evidence(qa.get("evidence") or [], {m.source_id for m in turns if m.source_id})
         problems += [{"question_id": qid, **note} for note in notes]
         category = qa["category"]
         answer = qa.get("answer") if category != 5 else qa.get("adversarial_answer")
@@ -137,12 +137,12 @@ def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, l
         raise CuememError(f"{path}: not a LongMemEval file (expected a list of questions)")
     items = _select([q for q in data if isinstance(q, dict)], "question_id", questions, "LongMemEval question")
     items = items[:limit] if limit is not None else items
-    messages = _group(CONVERTERS["longmemeval"](items))
+    messages = _group(CONVERTERS["longmemeval"](items, Options()))
     out, problems = [], []
     for item in items:
         qid = str(item["question_id"])
         turns = messages.get(qid, [])
-        gold_turns = tuple(m.source_id for m in turns if m.extra.get("has_answer") is True)
+        gold_turns = tuple(m.source_id for m in turns if m.source_id and m.extra.get("has_answer") is True)
         sessions = {m.session for m in turns}
         gold_sessions = []
         for sid in item.get("answer_session_ids") or []:

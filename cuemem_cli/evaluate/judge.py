@@ -69,7 +69,8 @@ def criteria_for(dataset: str, category: str, abstention: bool) -> str:
 
 
 def build_messages(kind: str, question: str, gold: str, response: str) -> list[dict[str, str]]:
-    gold_label = {"single-session-preference": "Rubric", "abstention": "Why it is unanswerable"}.get(kind, "Gold answer")
+    gold_label = {"single-session-preference": "Rubric",
+                  "abstention": "Why it is unanswerable"}.get(kind, "Gold answer")
     user = (
         f"Criteria: {CRITERIA[kind]}\n\n"
         f"Question: {question}\n"

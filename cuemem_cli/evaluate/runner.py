@@ -85,8 +85,8 @@ def load_dataset(config: EvalConfig) -> Dataset:
 
 def base_settings(config: EvalConfig) -> Settings:
     """Today's defaults with only what the flags change."""
-    changes = {k: v for k, v in (("top_m", config.top_m), ("window", config.window), ("sem_k", config.sem_k))
-               if v is not None}
+    flags = (("top_m", config.top_m), ("window", config.window), ("sem_k", config.sem_k))
+    changes: dict[str, Any] = {k: v for k, v in flags if v is not None}
     return replace(Settings(), **changes)
 
 
@@ -124,7 +124,7 @@ class _TurnAloneCopy:
             rows = copy.all_turn_texts()
             vectors = self.embedder.embed([text for _, text in rows])
             with copy.transaction():
-                copy.insert_turn_vectors(list(zip([tid for tid, _ in rows], vectors)))
+                copy.insert_turn_vectors(list(zip([tid for tid, _ in rows], vectors, strict=True)))
                 copy.set_meta("turn_vectors", TURN_ALONE)
                 copy.set_meta("copy_of_turns", str(len(rows)))
         finally:
@@ -167,8 +167,8 @@ def make_record(dataset: Dataset, q: Question, view: ConversationView, name: str
 class _QA:
     """Answer (the `ask` prompt) and judge one record; LLM failures are recorded, and abort when persistent."""
 
-    def __init__(self, config: EvalConfig, dataset: str):
-        self.config, self.dataset = config, dataset
+    def __init__(self, config: EvalConfig, dataset: str, model: str):
+        self.config, self.dataset, self.model = config, dataset, model
         self.errors = 0
         self.consecutive = 0
 
@@ -176,7 +176,7 @@ class _QA:
         from ..answer import answer_with_model
 
         try:
-            answer = answer_with_model(found.context, self.config.model, priority=self.config.priority)
+            answer = answer_with_model(found.context, self.model, priority=self.config.priority)
             record.update(answer=answer.text, usage={"answer": answer.usage})
             record["latency_ms"]["answer"] = answer.timing_ms
             if self.config.judge_model:
@@ -220,7 +220,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
                           max(BuildSettings.window, settings.window), max(BuildSettings.sem_k, settings.sem_k))
     db_path = _database(config, build)
     state = _Progress()
-    qa = _QA(config, dataset.name) if config.model else None
+    qa = _QA(config, dataset.name, config.model) if config.model else None
     store = Store.open(db_path)
     turn_alone = _TurnAloneCopy(store, turn_alone_path(db_path), embedder)
     try:
@@ -277,7 +277,7 @@ def _questions(dataset: Dataset, env: Env, systems: tuple[str, ...], budgets: tu
                 for budget in ((None,) if name in UNBUDGETED else budgets):
                     found = retrieve(env, view, q, budget)
                     batch.append((make_record(dataset, q, view, name, budget, found), found))
-            if pool is not None:
+            if pool is not None and qa is not None:
                 for future in [pool.submit(qa, q, rec, found) for rec, found in batch]:
                     future.result()
             elif qa is not None:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,7 +30,10 @@ from ..store import Store
 from ..timeparse import day_of
 from .tokens import TokenCounter
 
-CUEMEM_SYSTEMS = {
+if TYPE_CHECKING:
+    from ..embed import Embedder
+
+CUEMEM_SYSTEMS: dict[str, dict[str, Any]] = {
     "cuemem": {},
     "no-graph": {"graph": False},  # anchors only (the paper's ablation)
     "no-semantic": {"sem_k": 0},
@@ -43,20 +47,20 @@ CUEMEM_SYSTEMS = {
     "whole-turns": {"excerpt_tokens": 0},  # long turns shown whole, not as excerpts (excerpt.py)
 }
 # Run on a copy of the database whose turn vectors hold the turn alone, as before m005 (Env.turn_alone).
-TURN_ALONE_SYSTEMS = {
+TURN_ALONE_SYSTEMS: dict[str, dict[str, Any]] = {
     "no-context": {"context_weight": 0.0},  # nothing of the turn before
     "mixed-context": {},  # the turn before mixed in at question time: view.in_context, the default before m005
 }
 BASELINES = ("full-history", "naive-rag", "bm25")
-SYSTEMS = tuple(CUEMEM_SYSTEMS) + tuple(TURN_ALONE_SYSTEMS) + BASELINES
-DEFAULT_SYSTEMS = ("cuemem", "no-graph", "no-semantic", "no-temporal") + BASELINES
+SYSTEMS = (*CUEMEM_SYSTEMS, *TURN_ALONE_SYSTEMS, *BASELINES)
+DEFAULT_SYSTEMS = ("cuemem", "no-graph", "no-semantic", "no-temporal", *BASELINES)
 UNBUDGETED = ("full-history",)
 
 @dataclass
 class QueryVectors:
     """Each question embedded once (timed) and reused by every system in the run."""
 
-    embedder: object
+    embedder: Embedder
     cache: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
 
     def get(self, question: str) -> tuple[np.ndarray, float]:
@@ -89,14 +93,14 @@ class ConversationView:
         self.turns = store.turns(self.cid)
         self.by_id = {t.id: t for t in self.turns}
         self.index = {t.source_id: i for i, t in enumerate(self.turns)}
-        self.tokenizers = ("estimate",) + counter.names
+        self.tokenizers = ("estimate", *counter.names)
         self.cost = {t.source_id: turn_cost(t) for t in self.turns}
         lines = [evidence_line(t.speaker or t.role, t.text) for t in self.turns]
         self.counts = {t.source_id: {"estimate": self.cost[t.source_id], **counts}
-                       for t, counts in zip(self.turns, counter.count(lines))}
-        breaks = sorted({day_header(day_of(t.time)) for t in self.turns}) + [GAP_LINE]
+                       for t, counts in zip(self.turns, counter.count(lines), strict=True)}
+        breaks = [*sorted({day_header(day_of(t.time)) for t in self.turns}), GAP_LINE]
         self.break_counts = {line: {"estimate": estimate_tokens(line), **counts}
-                             for line, counts in zip(breaks, counter.count(breaks))}
+                             for line, counts in zip(breaks, counter.count(breaks), strict=True)}
         self._matrix: np.ndarray | None = None
 
     def matrix(self, embedder, cache_file: Path | None) -> np.ndarray:
@@ -150,7 +154,8 @@ def _context(question, view: ConversationView, turns: list[Turn], via: str, scor
                    evidence=evidence, tokens=context_tokens(turns), timings_ms={"total": round(latency, 2)})
 
 
-def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int, store: Store | None = None) -> Retrieval:
+def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int,
+           store: Store | None = None) -> Retrieval:
     settings = replace(env.settings, budget=budget, **change)
     embedder = CachedQueryEmbedder(env.queries)
     context = reconstruct(store or env.store, embedder, question.question, view.name, settings, question.as_of)
@@ -196,7 +201,11 @@ def full_history(env: Env, view: ConversationView, question, budget: int | None)
                      tuple(t.source_id for t in turns), latency)
 
 
-def system(name: str) -> Callable[[Env, ConversationView, object, int | None], Retrieval]:
+# (env, view, question, budget) -> Retrieval; budget is None exactly for the UNBUDGETED systems
+Retriever = Callable[..., Retrieval]
+
+
+def system(name: str) -> Retriever:
     if name in CUEMEM_SYSTEMS:
         change = CUEMEM_SYSTEMS[name]
         return lambda env, view, question, budget: cuemem(change, env, view, question, budget)

@@ -1,0 +1,184 @@
+"""`ask` fits a terminal: the strongest evidence first, the answer last, a pager only on a terminal."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from conftest import REPO, SAMPLES
+
+QUESTION = "What breed is the dog Maya adopted, and when?"
+TURN_LINE = re.compile(r"^(s\d+:\d+) ")
+
+
+@pytest.fixture(scope="module")
+def maya_db(tmp_path_factory):
+    from typer.testing import CliRunner
+
+    from cuemem_cli.cli import app
+
+    path = tmp_path_factory.mktemp("maya") / "memory.db"
+    result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--json"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def evidence_of(cli, db, *args):
+    result = cli("--db", str(db), "ask", QUESTION, "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return orjson.loads(result.stdout)["evidence"]
+
+
+def shown_ids(stdout: str) -> list[str]:
+    return [m.group(1) for line in stdout.splitlines() if (m := TURN_LINE.match(line))]
+
+
+def expected_ids(evidence, top):
+    """The documented rule, computed independently: the `top` highest scores, plus the turns at the
+    positions just before and after each of them in the same session, when they are evidence too."""
+    strongest = sorted(evidence, key=lambda e: -e["score"])[:top]
+    by_position = {e["position"]: e for e in evidence}
+    keep = {e["position"] for e in strongest}
+    for e in strongest:
+        for p in (e["position"] - 1, e["position"] + 1):
+            if p in by_position and by_position[p]["session"] == e["session"]:
+                keep.add(p)
+    return [e["source_id"] for e in evidence if e["position"] in keep]
+
+
+def test_ask_shows_the_strongest_turns_with_their_neighbours_and_the_answer_last(cli, maya_db):
+    evidence = evidence_of(cli, maya_db)
+    assert len(evidence) == 84  # the whole sample fits the budget: every turn is evidence
+    result = cli("--db", str(maya_db), "ask", QUESTION)
+    assert result.exit_code == 0, result.stderr
+    ids = shown_ids(result.stdout)
+    assert ids == expected_ids(evidence, 5)
+    assert "s2:9" in ids  # "His name is Biscuit, he's a beagle" holds the answer
+    assert 5 < len(ids) < 20
+    assert f"{len(ids)} of 84 turns shown" in result.stdout and "--evidence all" in result.stdout
+    left_out = [int(n) for n in re.findall(r"⋯ (\d+) turns? not shown", result.stdout)]
+    assert sum(left_out) == 84 - len(ids)
+    lines = result.stdout.rstrip("\n").splitlines()
+    answer_top = next(i for i, line in enumerate(lines) if "extractive" in line)
+    last_turn = max(i for i, line in enumerate(lines) if TURN_LINE.match(line))
+    assert answer_top > last_turn  # the answer comes after every evidence turn ...
+    assert lines[-1].startswith("╰")  # ... and its panel closes the output
+    assert len(lines) < 70  # before: 219 lines with the answer on top
+
+
+def test_evidence_count_and_all(cli, maya_db):
+    evidence = evidence_of(cli, maya_db)
+    every = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "all")
+    assert shown_ids(every.stdout) == [e["source_id"] for e in evidence]
+    assert "not shown" not in every.stdout and "84 turns ·" in every.stdout
+    two = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "2")
+    assert shown_ids(two.stdout) == expected_ids(evidence, 2)
+    none = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "0")
+    assert shown_ids(none.stdout) == [] and "0 of 84 turns shown" in none.stdout and "Biscuit" in none.stdout
+    # --context-only prints what the model would read: all of it unless told otherwise
+    assert shown_ids(cli("--db", str(maya_db), "ask", QUESTION, "--context-only").stdout) == shown_ids(every.stdout)
+    # --json always carries every evidence turn, whatever --evidence says
+    assert evidence_of(cli, maya_db, "--evidence", "1") == evidence
+
+
+@pytest.mark.parametrize("value", ["some", "-1", "2.5"])
+def test_a_bad_evidence_value_is_a_usage_error(cli, maya_db, value):
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", value)
+    assert result.exit_code == 2
+    assert "--evidence" in result.stderr
+
+
+def test_an_llm_answer_is_printed_after_the_evidence(cli, maya_db, fake_llm):
+    fake_llm.default = lambda messages: "A beagle named Biscuit, adopted on 6 May 2023."
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--model", "fake/answerer")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.rstrip("\n").splitlines()
+    answer_at = next(i for i, line in enumerate(lines) if "A beagle named Biscuit" in line)
+    assert answer_at > max(i for i, line in enumerate(lines) if TURN_LINE.match(line))
+
+
+def test_no_pager_in_a_pipe(cli, maya_db, tmp_path, monkeypatch):
+    """Even when the output is far longer than any screen, a pipe gets it whole and no pager starts."""
+    marker = tmp_path / "paged"
+    monkeypatch.setenv("PAGER", f"cat > {marker}")
+    monkeypatch.setenv("LINES", "10")
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "all")
+    assert len(shown_ids(result.stdout)) == 84
+    assert not marker.exists()
+    env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "10", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(maya_db), "ask", QUESTION,
+                           "--evidence", "all"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert len(shown_ids(proc.stdout)) == 84 and "extractive" in proc.stdout
+    assert not marker.exists()
+
+
+def test_the_pager_decision():
+    from cuemem_cli.render import needs_pager
+
+    assert needs_pager(100, is_tty=True, height=24)
+    assert not needs_pager(24, is_tty=True, height=24)  # exactly a screen: no pager
+    assert not needs_pager(100, is_tty=False, height=24)  # a pipe or a file: never
+
+
+def on_a_terminal(db, marker, *args) -> str:
+    """Run `cuemem ask` on a pseudo-terminal 20 lines high, with $PAGER writing to `marker`; what the
+    terminal showed, without colours."""
+    import pty
+
+    env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "20", "COLUMNS": "80", "PYTHONPATH": str(REPO)}
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "cuemem_cli", "--db", str(db), "ask", QUESTION, *args],
+                            stdin=secondary, stdout=secondary, stderr=subprocess.DEVNULL, env=env)
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # the terminal closed: the process is done
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert proc.wait(timeout=120) == 0
+    os.close(main)
+    return re.sub(r"\x1b\[[0-9;]*m", "", seen.decode())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follows(maya_db, tmp_path):
+    """The evidence (longer than 20 lines) goes to $PAGER, the answer to the terminal after the pager quits."""
+    marker = tmp_path / "paged"
+    terminal = on_a_terminal(maya_db, marker)
+    paged = re.sub(r"\x1b\[[0-9;]*m", "", marker.read_text())
+    assert "Evidence · maya-and-leo" in paged and "s2:9" in paged
+    assert "Best-matching sentences" in terminal and "Evidence ·" not in terminal
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_on_a_terminal_output_that_fits_is_printed_without_a_pager(maya_db, tmp_path):
+    marker = tmp_path / "paged"
+    terminal = on_a_terminal(maya_db, marker, "--evidence", "0")
+    assert not marker.exists()
+    assert terminal.index("Evidence · maya-and-leo") < terminal.index("Best-matching sentences")
+
+
+def test_a_streamed_answer_comes_after_the_evidence(cli, maya_db, monkeypatch):
+    """On a terminal a model's answer streams as it arrives: the evidence is printed before the first token."""
+    import typer.testing
+    from test_cli_errors import streaming_model
+
+    calls = [0]  # not the first call: the stream is whole
+    streaming_model(monkeypatch, calls)
+    monkeypatch.setattr(typer.testing._NamedTextIOWrapper, "isatty", lambda self: True, raising=False)
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--model", "stream/m")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count("ZEBRA-one") == 1
+    assert result.stdout.index("Evidence ·") < result.stdout.index("ZEBRA-one")
+    assert result.stdout.rstrip().endswith("three")  # the answer is the last thing printed

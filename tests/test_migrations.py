@@ -1,0 +1,234 @@
+"""Migrations (migrations.py) as store.py applies them: a new database gets every one, a database the
+previous code wrote upgrades to the same schema, a newer one is refused, and each runs alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuemem_cli import migrations
+from cuemem_cli.errors import StoreError
+from cuemem_cli.migrations import MIGRATIONS, steps
+from cuemem_cli.store import APPLICATION_ID, Store
+
+from conftest import assert_whole, raw
+
+PLAIN = [s.name for s in steps(MIGRATIONS) if not s.needs_dim]
+VECTOR = [s.name for s in steps(MIGRATIONS) if s.needs_dim]
+
+# The schema the code before migrations-as-functions left (its migrations m001-m006 as SQL strings, then
+# the vec0 table created at run time by bind_embedder), frozen here as it was written.
+PREVIOUS_SCHEMA = [
+    "CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE conversations (\n            id INTEGER PRIMARY KEY,\n            name TEXT NOT NULL UNIQUE,\n"
+    "            created_at TEXT NOT NULL\n        )",
+    "CREATE TABLE turns (\n            id INTEGER PRIMARY KEY,\n"
+    "            conversation_id INTEGER NOT NULL REFERENCES conversations(id),\n"
+    "            position INTEGER NOT NULL,\n            source_id TEXT NOT NULL,\n            session TEXT,\n"
+    "            time TEXT,\n            speaker TEXT,\n            role TEXT,\n            text TEXT NOT NULL,\n"
+    "            content_hash TEXT NOT NULL,\n            extra TEXT,\n"
+    "            status TEXT NOT NULL DEFAULT 'done' CHECK (status IN ('done', 'pending')),\n"
+    "            last_retrieved_at TEXT, stored_at TEXT,\n            UNIQUE (conversation_id, source_id),\n"
+    "            UNIQUE (conversation_id, position)\n        )",
+    "CREATE INDEX turns_time ON turns(conversation_id, time)",
+    "CREATE TABLE cues (\n            id INTEGER PRIMARY KEY,\n            turn_id INTEGER NOT NULL REFERENCES turns(id),\n"
+    "            conversation_id INTEGER NOT NULL REFERENCES conversations(id),\n            subject TEXT NOT NULL,\n"
+    "            relation TEXT NOT NULL,\n            object TEXT NOT NULL,\n"
+    "            kind TEXT NOT NULL DEFAULT 'triple'\n        )",
+    "CREATE INDEX cues_turn ON cues(turn_id)",
+    "CREATE INDEX cues_conversation ON cues(conversation_id)",
+    "CREATE TABLE edges (\n            src INTEGER NOT NULL REFERENCES turns(id),\n"
+    "            dst INTEGER NOT NULL REFERENCES turns(id),\n"
+    "            kind TEXT NOT NULL CHECK (kind IN ('temporal', 'semantic')),\n            weight REAL NOT NULL,\n"
+    "            rank INTEGER NOT NULL,\n            PRIMARY KEY (src, kind, dst)\n        ) WITHOUT ROWID",
+    "CREATE INDEX edges_dst ON edges(dst, kind)",
+    "CREATE TABLE extraction_cache (\n            model TEXT NOT NULL,\n            prompt_version TEXT NOT NULL,\n"
+    "            turn_hash TEXT NOT NULL,\n            triples TEXT NOT NULL,\n"
+    "            PRIMARY KEY (model, prompt_version, turn_hash)\n        ) WITHOUT ROWID",
+    "CREATE TABLE turn_vectors (\n            turn_id INTEGER PRIMARY KEY REFERENCES turns(id),\n"
+    "            embedding BLOB NOT NULL\n        )",
+    "CREATE TABLE cell_centroids (\n            id INTEGER PRIMARY KEY,\n"
+    "            conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,\n"
+    "            centroid BLOB NOT NULL\n        )",
+    "CREATE INDEX cell_centroids_conversation ON cell_centroids(conversation_id)",
+    "CREATE VIRTUAL TABLE turns_fts USING fts5(text, content='', contentless_delete=1, tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE cues_fts USING fts5(text, content='', contentless_delete=1, tokenize='porter unicode61')",
+]
+PREVIOUS_MIGRATIONS = ["m001_initial", "m002_turn_vectors", "m003_cells", "m004_porter_fts",
+                       "m005_turn_vector_text", "m006_turn_stored_at"]
+DIM = 4
+
+
+def previous_database(path, bound: bool, extra_migrations: tuple[str, ...] = ()) -> None:
+    """A database as the previous code left it: one conversation of two turns with cues, vectors and both
+    FTS indexes (bound to a 4-d embedder), or, unbound, never ingested into."""
+    conn = raw(path)
+    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+    conn.execute("PRAGMA journal_mode=WAL")
+    for sql in PREVIOUS_SCHEMA:
+        conn.execute(sql)
+    conn.executemany("INSERT INTO _migrations VALUES (?, '2026-01-01T00:00:00')",
+                     [(n,) for n in [*PREVIOUS_MIGRATIONS, *extra_migrations]])
+    if bound:
+        conn.execute("CREATE VIRTUAL TABLE cue_vectors USING vec0(cue_id INTEGER PRIMARY KEY, conversation_id"
+                     f" INTEGER PARTITION KEY, embedding float[{DIM}] distance_metric=cosine)")
+        conn.executemany("INSERT INTO meta VALUES (?, ?)",
+                         [("embedding_model", "m"), ("embedding_dim", str(DIM)), ("embedding_backend", "test")])
+        conn.execute("INSERT INTO conversations VALUES (1, 'c', '2026-01-01T00:00:00')")
+        for tid, text, vector in ((1, "Our dogs love the lake", [1, 0, 0, 0]), (2, "I paint on Sundays", [0, 1, 0, 0])):
+            conn.execute("INSERT INTO turns(id, conversation_id, position, source_id, text, content_hash, stored_at)"
+                         " VALUES (?, 1, ?, ?, ?, 'h', '2026-01-01T00:00:00')", (tid, tid - 1, f"t{tid}", text))
+            conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)", (tid, text))
+            conn.execute("INSERT INTO cues VALUES (?, ?, 1, 'x', 'y', ?, 'statement')", (tid, tid, text))
+            conn.execute("INSERT INTO cues_fts(rowid, text) VALUES (?, ?)", (tid, f"x y {text}"))
+            blob = np.array(vector, dtype=np.float32).tobytes()
+            conn.execute("INSERT INTO cue_vectors VALUES (?, 1, ?)", (tid, blob))
+            conn.execute("INSERT INTO turn_vectors VALUES (?, ?)", (tid, blob))
+        conn.execute("INSERT INTO edges VALUES (1, 2, 'temporal', 1.0, 1)")
+    conn.commit()
+    conn.close()
+
+
+def autocommit(path):
+    """A connection as Store.open makes it (transactions only where the store begins them)."""
+    conn = raw(path)
+    conn.isolation_level = None
+    return conn
+
+
+def schema(path) -> dict[str, str]:
+    conn = raw(path)
+    out = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"))
+    conn.close()
+    return out
+
+
+def recorded(path) -> list[str]:
+    conn = raw(path)
+    names = [r[0] for r in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+    conn.close()
+    return names
+
+
+def test_a_new_database_gets_every_migration_the_vector_ones_once_an_embedder_is_bound(db_path):
+    store = Store.open(db_path)
+    assert recorded(db_path) == PLAIN
+    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
+    assert {"turns", "cues", "edges", "turn_vectors", "cell_centroids", "turns_fts"} <= tables
+    assert not {"cue_vectors", "cue_cells", "cues_fts"} & tables
+    store.bind_embedder("m", DIM, "test")
+    assert recorded(db_path) == PLAIN + VECTOR
+    for table in ("cue_vectors", "cue_cells"):
+        sql = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+        assert f"float[{DIM}]" in sql, table
+    store.close()
+    Store.open(db_path).close()  # nothing left to do: no record twice
+    assert len(recorded(db_path)) == len(MIGRATIONS)
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "never-ingested"])
+def test_a_database_the_previous_code_wrote_upgrades_to_the_same_schema(tmp_path, bound):
+    old = tmp_path / "old.db"
+    previous_database(old, bound)
+    store = Store.open(old)
+    assert (tmp_path / "old.db.bak-schema6").exists() == bound  # without conversations: nothing to lose
+    assert recorded(old)[:6] == PREVIOUS_MIGRATIONS
+    if bound:
+        assert set(recorded(old)) == {s.name for s in steps(MIGRATIONS)}
+        cid = store.conversation_id("c")
+        [(cue, similarity)] = store.knn_cues(cid, np.array([0, 1, 0, 0], dtype=np.float32), 1)
+        assert (cue.turn_id, similarity) == (2, pytest.approx(1.0))
+        assert [tid for tid, _ in store.search_turns_fts(cid, "dog", 10)] == [1]
+        assert sorted(store.turn_vectors([1, 2])) == [1, 2]
+    else:
+        assert set(recorded(old)) == set(PLAIN)
+        store.bind_embedder("m", DIM, "test")
+    store.close()
+    new = tmp_path / "new.db"
+    Store.open(new).bind_embedder("m", DIM, "test")
+    assert schema(old) == schema(new)
+    assert "cues_fts" not in schema(old) and "cues_fts_data" not in schema(old)
+    if bound:
+        assert_whole(old)
+
+
+def test_a_database_with_a_newer_migration_is_refused_before_anything_is_applied(tmp_path):
+    path = tmp_path / "newer.db"
+    previous_database(path, bound=True, extra_migrations=("m999_from_the_future",))
+    with pytest.raises(StoreError, match="newer cuemem.*m999_from_the_future"):
+        Store.open(path)
+    assert recorded(path) == [*PREVIOUS_MIGRATIONS, "m999_from_the_future"]
+    assert "cues_fts" in schema(path) and "cue_cells" not in schema(path)
+    assert not list(tmp_path.glob("newer.db.bak-*"))
+
+
+def test_two_processes_upgrading_one_database_leave_one_copy(tmp_path, monkeypatch):
+    """The copy is made by whichever process applies the first migration; one that opened the file
+    before that and got the write lock after it finds the schema moved on, and copies nothing."""
+    path = tmp_path / "old.db"
+    previous_database(path, bound=True)
+    Store.open(path).close()  # the first process: copies, then applies m007..
+    assert [p.name for p in tmp_path.glob("old.db.bak-*")] == ["old.db.bak-schema6"]
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", "CREATE TABLE later (x)")])
+    late = Store(autocommit(path), str(path))  # the second one looked when the file held m001-m006
+    late._migrate(existed=True, seen=sorted(PREVIOUS_MIGRATIONS))
+    assert recorded(path)[-1] == "m900_later"
+    assert [p.name for p in tmp_path.glob("old.db.bak-*")] == ["old.db.bak-schema6"]
+    late.close()
+    Store.open(path).close()
+    late_again = Store(autocommit(path), str(path))  # seen == the file's migrations: this one copies
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", "CREATE TABLE later (x)"),
+                                                        ("m901_more", "CREATE TABLE more (x)")])
+    late_again._migrate(existed=True, seen=sorted(recorded(path)))
+    assert (tmp_path / f"old.db.bak-schema{len(MIGRATIONS) + 1}").exists()
+    late_again.close()
+
+
+def test_each_migration_commits_alone_and_a_failing_one_leaves_those_before_it(db_path, monkeypatch):
+    def m901_fails_half_way(conn):
+        conn.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("boom")
+
+    Store.open(db_path).close()
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_fine", "CREATE TABLE fine (x)"),
+                                                        m901_fails_half_way])
+    with pytest.raises(RuntimeError, match="boom"):
+        Store.open(db_path)
+    assert recorded(db_path) == [*PLAIN, "m900_fine"]
+    assert "fine" in schema(db_path) and "half_done" not in schema(db_path)
+
+
+def test_a_migration_in_the_earlier_sql_string_form_still_runs(db_path, monkeypatch):
+    """(name, sql) entries appended by code written for the string form: statements cut where SQLite
+    says they end, so a ';' inside a string literal stays in it."""
+    script = "CREATE TABLE later (x TEXT);\nINSERT INTO later VALUES ('a; b');\nINSERT INTO later VALUES ('c')"
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", script)])
+    store = Store.open(db_path)
+    assert [r[0] for r in store.conn.execute("SELECT x FROM later ORDER BY rowid")] == ["a; b", "c"]
+    assert recorded(db_path)[-1] == "m900_later"
+    store.close()
+
+
+def test_a_vector_migration_waits_for_the_dimension_then_runs_in_the_binding_transaction(db_path, monkeypatch):
+    def m900_vector_index(conn, dim):
+        conn.execute(f"CREATE VIRTUAL TABLE later_vectors USING vec0(embedding float[{dim}])")
+
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, m900_vector_index])
+    store = Store.open(db_path)
+    assert "m900_vector_index" not in recorded(db_path)
+    with pytest.raises(RuntimeError), store.transaction():
+        store.bind_embedder("m", 8, "test")
+        raise RuntimeError("the ingest failed")
+    assert store.get_meta("embedding_dim") is None and "later_vectors" not in schema(db_path)
+    store.bind_embedder("m", 8, "test")
+    assert recorded(db_path) == [*PLAIN, *VECTOR, "m900_vector_index"]
+    assert "float[8]" in schema(db_path)["later_vectors"]
+    store.close()
+
+
+def test_migration_names_are_function_names_and_never_repeat():
+    assert [s.name for s in steps(MIGRATIONS)][:6] == PREVIOUS_MIGRATIONS
+    with pytest.raises(ValueError, match="m001_initial"):
+        steps([*MIGRATIONS, ("m001_initial", "SELECT 1")])
+    assert migrations.split_sql("SELECT 1; ;SELECT ';'") == ["SELECT 1", "SELECT ';'"]
