@@ -19,7 +19,7 @@ import orjson
 
 from .config import is_postgres_url
 from .convert import converted_input
-from .errors import CuememError
+from .errors import CuememError, StoreError
 from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct, resolve_conversation
@@ -68,10 +68,23 @@ class Memory:
             from .embed import get_embedder, spec_for
 
             spec = self._embedder_spec
-            if spec is None and (isinstance(self.path, str) or self.path.exists()):
+            if spec is None and self._exists():
                 spec = spec_for(self.store.get_meta("embedding_model"))
             self._embedder = get_embedder(spec, quick_start=quick_start)
         return self._embedder
+
+    def _exists(self) -> bool:
+        """Whether the memory exists already: a new one is not created only to read its embedding model
+        (what can refuse a run is checked first, `_ingestor`). A PostgreSQL database is asked by opening
+        it without creating the schema."""
+        if not isinstance(self.path, str):
+            return self.path.exists()
+        if self._store is None:
+            try:
+                self._store = open_store(self.path, create=False)
+            except StoreError:
+                return False
+        return True
 
     def close(self) -> None:
         if self._store is not None:

@@ -215,3 +215,11 @@ def test_locomo_conv26_evidence_on_postgres_equals_sqlites(locomo_path, tmp_path
     assert len(set(differing)) <= len(questions) // 5
     for memory in memories:
         memory.close()
+
+
+def test_a_refused_ingest_creates_no_schema(cli, pg_url):
+    """What can refuse a run (here an unknown extractor) is checked before anything is created, as with a file."""
+    result = cli("--db", pg_url, "ingest", str(MAYA), "--extractor", "no-such-extractor")
+    assert result.exit_code in (1, 2), result.stderr
+    assert "no-such-extractor" in result.stderr
+    assert pg_count(pg_url, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == 0
