@@ -85,11 +85,24 @@ def _memory(create: bool = False, **kwargs):
     """Only the commands that store turns (ingest, import) create the database file."""
     from .memory import Memory
 
+    url = config.db_url(state.db)
+    if url is not None:  # PostgreSQL (store_postgres.py)
+        return Memory(url, create=create, **kwargs)
     path = config.db_path(state.db)
     if path.is_dir():
         raise CuememError(f"{path} is a directory, not a database file",
                           f"name a file, e.g. --db {path / 'memory.db'}")
     return Memory(path, create=create, **kwargs)
+
+
+def _db_shown() -> str:
+    """The database as reports name it: its path, or its URL without the password."""
+    url = config.db_url(state.db)
+    if url is None:
+        return str(config.db_path(state.db))
+    from .store_postgres import redacted
+
+    return redacted(url)
 
 
 def _version(value: bool) -> None:
@@ -107,8 +120,8 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    db: str | None = typer.Option(None, "--db", help="Database file (default: $CUEMEM_DB, else the per-user data dir).",
-                                  metavar="PATH"),
+    db: str | None = typer.Option(None, "--db", help="Database file, or a postgresql:// URL (default: $CUEMEM_DB, "
+                                  "else the per-user data dir).", metavar="PATH"),
     version: bool = typer.Option(False, "--version", help="Print cuemem's version and exit.", callback=_version,
                                  is_eager=True),
 ) -> None:
@@ -197,7 +210,7 @@ def _print_ingest_report(report, json_out: bool) -> None:
     data = asdict(report)
     data["seconds"] = round(report.seconds, 3)
     data["stage_seconds"] = {k: round(v, 3) for k, v in report.stage_seconds.items()}
-    data["db"] = str(config.db_path(state.db))
+    data["db"] = _db_shown()
     if json_out:
         write_json(data)
     else:
@@ -478,7 +491,8 @@ def forget(
     yes: bool = typer.Option(
         False, "--yes", "-y", help="Do not ask for confirmation (needed when stdin is not a terminal)."),
     vacuum: bool = typer.Option(
-        False, "--vacuum", help="Then rebuild the file and empty its WAL: no byte of forgotten text stays on disk."),
+        False, "--vacuum", help="Then rebuild the file and empty its WAL: no byte of forgotten text stays on disk "
+                                "(PostgreSQL: VACUUM, see docs/postgres.md)."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON report on stdout."),
 ) -> None:
     """Forget turns with their cues, vectors and edges (the paper's DELETE); selectors combine with AND.
@@ -516,7 +530,7 @@ def forget(
         err.print(f"forgot {_plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""))
     else:
         err.print("nothing matches: nothing forgotten" + ("; file scrubbed" if report.vacuumed else ""))
-    if report.vacuumed:
+    if report.vacuumed and config.db_url(state.db) is None:
         db = config.db_path(state.db)
         backups = sorted(str(p) for p in db.parent.glob(f"{db.name}.bak-schema*"))
         if backups:

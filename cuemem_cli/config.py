@@ -42,6 +42,19 @@ def db_path(flag: str | None) -> Path:
     return Path(chosen).expanduser() if chosen else default_db_path()
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(target: object) -> bool:
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+def db_url(flag: str | None) -> str | None:
+    """--db, else $CUEMEM_DB, when it is a PostgreSQL URL (store_postgres.py); else None (a SQLite path)."""
+    chosen = flag or os.environ.get("CUEMEM_DB")
+    return chosen if is_postgres_url(chosen) else None
+
+
 def answer_model(flag: str | None) -> str | None:
     """--model, else $CUEMEM_MODEL; None means answer offline."""
     return flag or os.environ.get("CUEMEM_MODEL") or None

@@ -17,13 +17,15 @@ from typing import Any
 
 import orjson
 
+from .config import is_postgres_url
 from .convert import converted_input
-from .errors import CuememError
+from .errors import CuememError, StoreError
 from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct, resolve_conversation
 from .registry import bind_extractor, make_answerer, make_extractor
 from .store import Store, now_iso
+from .stores import open_store
 from .timeparse import parse_time
 
 
@@ -34,14 +36,15 @@ class Result:
 
 
 class Memory:
-    """One cuemem database file. Heavy parts (spaCy, the embedder, litellm) load on first use."""
+    """One cuemem database: a SQLite file, or a `postgresql://` URL (store_postgres.py). Heavy parts (spaCy,
+    the embedder, litellm) load on first use."""
 
     def __init__(self, path: str | Path, embedder: str | Any | None = None, extractor: str = "spacy",
                  extract_model: str | None = None, create: bool = True, mix_extractors: bool = False):
         """`create=False` for readers: a mistyped path is an error naming it, not a new empty file.
         `extractor` and `embedder` are names from cuemem_cli.registry; `mix_extractors` lets this
         extractor add cues to a database built with another (registry.bind_extractor)."""
-        self.path = Path(path)
+        self.path = path if is_postgres_url(path) else Path(path)
         self._create = create
         self._embedder_spec = embedder
         self._embedder = None if embedder is None or isinstance(embedder, str) else embedder
@@ -54,7 +57,7 @@ class Memory:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store.open(self.path, create=self._create)
+            self._store = open_store(self.path, create=self._create)
         return self._store
 
     def embedder(self, quick_start: bool = False):
@@ -65,10 +68,23 @@ class Memory:
             from .embed import get_embedder, spec_for
 
             spec = self._embedder_spec
-            if spec is None and self.path.exists():
+            if spec is None and self._exists():
                 spec = spec_for(self.store.get_meta("embedding_model"))
             self._embedder = get_embedder(spec, quick_start=quick_start)
         return self._embedder
+
+    def _exists(self) -> bool:
+        """Whether the memory exists already: a new one is not created only to read its embedding model
+        (what can refuse a run is checked first, `_ingestor`). A PostgreSQL database is asked by opening
+        it without creating the schema."""
+        if not isinstance(self.path, str):
+            return self.path.exists()
+        if self._store is None:
+            try:
+                self._store = open_store(self.path, create=False)
+            except StoreError:
+                return False
+        return True
 
     def close(self) -> None:
         if self._store is not None:

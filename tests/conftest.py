@@ -161,3 +161,75 @@ def fake_llm(monkeypatch):
 
     custom_llm_setup()
     yield fake
+
+
+# ------------------------------------------------------------------ PostgreSQL
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server with pgvector for the session: $CUEMEM_TEST_POSTGRES (a server URL), else
+    one `.ci/postgres-up` starts in a temporary folder and `.ci/postgres-down` stops. Tests are skipped when
+    none can be started, except under CI, where that fails them.
+
+    The folder is not under pytest's basetemp: the server runs as another user (pgserver, when root starts
+    it), and every pytest session on the machine makes /tmp/pytest-of-USER 0700 again as it starts."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    url = os.environ.get("CUEMEM_TEST_POSTGRES")
+    if url:
+        yield url
+        return
+    folder = Path(tempfile.mkdtemp(prefix="cuemem-pg-"))
+    try:
+        env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+        done = subprocess.run(["bash", str(REPO / ".ci" / "postgres-up"), str(folder)], capture_output=True,
+                              text=True, timeout=300, env=env)  # `python` there is this test run's
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = None
+        why = str(exc)
+    if done is None or done.returncode != 0:
+        why = why if done is None else done.stderr.strip()[-500:]
+        shutil.rmtree(folder, ignore_errors=True)
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(f"no PostgreSQL server: .ci/postgres-up failed: {why}")
+    try:
+        yield done.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run(["bash", str(REPO / ".ci" / "postgres-down"), str(folder)], capture_output=True, timeout=120,
+                       env=env)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(postgres_server):
+    """The URL of a new, empty database on the session's server, dropped after the test."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield urlunsplit(urlsplit(postgres_server)._replace(path=f"/{name}"))
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend_db(request, tmp_path):
+    """A new database of each backend in turn: a SQLite file path, or a PostgreSQL URL (as --db takes them)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "memory.db")
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture
+def any_store(backend_db):
+    """A migrated store of each backend in turn (stores.open_store)."""
+    from cuemem_cli.stores import open_store
+
+    s = open_store(backend_db)
+    yield s
+    s.close()

@@ -1,0 +1,284 @@
+"""The store contract: SQLite (store.py) and PostgreSQL (store_postgres.py) answer every call the pipeline
+makes the same way. Behaviour tests run on each backend; comparison tests fill both with the same rows
+and compare what each returns. Real SQLite + sqlite-vec, real PostgreSQL + pgvector (conftest)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuemem_cli.errors import ModelMismatch, StoreError
+from cuemem_cli.store import NewTurn
+from cuemem_cli.stores import open_store
+
+TEXTS = [
+    "I adopted two dogs from the shelter last spring.",
+    "Dogs are a lot of work! What are their names?",
+    "Biscuit and Pepper. Biscuit loves painting sessions, he sits by the easel.",
+    "Do you still paint? I remember your watercolors.",
+    "Yep, a few years back I started again; painting calms me.",
+    "I moved to Denver last month for the new office.",
+    "Denver! How is the weather there?",
+    "Sunny, and the mountains are close. I went hiking on Saturday.",
+    "Hiking with the dogs?",
+    "Of course, Pepper runs ahead and Biscuit lags behind.",
+    "My sister visits Denver in June; she's a well-known painter.",
+    "A painter in the family, nice. What does she paint?",
+]
+DIM = 8
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    m = rng.normal(size=(n, DIM)).astype(np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def fill(store, conversations=("a", "b")) -> dict[str, int]:
+    """The same turns, cues (one with a vector equal to another's: a tie), vectors and edges in each store."""
+    rng = np.random.default_rng(7)
+    tie = unit(rng, 1)[0]
+    store.bind_embedder("test-model", DIM, "test")
+    ids = {}
+    with store.transaction():
+        for name in conversations:
+            cid = ids[name] = store.conversation_id(name, create=True)
+            turn_ids = []
+            for pos, text in enumerate(TEXTS):
+                [tid] = store.insert_turns([NewTurn(
+                    cid, pos, f"t{pos}", text, f"hash{pos}", "s1" if pos < 6 else "s2",
+                    None if pos == 11 else f"2023-05-{1 + pos // 3:02d}T10:00:00", "Maya" if pos % 2 else "Leo",
+                    None, {"n": pos}, "pending" if pos == 4 else "done")])
+                turn_ids.append(tid)
+                words = text.split()
+                cue_ids = store.insert_cues(cid, [(tid, "Maya", "said", words[0], "triple"),
+                                                  (tid, "Maya", "", text, "statement")])
+                vectors = unit(rng, 2)
+                if pos in (0, 3):
+                    vectors[0] = tie  # two cues at the same distance from any question
+                store.insert_vectors(cid, cue_ids, vectors)
+                store.insert_turn_vectors([(tid, unit(rng, 1)[0])])
+            store.insert_edges([(turn_ids[i], turn_ids[i + 1], "temporal", 1.0, 1) for i in range(len(TEXTS) - 1)])
+            store.insert_edges([(turn_ids[i], turn_ids[i - 3], "semantic", 0.5 + i / 100, 1 + i % 3)
+                                for i in range(3, len(TEXTS))])
+            store.insert_edges([(turn_ids[5], turn_ids[2], "semantic", 0.9, 1)])  # again: best weight, best rank
+    return ids
+
+
+@pytest.fixture
+def both(tmp_path, pg_url):
+    stores = (open_store(str(tmp_path / "memory.db")), open_store(pg_url))
+    yield stores
+    for s in stores:
+        s.close()
+
+
+def _same(a, b):
+    assert a == b
+    return a
+
+
+# ------------------------------------------------------------ on each backend
+def test_opens_migrated_and_reopens_without_migrating_again(backend_db):
+    first = open_store(backend_db)
+    version = first.schema_version()
+    assert version >= 1
+    first.close()
+    again = open_store(backend_db)
+    assert again.schema_version() == version
+    assert again.conversation_names() == []
+    again.close()
+
+
+def test_a_missing_database_is_not_created_for_a_reader(backend_db):
+    with pytest.raises(StoreError, match="no cuemem database"):
+        open_store(backend_db, create=False)
+
+
+def test_embedding_model_is_recorded_and_guarded(any_store):
+    any_store.bind_embedder("all-MiniLM-L6-v2", 384, "onnx")
+    any_store.bind_embedder("all-MiniLM-L6-v2", 384, "sentence-transformers")
+    with pytest.raises(ModelMismatch, match="all-MiniLM-L6-v2"):
+        any_store.bind_embedder("bge-small", 384, "onnx")
+    assert any_store.meta()["embedding_dim"] == "384"
+
+
+def test_transaction_rolls_back_everything(any_store):
+    with pytest.raises(RuntimeError), any_store.transaction():
+        any_store.conversation_id("x", create=True)
+        raise RuntimeError("boom")
+    assert any_store.conversation_names() == []
+
+
+def test_search_stays_inside_its_conversation(any_store):
+    ids = fill(any_store)
+    query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
+    for name, cid in ids.items():
+        hits = any_store.knn_cues(cid, query, 100)
+        assert len(hits) == 2 * len(TEXTS)
+        turns = any_store.turns_by_id({cue.turn_id for cue, _ in hits})
+        assert {t.conversation for t in turns.values()} == {name}
+        lexical = any_store.search_turns_fts(cid, '"dogs" OR "painting"', 50)
+        assert {any_store.turns_by_id([tid])[tid].conversation for tid, _ in lexical} == {name}
+
+
+def test_lexical_search_is_stemmed(any_store):
+    [cid] = fill(any_store, ("a",)).values()
+    found = {any_store.turns_by_id([tid])[tid].source_id for tid, _ in any_store.search_turns_fts(cid, '"dog"', 50)}
+    assert found == {"t0", "t1", "t8"}  # "dogs" found by "dog"
+    found = {any_store.turns_by_id([tid])[tid].source_id for tid, _ in any_store.search_turns_fts(cid, '"known"', 50)}
+    assert found == {"t10"}  # a hyphenated word is indexed as its parts
+
+
+def test_another_connections_commit_changes_data_version_its_own_does_not(backend_db):
+    mine, other = open_store(backend_db), open_store(backend_db)
+    try:
+        before, seen = mine.data_version(), mine.version()
+        with mine.transaction():
+            mine.set_meta("k", "1")
+        assert mine.data_version() == before
+        assert mine.version() != seen
+        with other.transaction():
+            other.set_meta("k", "2")
+        assert mine.data_version() != before
+        assert mine.get_meta("k") == "2"
+    finally:
+        mine.close()
+        other.close()
+
+
+def test_a_snapshot_does_not_see_a_later_commit(backend_db):
+    reader, writer = open_store(backend_db), open_store(backend_db)
+    try:
+        with reader.snapshot():
+            assert reader.conversation_names() == []
+            with writer.transaction():
+                writer.conversation_id("late", create=True)
+            assert reader.conversation_names() == []
+        assert reader.conversation_names() == ["late"]
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_delete_turns_takes_everything_of_theirs(any_store):
+    ids = fill(any_store)
+    turns = any_store.turns(ids["a"])
+    with any_store.transaction():
+        counts = any_store.delete_turns([t.id for t in turns])
+    assert counts["turns"] == len(TEXTS) and counts["cues"] == counts["vectors"] == 2 * len(TEXTS)
+    assert counts["conversations_removed"] == ["a"]
+    assert any_store.conversation_names() == ["b"]
+    assert any_store.turn_vectors([t.id for t in turns]) == {}
+    assert any_store.conversation_stats()[0]["turns"] == len(TEXTS)
+
+
+# --------------------------------------------------- both backends, compared
+def test_both_backends_return_the_same_rows(both):
+    sqlite, postgres = both
+    ids = _same(fill(sqlite), fill(postgres))
+    cid = ids["a"]
+    _same(sqlite.conversation_names(), postgres.conversation_names())
+    turns = _same(sqlite.turns(cid), postgres.turns(cid))
+    turn_ids = [t.id for t in turns]
+    _same(sqlite.turns_by_id(turn_ids[2:5]), postgres.turns_by_id(turn_ids[2:5]))
+    _same(sqlite.stored_texts(cid, ["t1", "t3", "nope"]), postgres.stored_texts(cid, ["t1", "t3", "nope"]))
+    _same(sqlite.next_position(cid), postgres.next_position(cid))
+    assert sorted(sqlite.speakers(cid)) == sorted(postgres.speakers(cid))
+    _same(sqlite.turn_by_source_id(cid, "t7"), postgres.turn_by_source_id(cid, "t7"))
+    _same(sqlite.turns_at_positions(cid, 2, 5), postgres.turns_at_positions(cid, 2, 5))
+    _same(sqlite.pending_turns(), postgres.pending_turns())
+    _same(sqlite.turns_not_held_at(cid, "2023-05-02T12:00:00"), postgres.turns_not_held_at(cid, "2023-05-02T12:00:00"))
+    _same(sqlite.previous_turns(turn_ids), postgres.previous_turns(turn_ids))
+    _same(sqlite.turns_after(turn_ids[4:7]), postgres.turns_after(turn_ids[4:7]))
+    _same(sqlite.last_turn(cid), postgres.last_turn(cid))
+    _same(sqlite.texts_with_previous(turn_ids), postgres.texts_with_previous(turn_ids))
+    _same(sqlite.cues_of_turns(turn_ids), postgres.cues_of_turns(turn_ids))
+    _same(sqlite.conversation_cues(cid), postgres.conversation_cues(cid))
+    _same(sqlite.cue_count(cid), postgres.cue_count(cid))
+    _same(sqlite.all_edges(cid), postgres.all_edges(cid))
+    assert sorted(sqlite.edges_of(turn_ids[5])) == sorted(postgres.edges_of(turn_ids[5]))  # ties: any order
+    assert sorted(sqlite.neighbours(turn_ids[3:6], 1, 2)) == sorted(postgres.neighbours(turn_ids[3:6], 1, 2))
+    _same(sqlite.conversation_stats(), postgres.conversation_stats())
+    _same(sqlite.degree_stats(cid), postgres.degree_stats(cid))
+    _same(list(sqlite.export_turns(None)), list(postgres.export_turns(None)))
+    for got, want in zip(sqlite.conversation_vectors(cid, DIM), postgres.conversation_vectors(cid, DIM), strict=True):
+        assert np.array_equal(got, want)
+    for got, want in zip(sqlite.conversation_turn_vectors(cid, DIM), postgres.conversation_turn_vectors(cid, DIM),
+                         strict=True):
+        assert np.array_equal(got, want)
+    s_vec, p_vec = sqlite.statement_vectors(turn_ids), postgres.statement_vectors(turn_ids)
+    assert s_vec.keys() == p_vec.keys()
+    assert all(np.array_equal(s_vec[t][0][1], p_vec[t][0][1]) and s_vec[t][0][0] == p_vec[t][0][0] for t in s_vec)
+
+
+def test_both_backends_find_the_same_nearest_cues_ties_by_lowest_id(both):
+    sqlite, postgres = both
+    cid = _same(fill(sqlite), fill(postgres))["a"]
+    rng = np.random.default_rng(1)
+    vectors = sqlite.conversation_vectors(cid, DIM)[3]
+    for query in [*unit(rng, 20), vectors[0]]:
+        for k in (1, 5, 24):
+            want, got = sqlite.knn_cues(cid, query, k), postgres.knn_cues(cid, query, k)
+            assert [c for c, _ in got] == [c for c, _ in want]
+            assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+    tied = postgres.knn_cues(cid, vectors[0], 2)
+    assert [c.id for c, _ in tied] == sorted(c.id for c, _ in tied)  # the equal pair, lowest id first
+
+
+def test_both_backends_rank_lexical_hits_alike_by_bm25(both):
+    """One conversation: FTS5's bm25() over the file and PostgreSQL's over the conversation count alike."""
+    sqlite, postgres = both
+    cid = _same(fill(sqlite, ("a",)), fill(postgres, ("a",)))["a"]
+    for query in ('"dogs" OR "painting"', '"denver"', '"biscuit" OR "pepper" OR "hiking"', '"watercolors"',
+                  '"sister" OR "painter" OR "june"'):
+        want, got = sqlite.search_turns_fts(cid, query, 50), postgres.search_turns_fts(cid, query, 50)
+        assert sorted(t for t, _ in got) == sorted(t for t, _ in want), query
+        assert np.allclose(sorted(s for _, s in got), sorted(s for _, s in want), rtol=1e-6), query
+
+
+def test_both_backends_select_the_same_turns_to_forget(both):
+    sqlite, postgres = both
+    ids = _same(fill(sqlite), fill(postgres))
+    for store in both:
+        with store.transaction():
+            store.mark_retrieved(ids["a"], ["t2", "t5"], "2023-06-01T00:00:00")
+            store.mark_retrieved(ids["a"], ["t7"], "2023-06-02T00:00:00")
+    for args in [(ids["a"], None, None, None, None, None), (None, "s2", None, None, None, None),
+                 (ids["a"], None, ["t1", "t2", "zz"], None, None, None), (None, None, None, "2023-05-03", None, None),
+                 (None, None, None, None, "2023-05-03T00:00:00", None), (None, None, None, None, None, 3),
+                 (ids["b"], "s1", None, None, None, 2)]:
+        selected = _same(sqlite.forget_selection(*args), postgres.forget_selection(*args))
+        _same(sqlite.forget_counts([t for t, _ in selected]), postgres.forget_counts([t for t, _ in selected]))
+    doomed = [t for t, _ in sqlite.forget_selection(ids["a"], "s1", None, None, None, None)]
+    with sqlite.transaction(), postgres.transaction():
+        _same(sqlite.delete_turns(doomed), postgres.delete_turns(doomed))
+    _same(sqlite.conversation_stats(), postgres.conversation_stats())
+
+
+def test_postgres_refuses_a_database_with_other_tables(pg_url):
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE invoices (id int)")
+    with pytest.raises(StoreError, match="no cuemem schema"):
+        open_store(pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")]
+    assert tables == ["invoices"]
+
+
+def test_postgres_refuses_a_newer_schema(pg_url):
+    store = open_store(pg_url)
+    store.conn.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 'now')")
+    store.close()
+    with pytest.raises(StoreError, match="newer cuemem"):
+        open_store(pg_url)
+
+
+def test_postgres_password_is_not_shown(pg_url):
+    from cuemem_cli.store_postgres import redacted
+
+    assert redacted("postgresql://app:s3cret@db.internal:5432/memory") == "postgresql://app:***@db.internal:5432/memory"
+    store = open_store(pg_url)
+    assert store.path == pg_url  # no password in it: shown as it is
+    store.close()
