@@ -15,13 +15,15 @@ from collections.abc import Callable
 import numpy as np
 
 from .excerpt import GAP
+from .reconstruct import dialogue_lines, evidence_line, fts_query
 from .records import Answer, Context
-from .reconstruct import dialogue_lines, evidence_line
+from .statements import sentences as split_sentences
 from .timeparse import format_human
 from .view import in_context
 
 EXTRACTIVE_SENTENCES = 2
 EXTRACTIVE_CONTEXT_WEIGHT = 0.7
+NO_EVIDENCE_FLOOR = 0.20  # see `matched`
 
 _INTRO = "You answer questions about a long conversation, using only the dialogue excerpts you are given."
 _DATA_RULES = [
@@ -78,34 +80,38 @@ def answer_with_model(context: Context, model: str, priority: bool = True,
                   timing_ms=round(result.seconds * 1000, 1))
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z0-9]+")
 
 
-def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_SENTENCES) -> Answer:
-    """Offline fallback, no model involved: the evidence sentences closest to the question, at most one
-    per turn, in the order they were said.
+def shared_words(question: str, context: Context) -> set[str]:
+    """The question's content words (as the lexical search reads them) that some evidence turn also
+    uses, compared on their first five letters so "painting" meets "paints"."""
+    stems = {w[:5] for w in fts_query(question).replace('"', " ").replace(" OR ", " ").split()}
+    said = {w[:5] for ev in context.evidence for w in _WORD.findall(ev.text.lower())}
+    return stems & said
 
-    Questions are left out (the other speaker asking "where did you go?" echoes the question best and
-    answers nothing), and each sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT
-    of the turn said just before it when the evidence holds that turn: "His name is Biscuit, he's a
-    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Measured on
-    400 LoCoMo questions, share whose chosen sentences include one from a gold evidence turn: best
-    sentence 0.205; in context 0.247; in context without questions 0.323. Best two turns: 0.343,
-    0.415, 0.463 (context weights 0.5–1.0 lie within 0.02 of each other). A bonus for later sentences,
-    the recency rule done by position, lost at every weight (w · position / last, w 0.05 / 0.1 / 0.2:
-    0.420 / 0.395 / 0.350 against 0.422 on another 400 LoCoMo questions; on the sample dialogues' 20
-    questions 0.80 / 0.75 / 0.65 against 0.80), so recency is left to the answer model, which can read
-    what changed.
+
+def rank_sentences(context: Context, embedder) -> list[tuple[float, str, int]]:
+    """(score, sentence, evidence index) for every candidate sentence of the evidence, best first.
+
+    Sentences come from the project's one splitter (statements.sentences); questions are left out (the
+    other speaker asking "where did you go?" echoes the question best and answers nothing), and each
+    sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT of the turn said just
+    before it when the evidence holds that turn: "His name is Biscuit, he's a beagle" answers "What
+    breed is Maya's dog?" because of the "name? breed?" before it. Measured on 400 LoCoMo questions,
+    share whose chosen sentences include one from a gold evidence turn: best sentence 0.205; in context
+    0.247; in context without questions 0.323. Best two turns: 0.343, 0.415, 0.463 (context weights
+    0.5–1.0 lie within 0.02 of each other).
     """
     found: list[tuple[str, int]] = []
     for i, ev in enumerate(context.evidence):
-        for sentence in _SENTENCE.split(ev.text):
+        for sentence in split_sentences(ev.text):
             sentence = sentence.strip().strip(GAP).strip()  # an excerpt's gap marks are not part of a sentence
             if len(sentence.split()) >= 4:  # greetings and one-word replies answer nothing
                 found.append((sentence, i))
     candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
     if not candidates:
-        return Answer(text=None, kind=None)
+        return []
     evidence = context.evidence
     led = [i for i in sorted({i for _, i in candidates})  # turns whose turn before is in the evidence too
            if i and evidence[i - 1].session == evidence[i].session
@@ -115,9 +121,39 @@ def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_
     before = dict(zip(led, vectors[len(candidates) + 1:]))
     previous = np.vstack([before.get(i, np.zeros_like(question)) for _, i in candidates])
     scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
+    return [(float(scores[k]), *candidates[k]) for k in np.argsort(-scores, kind="stable").tolist()]
+
+
+def matched(context: Context, ranked: list[tuple[float, str, int]]) -> bool:
+    """Whether any evidence answers at all: the question shares a content word with the evidence and its
+    best sentence scores at least NO_EVIDENCE_FLOOR.
+
+    Similarity alone cannot tell: "???" or "asdf" still lands near some sentence (measured with
+    bench/offline_floor.py, 300 LoCoMo questions against 12 junk and 8 unrelated questions in each of
+    the 10 conversations: best score of real questions 0.229–0.776, 1st percentile 0.280; of junk
+    0.183–0.378; of unrelated 0.115–0.405). A shared content word separates: every one of the 300 real
+    questions has one, 6 of 120 junk ones do. With the floor at 0.20 under the lowest real score, no real
+    question is silenced, 0.95 of junk and 0.65 of unrelated questions are (0.25: 0.003 of real ones).
+    """
+    return bool(ranked) and ranked[0][0] >= NO_EVIDENCE_FLOOR and bool(shared_words(context.question, context))
+
+
+def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_SENTENCES) -> Answer:
+    """Offline fallback, no model involved: the evidence sentences closest to the question
+    (rank_sentences), at most one per turn, in the order they were said; none when even the best
+    scores under NO_EVIDENCE_FLOOR.
+
+    A bonus for later sentences, the recency rule done by position, lost at every weight (w · position /
+    last, w 0.05 / 0.1 / 0.2: 0.420 / 0.395 / 0.350 against 0.422 on another 400 LoCoMo questions; on
+    the sample dialogues' 20 questions 0.80 / 0.75 / 0.65 against 0.80), so recency is left to the
+    answer model, which can read what changed.
+    """
+    ranked = rank_sentences(context, embedder)
+    if not matched(context, ranked):
+        return Answer(text=None, kind="extractive")
+    evidence = context.evidence
     chosen: dict[int, str] = {}
-    for best in np.argsort(-scores).tolist():
-        sentence, i = candidates[best]
+    for _, sentence, i in ranked:
         chosen.setdefault(i, sentence)
         if len(chosen) == sentences:
             break

@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+import orjson
+import pytest
+from conftest import SAMPLES
+
 from cuemem_cli.answer import build_messages, system_prompt
 from cuemem_cli.records import Context, Evidence
 
@@ -75,3 +79,16 @@ def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
     assert answer_extractively(ctx, embedder, sentences=1).text.startswith("Lisbon")  # not the echoing question
     answer = answer_extractively(ctx, embedder)
     assert answer.kind == "extractive" and re.findall(r"\[(t\d)\]", answer.text) == ["t1", "t2"]
+
+
+@pytest.mark.parametrize("question", ["???", "asdf qwerty", "lorem ipsum dolor sit amet"])
+def test_offline_ask_says_no_evidence_matched_for_junk(cli, db_path, question):
+    """Junk questions still land near some sentence; the floor (answer.matched) says nothing matched."""
+    assert cli("--db", str(db_path), "ingest", str(SAMPLES / "maya_and_leo.jsonl")).exit_code == 0
+    result = cli("--db", str(db_path), "ask", question, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = orjson.loads(result.stdout)
+    assert data["answer"] is None and data["answer_kind"] == "extractive"
+    assert isinstance(data["evidence"], list)  # the evidence is still shown, as retrieved
+    human = cli("--db", str(db_path), "ask", question)
+    assert human.exit_code == 0 and "no evidence matched" in human.stdout.lower()
