@@ -11,17 +11,23 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from datetime import date, datetime
 
 import numpy as np
 
 from .excerpt import GAP
-from .records import Answer, Context
-from .reconstruct import dialogue_lines, evidence_line
+from .extract import time_phrases
+from .reconstruct import dialogue_lines, evidence_line, fts_query
+from .records import Answer, Context, ScoredCue
+from .statements import sentences as split_sentences
+from .statements import without_names
 from .timeparse import format_human
 from .view import in_context
 
-EXTRACTIVE_SENTENCES = 2
+EXTRACTIVE_SOURCES = 3
 EXTRACTIVE_CONTEXT_WEIGHT = 0.7
+TURN_SCORE_WEIGHT = 1.0
+NO_EVIDENCE_FLOOR = 0.20  # see `matched`
 
 _INTRO = "You answer questions about a long conversation, using only the dialogue excerpts you are given."
 _DATA_RULES = [
@@ -78,48 +84,198 @@ def answer_with_model(context: Context, model: str, priority: bool = True,
                   timing_ms=round(result.seconds * 1000, 1))
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z0-9]+")
 
 
-def answer_extractively(context: Context, embedder, sentences: int = EXTRACTIVE_SENTENCES) -> Answer:
-    """Offline fallback, no model involved: the evidence sentences closest to the question, at most one
-    per turn, in the order they were said.
+def shared_words(question: str, context: Context) -> set[str]:
+    """The question's content words (as the lexical search reads them) that some evidence turn also
+    uses, compared on their first five letters so "painting" meets "paints"."""
+    stems = {w[:5] for w in fts_query(question).replace('"', " ").replace(" OR ", " ").split()}
+    said = {w[:5] for ev in context.evidence for w in _WORD.findall(ev.text.lower())}
+    return stems & said
 
-    Questions are left out (the other speaker asking "where did you go?" echoes the question best and
-    answers nothing), and each sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT
-    of the turn said just before it when the evidence holds that turn: "His name is Biscuit, he's a
-    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Measured on
-    400 LoCoMo questions, share whose chosen sentences include one from a gold evidence turn: best
-    sentence 0.205; in context 0.247; in context without questions 0.323. Best two turns: 0.343,
-    0.415, 0.463 (context weights 0.5–1.0 lie within 0.02 of each other). A bonus for later sentences,
-    the recency rule done by position, lost at every weight (w · position / last, w 0.05 / 0.1 / 0.2:
-    0.420 / 0.395 / 0.350 against 0.422 on another 400 LoCoMo questions; on the sample dialogues' 20
-    questions 0.80 / 0.75 / 0.65 against 0.80), so recency is left to the answer model, which can read
-    what changed.
+
+def rank_sentences(context: Context, embedder) -> list[tuple[float, str, int]]:
+    """(score, sentence, evidence index) for every candidate sentence of the evidence, best first.
+
+    Sentences come from the project's one splitter (statements.sentences); questions are left out (the
+    other speaker asking "where did you go?" echoes the question best and answers nothing), and each
+    sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT of the turn said just
+    before it when the evidence holds that turn: "His name is Biscuit, he's a beagle" answers "What
+    breed is Maya's dog?" because of the "name? breed?" before it. Measured on 400 LoCoMo questions,
+    share whose chosen sentences include one from a gold evidence turn: best sentence 0.205; in context
+    0.247; in context without questions 0.323. Best two turns: 0.343, 0.415, 0.463 (context weights
+    0.5–1.0 lie within 0.02 of each other).
     """
     found: list[tuple[str, int]] = []
     for i, ev in enumerate(context.evidence):
-        for sentence in _SENTENCE.split(ev.text):
+        for sentence in split_sentences(ev.text):
             sentence = sentence.strip().strip(GAP).strip()  # an excerpt's gap marks are not part of a sentence
             if len(sentence.split()) >= 4:  # greetings and one-word replies answer nothing
                 found.append((sentence, i))
     candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
     if not candidates:
-        return Answer(text=None, kind=None)
+        return []
     evidence = context.evidence
     led = [i for i in sorted({i for _, i in candidates})  # turns whose turn before is in the evidence too
            if i and evidence[i - 1].session == evidence[i].session
            and evidence[i - 1].position == evidence[i].position - 1]
-    vectors = embedder.embed([context.question] + [c[0] for c in candidates] + [evidence[i - 1].text for i in led])
+    names = {ev.speaker for ev in evidence if ev.speaker}
+    plain = [without_names(t, names) or t for t in [context.question] + [c[0] for c in candidates]]
+    vectors = embedder.embed(plain + [evidence[i - 1].text for i in led])
     question, own = vectors[0], vectors[1:len(candidates) + 1]
     before = dict(zip(led, vectors[len(candidates) + 1:], strict=True))
     previous = np.vstack([before.get(i, np.zeros_like(question)) for _, i in candidates])
     scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
-    chosen: dict[int, str] = {}
-    for best in np.argsort(-scores).tolist():
-        sentence, i = candidates[best]
-        chosen.setdefault(i, sentence)
-        if len(chosen) == sentences:
+    scores = scores + TURN_SCORE_WEIGHT * np.array([evidence[i].score for _, i in candidates])
+    return [(float(scores[k]), *candidates[k]) for k in np.argsort(-scores, kind="stable").tolist()]
+
+
+def matched(context: Context, ranked: list[tuple[float, str, int]]) -> bool:
+    """Whether any evidence answers at all: the question shares a content word with the evidence and its
+    best sentence scores at least NO_EVIDENCE_FLOOR.
+
+    Similarity alone cannot tell: "???" or "asdf" still lands near some sentence (measured with
+    bench/offline_floor.py, 300 LoCoMo questions against 12 junk and 8 unrelated questions in each of
+    the 10 conversations: best score of real questions 0.229–0.776, 1st percentile 0.280; of junk
+    0.183–0.378; of unrelated 0.115–0.405). A shared content word separates: every one of the 300 real
+    questions has one, 6 of 120 junk ones do. With the floor at 0.20 under the lowest real score, no real
+    question is silenced, 0.95 of junk and 0.65 of unrelated questions are (0.25: 0.003 of real ones).
+    """
+    return bool(ranked) and ranked[0][0] >= NO_EVIDENCE_FLOOR and bool(shared_words(context.question, context))
+
+
+_NOW = re.compile(r"\b(?:now|currently|current|these days|still|anymore|latest|at the moment|nowadays)\b", re.I)
+_NUMBER = re.compile(r"\b(?:\d+(?:[.,]\d+)?|a few|a couple|several|(?:one|two|three|four|five|six|seven|eight|nine|"
+                     r"ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|dozen|many)(?:[- ]\w+)?)"
+                     r"(?:\s+[a-z]+)?", re.I)
+_PLACE = re.compile(r"\b(?:in|at|to|from|near|around|into|on)\s+"
+                    r"((?:the\s+)?[A-Z][\w'-]*(?:\s+(?:of\s+)?[A-Z][\w'-]*)*)")
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)*")
+RECENT_MARGIN = 0.1  # "now" questions: the latest sentence scoring within this of the best one
+
+
+def question_kind(question: str) -> str:
+    """when | where | who | how-many | what: the kind of span the question asks for."""
+    q = question.lower()
+    if re.search(r"\b(?:when|what (?:year|month|day|date|time)|which (?:year|month|day|date)|how long ago)\b", q):
+        return "when"
+    if re.search(r"\bhow (?:many|much|long|old|often)\b", q):
+        return "how-many"
+    if re.search(r"\bwhere\b", q):
+        return "where"
+    if re.search(r"\bwho(?:m|se)?\b", q):
+        return "who"
+    return "what"
+
+
+def _said_on(ev) -> date | None:
+    try:
+        return datetime.fromisoformat(ev.time).date() if ev.time else None
+    except ValueError:
+        return None
+
+
+def _span(kind: str, question: str, sentence: str, ev, cues: list[ScoredCue]) -> str:
+    """The part of `sentence` the question asks for; the sentence itself when no rule finds one."""
+    if kind == "when":
+        said = _said_on(ev)
+        past = not re.search(r"\b(?:will|is|are|going to|plan|planning)\b", question.lower())
+        found = time_phrases(sentence, said, past)
+        if found:
+            _, anchored, resolved = found[0]
+            return anchored if anchored == resolved or not resolved else f"{anchored} ({resolved})"
+        named = re.search(r"\b(?:\d{1,2}\s+)?(?:January|February|March|April|May|June|July|August|September|"
+                          r"October|November|December)(?:\s+\d{1,2})?,?\s+\d{4}\b|\b(?:19|20)\d{2}\b", sentence)
+        if named:
+            return named.group(0)
+        return f"on {format_human(ev.time, with_time=False)}" if ev.time else sentence
+    asked = {w.lower() for w in re.findall(r"[A-Za-z']+", question)}
+    if kind == "how-many":
+        numbers = [m.group(0) for m in _NUMBER.finditer(sentence) if m.group(0).split()[0].lower() not in asked]
+        return numbers[0] if numbers else sentence
+    if kind == "where":
+        places = [m.group(1) for m in _PLACE.finditer(sentence) if m.group(1).split()[-1].lower() not in asked]
+        if places:
+            return places[-1]
+    if kind == "who":
+        names = [m.group(0) for m in _NAME.finditer(sentence) if m.group(0).lower() not in asked
+                 and m.group(0) not in ("I", "I'm", "I've")]
+        if names:
+            return names[0]
+    objects = [c for c in cues if c.turn == ev.source_id and c.kind == "triple" and c.object
+               and c.object.lower() in sentence.lower() and not set(c.object.lower().split()) <= asked]
+    if objects:  # the noun phrase the parser found at ingest, from the cue nearest the question
+        return max(objects, key=lambda c: c.score).object
+    return sentence
+
+
+def dated(text: str, said: date | None, past: bool = True) -> str:
+    """`text` with each relative time phrase followed by what it means on the day it was said:
+    "last weekend" → "last weekend [the weekend before 14 May 2023: weekend of 6 May 2023]"."""
+    out, end = [], 0
+    for phrase, anchored, resolved in time_phrases(text, said, past):
+        at = text.find(phrase, end)
+        if at < 0:
+            continue
+        note = anchored if anchored == resolved or not resolved else f"{anchored}: {resolved}"
+        out += [text[end:at + len(phrase)], f" [{note}]"]
+        end = at + len(phrase)
+    return "".join(out) + text[end:]
+
+
+def _source(ev) -> str:
+    day = format_human(ev.time, with_time=False) if ev.time else "undated"
+    return f"{ev.speaker or 'unknown'}, {ev.source_id}, {day}: \"{dated(ev.text, _said_on(ev))}\""
+
+
+def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SOURCES) -> Answer:
+    """Offline, no model involved: the span the question asks for, from the evidence sentence that best
+    answers it (rank_sentences), then its turn as the source (speaker, turn id, day, text), then the
+    turns of the next best sentences (`sources` turns in all); no answer when nothing matched (`matched`).
+
+    The span follows the question (question_kind): when → the sentence's relative time phrase anchored
+    on the day it was said and resolved by the extractor's own date rules (extract.time_phrases), else a
+    date it names, else the day it was said; how many → a number and its noun; where → a capitalised
+    place after a preposition; who → a name; what/which → the object of the turn's best-scoring cue
+    (the parser's noun phrase, stored at ingest). In every source, relative time phrases carry their
+    date ("last weekend [the weekend before 14 May 2023: weekend of 6 May 2023]"). A question about the
+    present ("now", "currently", "still") takes the latest sentence scoring within RECENT_MARGIN of the
+    best: a fact that changed is stated last. Without such a word recency is not used: a bonus for later
+    sentences lost at every weight on LoCoMo (w · position / last, w 0.05 / 0.1 / 0.2: 0.420 / 0.395 /
+    0.350 against 0.422 of 400 questions with a gold turn among the chosen ones).
+
+    Measured on 200 LoCoMo single-hop and temporal questions (`cuemem eval … --offline-answers` rule),
+    each choice added to the last: two best sentences 0.246 / 0.035 (single-hop / temporal); the span
+    and resolved date first 0.246 / 0.228; speakers' names left out of the sentence vectors (as for
+    cues, statements.cue_text) 0.317 / 0.281; plus TURN_SCORE_WEIGHT × the turn's evidence score 0.380
+    / 0.368 (0.5: 0.380 / 0.333; 2.0: 0.366 / 0.386); the whole turn as source instead of the sentence
+    0.577 / 0.421 (a fact often spans a turn's sentences); three source turns 0.620 / 0.456; dates
+    inline in the sources 0.620 / 0.509 (four sources: 0.669 / 0.526, but an answer should stay short).
+    """
+    ranked = rank_sentences(context, embedder)
+    if not matched(context, ranked):
+        return Answer(text=None, kind="extractive")
+    evidence = context.evidence
+    best = ranked[0]
+    if _NOW.search(context.question):
+        close = [r for r in ranked if r[0] >= best[0] - RECENT_MARGIN]
+        best = max(close, key=lambda r: (evidence[r[2]].time or "", evidence[r[2]].position, r[0]))
+    kind = question_kind(context.question)
+    _, sentence, i = best
+    span = _span(kind, context.question, sentence, evidence[i], list(context.cues))
+    if kind == "when" and span.startswith("on "):  # no date in the sentence: another of its turn may say it
+        for part in split_sentences(evidence[i].text):
+            alt = _span(kind, context.question, part, evidence[i], [])
+            if not alt.startswith("on ") and alt != part:
+                span = alt
+                break
+    lines = [span, "source: " + _source(evidence[i])]
+    used = {i}
+    for _, _, j in ranked:
+        if len(used) >= sources:
             break
-    text = " … ".join(f"{chosen[i]} [{evidence[i].source_id}]" for i in sorted(chosen))
-    return Answer(text=text, kind="extractive")
+        if j not in used:
+            used.add(j)
+            lines.append("also: " + _source(evidence[j]))
+    return Answer(text="\n".join(lines), kind="extractive")

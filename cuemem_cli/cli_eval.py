@@ -49,6 +49,8 @@ _CACHE_DIR = typer.Option(None, "--cache-dir", help="Where ingested databases ar
                                                     "(default: the per-user cache dir, …/cuemem/eval).")
 _REBUILD = typer.Option(False, "--rebuild", help="Ingest again even if a cached database exists.")
 _OUT = typer.Option(None, "--out", help="Write the summary and every per-question record as JSON.")
+_OFFLINE = typer.Option(False, "--offline-answers", help="Also answer each question offline, as `ask` does without "
+                        "a model, and report the share whose answer holds every content word of the gold answer.")
 _JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout instead of the table.")
 
 
@@ -63,7 +65,7 @@ def locomo(
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
     model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
     workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD,
-    out: Path | None = _OUT, json_out: bool = _JSON,
+    offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
 ) -> None:
     """LoCoMo: categories 1–4 (multi-hop, temporal, open-domain, single-hop; the standard 1,540 questions)."""
     _run(locals(), "locomo")
@@ -79,7 +81,7 @@ def longmemeval(
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
     model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
     workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD,
-    out: Path | None = _OUT, json_out: bool = _JSON,
+    offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
 ) -> None:
     """LongMemEval: each question's haystack as its own conversation; types reported apart, `_abs` as abstention."""
     _run(locals(), "longmemeval")
@@ -104,7 +106,7 @@ def _run(options: dict[str, Any], dataset: str) -> None:
         adversarial=options.get("adversarial", False), extractor=options["extractor"],
         extract_model=options["extract_model"], embedder=options["embedder"], model=options["model"],
         judge_model=options["judge_model"], priority=not options["no_priority"], workers=options["workers"],
-        cache_dir=options["cache_dir"], rebuild=options["rebuild"],
+        cache_dir=options["cache_dir"], rebuild=options["rebuild"], offline_answers=options["offline_answers"],
     )
     try:
         with progress_display(sys.stderr.isatty()) as progress:
@@ -242,6 +244,7 @@ def render_summary(summary: dict[str, Any]) -> None:
     tokenizers = list(summary["tokenizers"])
     judged = any(r["judged"] for r in rows)
     answered = any(r["answer_ms"] for r in rows)
+    offline = any(r.get("offline_scored") for r in rows)
     lme = summary["dataset"] == "longmemeval"
     for budget in summary["budgets"]:
         shown = [r for r in rows if r["budget"] in (budget, None)]
@@ -256,6 +259,8 @@ def render_summary(summary: dict[str, Any]) -> None:
         table.add_column("p95 ms", justify="right")
         if answered:
             table.add_column("ans p50", justify="right")
+        if offline:
+            table.add_column("offline%", justify="right")
         if judged:
             table.add_column("acc%", justify="right")
             table.add_column("judged", justify="right")
@@ -273,6 +278,8 @@ def render_summary(summary: dict[str, Any]) -> None:
             cells += [_num(recon.get("p50"), 1), _num(recon.get("p95"), 1)]
             if answered:
                 cells.append(_num((r["answer_ms"] or {}).get("p50"), 0))
+            if offline:
+                cells.append(_pct(r.get("offline_accuracy")))
             if judged:
                 cells += [_pct(r["accuracy"]), str(r["judged"]),
                           _num(r["llm_tokens"]["answer"] + r["llm_tokens"]["judge"])]

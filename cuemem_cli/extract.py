@@ -8,6 +8,7 @@ The default extractor is offline and deterministic: spaCy's dependency parse plu
 from __future__ import annotations
 
 import functools
+import re
 from datetime import date, datetime, timedelta
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -523,3 +524,51 @@ class _Turn:
 def _day_number(word: str) -> int | None:
     digits = word[:-2] if word[-2:] in ("st", "nd", "rd", "th") else word
     return int(digits) if digits.isdigit() and 1 <= int(digits) <= 31 and len(digits) <= 2 else None
+
+
+_UNIT_WORDS = ("weekend|week|month|year|morning|afternoon|evening|night|" + "|".join(_WEEKDAYS) + "|"
+               + "|".join(_SEASONS) + "|" + "|".join(sorted(MONTH_NUMBERS, key=len, reverse=True)))
+_COUNT_WORDS = "|".join(["\\d+", "a few", "a couple of", "a couple", "few", "several", *_NUMBERS])
+_TIME_PHRASE = re.compile(
+    rf"\b(?:(yesterday|today|tonight|tomorrow)"
+    rf"|(last|next|this|past)\s+({_UNIT_WORDS})"
+    rf"|({_COUNT_WORDS})\s+(days?|weeks?|months?|years?)\s+ago)\b", re.IGNORECASE)
+
+
+def time_phrases(text: str, said: date | None, past: bool = True) -> list[tuple[str, str, str]]:
+    """Relative time phrases of `text` resolved against `said`, the day they were said, by the same
+    rules that make the date cues at ingest (`_Turn._relative`, `_weekday`, `_ago`), read from words
+    alone so the answer step needs no parser: (phrase as written, as anchored on `said`, resolved).
+
+    "last weekend" said on 14 May 2023 → ("last weekend", "the weekend before 14 May 2023", "weekend of
+    6 May 2023"). `past` is the tense of the question asking ("When did…"): it decides nothing here
+    but which way a bare "this Friday" points.
+    """
+    if said is None:
+        return []
+    turn = _Turn(None, None, said)  # type: ignore[arg-type]  # the date rules never touch the extractor
+    anchor = _day(said)
+    out = []
+    for match in _TIME_PHRASE.finditer(text):
+        phrase = match.group(0)
+        if match.group(1):
+            word = match.group(1).lower()
+            shift = {"yesterday": -1, "tomorrow": 1}.get(word, 0)
+            resolved = _day(said + timedelta(days=shift))
+            out.append((phrase, resolved, resolved))
+        elif match.group(2):
+            which, unit = match.group(2).lower(), match.group(3).lower()
+            direction = {"last": -1, "past": -1, "next": 1}.get(which, 0)
+            if direction == 0 and unit in _WEEKDAYS:
+                direction = -1 if past else 1
+            resolved = turn._relative(unit, direction) or ""
+            named = unit in ("month", "year") or unit in _SEASONS or unit in MONTH_NUMBERS  # "2022" says it all
+            where = None if named else {-1: f"the {unit} before {anchor}",
+                                        1: f"the {unit} after {anchor}"}.get(direction)
+            out.append((phrase, where or resolved, resolved))
+        else:
+            count_word, unit = match.group(4).lower(), _UNITS[match.group(5).lower()]
+            count = int(count_word) if count_word.isdigit() else _NUMBERS.get(count_word)
+            resolved = turn._ago(count, unit, f"{count_word} {unit}s") or ""
+            out.append((phrase, f"{count_word} {match.group(5).lower()} before {anchor}", resolved))
+    return out

@@ -84,11 +84,13 @@ def render_answer(answer: Answer) -> None:
     if answer.kind == "llm":
         title = f"Answer · {escape(answer.model)}"
     elif answer.kind == "extractive":
-        title = "Best-matching sentences (extractive)"
+        title = "Offline answer (extractive)"
     else:
         title = "No answer"
     hint = "no model: set --model or CUEMEM_MODEL" if answer.kind != "llm" else None
-    out.print(Panel(escape(answer.text or "nothing in memory matches this question"), title=title,
+    empty = ("no evidence matched the question" if answer.kind == "extractive"
+             else "nothing in memory matches this question")
+    out.print(Panel(escape(answer.text or empty), title=title,
                     title_align="left", subtitle=hint, subtitle_align="right",
                     border_style="green" if answer.kind == "llm" else "yellow"))
 

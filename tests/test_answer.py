@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+import orjson
+import pytest
+from conftest import SAMPLES
+
 from cuemem_cli.answer import build_messages, system_prompt
 from cuemem_cli.records import Context, Evidence
 
@@ -60,9 +64,9 @@ def test_extractive_answer_reads_a_sentence_after_the_turn_before_it(embedder):
 
     question = "What breed is the dog Maya adopted?"
     after_the_question = replace(context([ASKED, BREED, ADOPTED]), question=question)
-    assert "beagle" in answer_extractively(after_the_question, embedder, sentences=1).text
+    assert "beagle" in answer_extractively(after_the_question, embedder, sources=1).text
     on_its_own = replace(context([BREED, ADOPTED, ASKED]), question=question)  # the same turns, no lead-in
-    assert "adopted a dog" in answer_extractively(on_its_own, embedder, sentences=1).text
+    assert "adopted a dog" in answer_extractively(on_its_own, embedder, sources=1).text
 
 
 def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
@@ -72,6 +76,21 @@ def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
                            ("Maya", "Lisbon, and we stayed for a whole week by the river."),
                            ("Maya", "I want to travel more next year, maybe somewhere in Asia.")]),
                   question="Where did Maya go for her anniversary trip?")
-    assert answer_extractively(ctx, embedder, sentences=1).text.startswith("Lisbon")  # not the echoing question
+    assert answer_extractively(ctx, embedder, sources=1).text.startswith("Lisbon")  # not the echoing question
     answer = answer_extractively(ctx, embedder)
-    assert answer.kind == "extractive" and re.findall(r"\[(t\d)\]", answer.text) == ["t1", "t2"]
+    lines = answer.text.splitlines()
+    assert answer.kind == "extractive" and lines[1].startswith("source: Maya, t1, ")  # the span's turn, then others
+    assert {line.split(", ")[1] for line in lines[1:]} == {"t1", "t2"}  # the echoing question t0 answers nothing
+
+
+@pytest.mark.parametrize("question", ["???", "asdf qwerty", "lorem ipsum dolor sit amet"])
+def test_offline_ask_says_no_evidence_matched_for_junk(cli, db_path, question):
+    """Junk questions still land near some sentence; the floor (answer.matched) says nothing matched."""
+    assert cli("--db", str(db_path), "ingest", str(SAMPLES / "maya_and_leo.jsonl")).exit_code == 0
+    result = cli("--db", str(db_path), "ask", question, "--json")
+    assert result.exit_code == 0, result.stderr
+    data = orjson.loads(result.stdout)
+    assert data["answer"] is None and data["answer_kind"] == "extractive"
+    assert isinstance(data["evidence"], list)  # the evidence is still shown, as retrieved
+    human = cli("--db", str(db_path), "ask", question)
+    assert human.exit_code == 0 and "no evidence matched" in human.stdout.lower()

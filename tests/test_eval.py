@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from cuemem_cli.evaluate.datasets import normalise_evidence
-from cuemem_cli.evaluate.metrics import evidence_scores, ndcg, summarise
+from cuemem_cli.evaluate.metrics import answer_holds, content_tokens, evidence_scores, ndcg, summarise
 from cuemem_cli.reconstruct import (
     context_tokens,
     dialogue_lines,
@@ -67,6 +67,18 @@ def test_summary_by_hand():
     assert overall["llm_tokens"] == {"answer": 120, "judge": 20}
     assert rows["multi-hop"]["recall"] == pytest.approx(1 / 3, abs=1e-4) and rows["multi-hop"]["accuracy"] == 0.5
     assert rows["adversarial"]["retrieval_questions"] == 0 and rows["adversarial"]["accuracy"] == 1.0
+
+
+def test_offline_answer_rule_needs_every_content_token_of_the_gold_answer():
+    """Issue 22's rule: lower-cased, punctuation and English stop words dropped, every token present."""
+    assert content_tokens("The weekend before 22 July, 2023.") == ["weekend", "22", "july", "2023"]
+    assert content_tokens("7 May 2023") == ["7", "may", "2023"]  # "may" is the month here, not a stop word
+    assert answer_holds("The week before 9 June 2023", "the week before 9 June 2023 [week of 29 May 2023]")
+    assert answer_holds('"Charlotte\'s Web"', "Melanie: my favourite was Charlotte's Web!")
+    assert not answer_holds("7 May 2023", "on 8 May 2023")  # a token missing: wrong
+    assert not answer_holds("Denver", None)  # no answer holds nothing
+    assert not answer_holds("beagle", "beagles")  # tokens, not substrings
+    assert answer_holds("the", "anything") is None  # nothing to check: not scored
 
 
 def test_malformed_locomo_evidence_is_split_or_skipped():

@@ -7,7 +7,9 @@ own ranking, binary relevance and the standard discount 1 / log2(rank + 1), cut 
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -21,6 +23,32 @@ def evidence_scores(gold: Iterable[str], found: Iterable[str]) -> dict[str, Any]
         return None
     hits = len(gold_set & set(found))
     return {"recall": hits / len(gold_set), "all_evidence": hits == len(gold_set), "any_evidence": hits > 0}
+
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+@functools.lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, less "may": in answers it is the month ("7 May 2023")."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS) - {"may"}
+
+
+def content_tokens(text: str) -> list[str]:
+    """Lower-cased word tokens of `text`, punctuation and English stop words dropped."""
+    stop = _stop_words()
+    return [t for t in _TOKEN.findall(text.lower()) if t not in stop]
+
+
+def answer_holds(gold: str, answer: str | None) -> bool | None:
+    """Issue 22's offline-answer rule: every content token of the gold answer occurs in the answer text.
+    None when the gold answer has no content token (nothing to check)."""
+    wanted = content_tokens(gold)
+    if not wanted:
+        return None
+    return set(wanted) <= set(content_tokens(answer or ""))
 
 
 def ndcg(ranked: Sequence[str], gold: Iterable[str]) -> float | None:
@@ -85,6 +113,9 @@ def summarise_group(records: list[dict[str, Any]]) -> dict[str, Any]:
     judged = [r for r in records if r.get("judgement") in ("CORRECT", "WRONG", "UNPARSEABLE")]
     row["judged"] = len(judged)
     row["accuracy"] = round(sum(r["judgement"] == "CORRECT" for r in judged) / len(judged), 4) if judged else None
+    held = [r["offline_correct"] for r in records if r.get("offline_correct") is not None]
+    row["offline_scored"] = len(held)
+    row["offline_accuracy"] = round(sum(held) / len(held), 4) if held else None
     row["llm_tokens"] = {
         role: sum(int((r.get("usage") or {}).get(role, {}).get("total_tokens", 0)) for r in records)
         for role in ("answer", "judge")

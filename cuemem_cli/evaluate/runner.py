@@ -22,7 +22,7 @@ from . import judge as judging
 from .cache import (BuildSettings, IngestSummary, database_path, default_cache_dir, ensure_ingested, file_digest,
                     remove_database, remove_superseded, turn_alone_path, vector_dir)
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
-from .metrics import evidence_scores, longmemeval_scores, summarise, unique_in_order
+from .metrics import answer_holds, evidence_scores, longmemeval_scores, summarise, unique_in_order
 from .systems import (DEFAULT_SYSTEMS, SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors, Retrieval,
                       count_tokens, system)
 from .tokens import TOKENIZER_LABELS, TokenCounter
@@ -50,6 +50,7 @@ class EvalConfig:
     judge_model: str | None = None
     priority: bool = True  # False: the answer prompt without the recency instruction
     workers: int = 4  # parallel LLM calls per question
+    offline_answers: bool = False  # also answer offline (answer.answer_extractively) and score it (answer_holds)
     cache_dir: Path | None = None
     rebuild: bool = False
 
@@ -194,6 +195,23 @@ class _QA:
                 raise
 
 
+class _Offline:
+    """The offline answer `ask` gives without a model, on each record's context, scored by `answer_holds`
+    (abstention questions have no answer to hold: not scored)."""
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+
+    def __call__(self, q: Question, record: dict[str, Any], found: Retrieval) -> None:
+        from ..answer import answer_extractively
+
+        t0 = time.perf_counter()
+        answer = answer_extractively(found.context, self.embedder)
+        record["offline_answer"] = answer.text
+        record["offline_correct"] = None if q.abstention else answer_holds(q.answer, answer.text)
+        record["latency_ms"]["offline_answer"] = round((time.perf_counter() - t0) * 1000, 2)
+
+
 @dataclass
 class _Progress:
     records: list[dict[str, Any]] = field(default_factory=list)
@@ -230,7 +248,8 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         vectors = vector_dir(db_path)
         env = Env(store, QueryVectors(embedder), settings, lambda view: view.matrix(
             embedder, vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy"), turn_alone)
-        _questions(dataset, env, config.systems, budgets, qa, config.workers, state, notify)
+        offline = _Offline(embedder) if config.offline_answers else None
+        _questions(dataset, env, config.systems, budgets, qa, config.workers, state, notify, offline)
     except KeyboardInterrupt:
         state.interrupted = True
     except LLMError as exc:  # the model kept failing: keep what finished, say why it stopped
@@ -246,7 +265,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         "graph_built": {"window": build.window, "sem_k": build.sem_k},
         "extractor": config.extractor, "extract_model": config.extract_model,
         "embedder": {"model": embedder.model_id, "backend": embedder.name},
-        "answer_model": config.model, "judge_model": config.judge_model,
+        "answer_model": config.model, "judge_model": config.judge_model, "offline_answers": config.offline_answers,
         "priority_instruction": config.priority,
         "judge_prompt": judging.PROMPT_VERSION if config.judge_model else None,
         "tokenizers": {name: TOKENIZER_LABELS[name] for name in _tokenizers(state.records)},
@@ -260,7 +279,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
 
 
 def _questions(dataset: Dataset, env: Env, systems: tuple[str, ...], budgets: tuple[int, ...], qa: _QA | None,
-               workers: int, state: _Progress, notify: Progress) -> None:
+               workers: int, state: _Progress, notify: Progress, offline: _Offline | None = None) -> None:
     """Every system (at every budget) on each question in turn; a question counts once all its records are done."""
     counter = TokenCounter()
     runners = {name: system(name) for name in systems}
@@ -276,7 +295,10 @@ def _questions(dataset: Dataset, env: Env, systems: tuple[str, ...], budgets: tu
             for name, retrieve in runners.items():
                 for budget in ((None,) if name in UNBUDGETED else budgets):
                     found = retrieve(env, view, q, budget)
-                    batch.append((make_record(dataset, q, view, name, budget, found), found))
+                    record = make_record(dataset, q, view, name, budget, found)
+                    if offline is not None:
+                        offline(q, record, found)
+                    batch.append((record, found))
             if pool is not None and qa is not None:
                 for future in [pool.submit(qa, q, rec, found) for rec, found in batch]:
                     future.result()
