@@ -158,7 +158,7 @@ def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follo
     terminal = on_a_terminal(maya_db, marker)
     paged = re.sub(r"\x1b\[[0-9;]*m", "", marker.read_text())
     assert "Evidence · maya-and-leo" in paged and "s2:9" in paged
-    assert "Best-matching sentences" in terminal and "Evidence ·" not in terminal
+    assert "Offline answer (extractive)" in terminal and "Evidence ·" not in terminal
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
@@ -166,7 +166,7 @@ def test_on_a_terminal_output_that_fits_is_printed_without_a_pager(maya_db, tmp_
     marker = tmp_path / "paged"
     terminal = on_a_terminal(maya_db, marker, "--evidence", "0")
     assert not marker.exists()
-    assert terminal.index("Evidence · maya-and-leo") < terminal.index("Best-matching sentences")
+    assert terminal.index("Evidence · maya-and-leo") < terminal.index("Offline answer (extractive)")
 
 
 def test_a_streamed_answer_comes_after_the_evidence(cli, maya_db, monkeypatch):
