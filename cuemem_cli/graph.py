@@ -23,6 +23,7 @@ import numpy as np
 from .store import Store
 
 BLOCK = 2048
+MAX_BLOCK_CELLS = 1 << 22  # similarities per block (16 MB of float32): memory flat whatever the history
 
 
 @dataclass
@@ -71,26 +72,37 @@ def semantic_edges(
     all_positions = np.concatenate([index.positions, positions])
     all_vectors = vectors if index.matrix.size == 0 else np.vstack([index.matrix, vectors])
     best: dict[tuple[int, int], tuple[float, int]] = {}
-    for start in range(0, len(vectors), BLOCK):
-        block = vectors[start : start + BLOCK]
-        sims = block @ all_vectors.T
-        earlier = all_positions[None, :] < positions[start : start + BLOCK, None]
+    start = 0
+    while start < len(vectors):
+        # Only cues of earlier turns can be neighbours: the others are left out of the product rather than
+        # masked in it, so the cues of one long turn (tens of thousands of sentences) are not compared
+        # with each other; rows per block shrink as the columns grow, so a block stays ~MAX_BLOCK_CELLS.
+        cols = np.flatnonzero(all_positions < positions[start : start + BLOCK].max())
+        rows = max(1, min(BLOCK, MAX_BLOCK_CELLS // max(len(cols), 1)))
+        block_positions = positions[start : start + rows]
+        cols = np.flatnonzero(all_positions < block_positions.max())
+        if len(cols) == 0:
+            start += rows
+            continue
+        sims = vectors[start : start + rows] @ all_vectors[cols].T
+        earlier = all_positions[cols][None, :] < block_positions[:, None]
         sims = np.where(earlier, sims, -np.inf)
         kk = min(k, sims.shape[1])
         top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk] if kk < sims.shape[1] else np.tile(
-            np.arange(sims.shape[1]), (len(block), 1)
+            np.arange(sims.shape[1]), (len(sims), 1)
         )
-        for row, cols in enumerate(top):
+        for row, picked in enumerate(top):
             src = int(turn_ids[start + row])
-            order = cols[np.argsort(-sims[row, cols], kind="stable")]
+            order = picked[np.argsort(-sims[row, picked], kind="stable")]
             for rank, col in enumerate(order, start=1):
                 sim = float(sims[row, col])
                 if sim == -np.inf:
                     break
-                key = (src, int(all_turns[col]))
+                key = (src, int(all_turns[cols[col]]))
                 prev = best.get(key)
                 if prev is None or sim > prev[0]:
                     best[key] = (sim, rank if prev is None else min(rank, prev[1]))
                 elif rank < prev[1]:
                     best[key] = (prev[0], rank)
+        start += rows
     return [(src, dst, "semantic", round(sim, 6), rank) for (src, dst), (sim, rank) in best.items()]

@@ -34,6 +34,23 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+def pieces(text: str, limit: int) -> list[str]:
+    """`text` as consecutive slices of at most `limit` characters that join back to it, each ending at a
+    sentence end where one falls inside the limit, else at a space: how a turn too long to parse in one
+    go (extract.PARSE_CHARS) is parsed, so that no part of it goes without cues."""
+    out: list[str] = []
+    start = 0
+    while len(text) - start > limit:
+        end = start + limit
+        ends = [m.end() for m in _SENTENCE_END.finditer(text, start + 1, end)]
+        cut = ends[-1] if ends else text.rfind(" ", start + 1, end) + 1
+        cut = cut if cut > start else end
+        out.append(text[start:cut])
+        start = cut
+    out.append(text[start:])
+    return out
+
+
 def statement_cues(speaker: str | None, text: str) -> list[Triple]:
     """One `statement` cue per sentence of at least MIN_WORDS words: (speaker, "said", sentence)."""
     who = speaker or "someone"

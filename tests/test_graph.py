@@ -114,3 +114,16 @@ def test_released_indexes_reload_to_the_same_graph(tmp_path):
         return out
 
     assert edges(tmp_path / "one.db", 100) == edges(tmp_path / "many.db", 1)
+
+
+def test_graph_does_not_depend_on_block_size(tmp_path, monkeypatch):
+    """Blocks shrink as a conversation's history grows (graph.MAX_BLOCK_CELLS): one similarity per block
+    gives the same edges as the default."""
+    from cuemem_cli import graph
+    from cuemem_cli.store import Store
+
+    texts = ["a", "b", "c", "d", "c", "a", "b", "d"]
+    default = build(Store.open(tmp_path / "default.db"), texts, window=2, sem_k=3, batch=100)
+    monkeypatch.setattr(graph, "MAX_BLOCK_CELLS", 1)
+    tiny = build(Store.open(tmp_path / "tiny.db"), texts, window=2, sem_k=3, batch=100)
+    assert default == tiny and any(kind == "semantic" for _, _, kind, _, _ in default)
