@@ -459,8 +459,8 @@ class Store:
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
-            [(cid, conversation_id, vec.astype(np.float32).tobytes())
-             for cid, vec in zip(cue_ids, vectors, strict=True)],
+            ((cid, conversation_id, vec.astype(np.float32).tobytes())  # a generator: rows are not copied at once
+             for cid, vec in zip(cue_ids, vectors, strict=True)),
         )
 
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -598,8 +598,8 @@ class Store:
     def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None:
         self.conn.executemany(
             "INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (?, ?, ?)",
-            [(int(c), int(cell), v.astype(np.float32).tobytes())
-             for c, cell, v in zip(cue_ids, cell_ids, vectors, strict=True)])
+            ((int(c), int(cell), v.astype(np.float32).tobytes())
+             for c, cell, v in zip(cue_ids, cell_ids, vectors, strict=True)))
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues among the given cells (vec0 returns k per cell; the best k of all are kept)."""

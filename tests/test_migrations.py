@@ -232,3 +232,52 @@ def test_migration_names_are_function_names_and_never_repeat():
     with pytest.raises(ValueError, match="m001_initial"):
         steps([*MIGRATIONS, ("m001_initial", "SELECT 1")])
     assert migrations.split_sql("SELECT 1; ;SELECT ';'") == ["SELECT 1", "SELECT ';'"]
+
+
+def test_small_vector_chunks_migrate_an_existing_database_to_the_same_neighbours(tmp_path, monkeypatch):
+    """m010 rebuilds cue_vectors and cue_cells with VECTOR_CHUNK-vector chunks: a database built before it
+    returns the same neighbours (ties included, as the store breaks them) from less allocated storage."""
+    from cuemem_cli import cells
+
+    dim, path = 16, tmp_path / "old.db"
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS[:-1])  # the code before m010
+    store = Store.open(path)
+    store.bind_embedder("m", dim, "test")
+    rng = np.random.default_rng(7)
+    with store.transaction():
+        for cid, count in ((1, 1300), (2, 1700)):
+            store.conn.execute("INSERT INTO conversations VALUES (?, ?, '2026-01-01T00:00:00')", (cid, f"c{cid}"))
+            store.conn.execute("INSERT INTO turns(id, conversation_id, position, source_id, text, content_hash)"
+                               " VALUES (?, ?, 0, 't', 'x', 'h')", (cid, cid))
+            store.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, 'x')", (cid,))
+            ids = store.insert_cues(cid, [(cid, "s", "r", f"o{i}", "triple") for i in range(count)])
+            vectors = rng.normal(size=(count, dim)).astype(np.float32)
+            vectors[1::3] = vectors[::3][: len(vectors[1::3])]  # repeated texts: tied distances
+            store.insert_vectors(cid, ids, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+        cells.build(store, 2, dim)
+    cell_ids = [r[0] for r in store.conn.execute("SELECT id FROM cell_centroids")]
+    stored = [np.frombuffer(r[0], dtype=np.float32) for r in store.conn.execute(
+        "SELECT embedding FROM cue_vectors ORDER BY cue_id LIMIT 10")]
+    queries = [*stored, *rng.normal(size=(10, dim)).astype(np.float32)]
+
+    def neighbours(s):
+        def ids(hits):
+            return [(cue.id, round(similarity, 6)) for cue, similarity in hits]
+        return ([ids(s.knn_cues(cid, q, 40)) for cid in (1, 2) for q in queries],
+                [ids(s.knn_cues_in_cells(cell_ids, q, 40)) for q in queries])
+
+    def allocated(s):
+        return s.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
+
+    before, bytes_before = neighbours(store), allocated(store)
+    store.close()
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
+    store = Store.open(path)
+    assert recorded(path)[-1] == "m010_small_vector_chunks"
+    for table in ("cue_vectors", "cue_cells"):
+        assert f"chunk_size={migrations.VECTOR_CHUNK}" in schema(path)[table]
+    assert store.conn.execute("SELECT count(*) FROM cue_cells").fetchone()[0] == 1700
+    assert neighbours(store) == before and any(len(hits) == 40 for hits in before[1])
+    assert allocated(store) < bytes_before
+    store.close()
+    assert_whole(path)
