@@ -43,6 +43,14 @@ ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 # tens of thousands of sentences) without changing any vector.
 EMBED_BATCH = 1024
 MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs; sentence-transformers truncates there too
+# Characters of a text handed to the tokenizer: its first MAX_TOKENS tokens lie within them unless its words
+# average over 150 characters. The tokenizer would otherwise split a 5 MB turn whole, keeping every
+# 128-token piece past the first as "overflow" (~0.6 GB), only for the model to read the first.
+HEAD_CHARS = 160 * MAX_TOKENS
+
+
+def _head(text: str) -> str:
+    return text[:HEAD_CHARS]
 
 
 class Embedder(Protocol):
@@ -122,11 +130,11 @@ class OnnxMiniLM:
         if self._session is None:
             self._load()
         if len(texts) == 1:
-            return _normalise(self._mean_token(self._tokenizer.encode(texts[0]))[None, :])
+            return _normalise(self._mean_token(self._tokenizer.encode(_head(texts[0])))[None, :])
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         with ThreadPoolExecutor(self.threads) as pool:
             for start in range(0, len(texts), EMBED_BATCH):
-                encodings = self._tokenizer.encode_batch(list(texts[start:start + EMBED_BATCH]))
+                encodings = self._tokenizer.encode_batch([_head(text) for text in texts[start:start + EMBED_BATCH]])
                 out[start:start + len(encodings)] = np.vstack(list(pool.map(self._mean_token, encodings)))
         return _normalise(out)
 
@@ -139,7 +147,8 @@ class OnnxMiniLM:
         with ThreadPoolExecutor(self.threads) as pool:
             for start in range(0, len(pairs), EMBED_BATCH):
                 chunk = pairs[start:start + EMBED_BATCH]
-                encodings = self._tokenizer.encode_batch([text_read_with(text, context) for text, context in chunk])
+                encodings = self._tokenizer.encode_batch([_head(text_read_with(text, context))
+                                                          for text, context in chunk])
                 out[start:start + len(chunk)] = np.vstack(list(pool.map(
                     lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
                     zip(encodings, chunk, strict=True))))

@@ -42,7 +42,8 @@ class NeighbourIndex:
     def add(self, turn_ids: np.ndarray, positions: np.ndarray, vectors: np.ndarray) -> None:
         self.turn_ids = np.concatenate([self.turn_ids, turn_ids])
         self.positions = np.concatenate([self.positions, positions])
-        self.matrix = vectors.copy() if self.matrix.size == 0 else np.vstack([self.matrix, vectors])
+        # Kept, not copied: ingest hands over arrays it no longer changes (a long turn's are 150 MB).
+        self.matrix = vectors if self.matrix.size == 0 else np.vstack([self.matrix, vectors])
 
 
 def temporal_edges(store: Store, conversation_id: int, new: list[tuple[int, int]], window: int) -> list[tuple]:
@@ -93,7 +94,7 @@ def semantic_edges(
         )
         for row, picked in enumerate(top):
             src = int(turn_ids[start + row])
-            order = picked[np.argsort(-sims[row, picked], kind="stable")]
+            order = picked[np.lexsort((picked, -sims[row, picked]))]  # equal cues (same text): earlier cue first
             for rank, col in enumerate(order, start=1):
                 sim = float(sims[row, col])
                 if sim == -np.inf:

@@ -578,7 +578,8 @@ class Ingestor:
             turn_ids = np.array([tid for _, tid, _, _, v, _ in items for _ in range(len(v))], dtype=np.int64)
             positions = np.array([pos for _, _, pos, _, v, _ in items for _ in range(len(v))], dtype=np.int64)
             vecs = [v for *_, v, _ in items if len(v)]
-            matrix = np.vstack(vecs) if vecs else np.zeros((0, self.embedder.dim), dtype=np.float32)
+            matrix = (vecs[0] if len(vecs) == 1 else np.vstack(vecs)) if vecs else \
+                np.zeros((0, self.embedder.dim), dtype=np.float32)
             semantic = semantic_edges(conv.index, turn_ids, positions, matrix, self.sem_k)
             self.store.insert_edges(semantic)
             report.semantic_edges += len(semantic)
