@@ -31,6 +31,7 @@ from .records import Message, Triple, Turn
 from .statements import cue_text, statement_cues
 from .store import TURN_ALONE, NewTurn, Store
 from .timeparse import parse_time
+from .vectors import roundtrip
 
 BATCH_TURNS = 256
 SHOWN_INVALID = 10  # bad lines listed in the error that rejects an input
@@ -255,9 +256,9 @@ def embed_distinct(embedder, texts: list[str], report: IngestReport) -> np.ndarr
     distinct = list(dict.fromkeys(texts))
     report.texts_embedded += len(distinct)
     if len(distinct) == len(texts):
-        return embedder.embed(texts)
+        return roundtrip(embedder.embed(texts))
     row = {text: i for i, text in enumerate(distinct)}
-    return embedder.embed(distinct)[[row[text] for text in texts]]
+    return roundtrip(embedder.embed(distinct))[[row[text] for text in texts]]
 
 
 def embed_turns(embedder, pairs: list[tuple[str, str | None]]) -> np.ndarray:
@@ -266,8 +267,10 @@ def embed_turns(embedder, pairs: list[tuple[str, str | None]]) -> np.ndarray:
     few years back" after "Do you still paint?"). Measured on LoCoMo at 2,000 tokens: all evidence for
     0.874 of the questions, against 0.863 with the turn alone plus 0.3 of its predecessor's vector
     mixed in at question time (the `mixed-context` ablation) and 0.861 with the turn alone
-    (`no-context`); bench/quality_notes.md says why the context is not pooled in as well."""
-    return embedder.embed_in_context(pairs)
+    (`no-context`); bench/quality_notes.md says why the context is not pooled in as well.
+    Ingest's vectors are what the store gives back (vectors.roundtrip), so the graph is built from the
+    vectors a later ingest reads."""
+    return roundtrip(embedder.embed_in_context(pairs))
 
 
 def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:

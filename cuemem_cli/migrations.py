@@ -114,9 +114,10 @@ def m002_turn_vectors(conn: Connection) -> None:
         kinds, blobs = by_turn.setdefault(tid, ([], []))
         kinds.append(kind)
         blobs.append(blob)
+    dim = conn.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
     rows = []
     for tid, (kinds, blobs) in by_turn.items():
-        vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+        vectors = _vectors(blobs, int(dim[0]) if dim else len(blobs[0]) // 4)
         sentences = [i for i, kind in enumerate(kinds) if kind == "statement"]
         mean = (vectors[sentences] if sentences else vectors).mean(axis=0)
         norm = float(np.linalg.norm(mean))
@@ -194,25 +195,34 @@ def m009_drop_cues_fts(conn: Connection) -> None:
     conn.execute("DROP TABLE IF EXISTS cues_fts")
 
 
-VECTOR_CHUNK = 256  # vectors per vec0 chunk; see m010_small_vector_chunks
+VECTOR_CHUNK = 256  # vectors per vec0 chunk; see m010_int8_vectors
 
 
-def m010_small_vector_chunks(conn: Connection, dim: int) -> None:
-    """vec0 allocates its storage a chunk at a time per partition: 1,024 vectors (1.5 MB at 384-d) by
-    default, so every conversation, and every cell of a large one, held up to 1.5 MB it did not use.
-    Chunks of VECTOR_CHUNK: LoCoMo conv-26 (2,181 cues) takes 5.4 MB instead of 6.6 MB on disk, and a
-    one-turn conversation of 108,000 cues with its ~330 cells 0.27 GB instead of 0.71 GB
-    (bench/RESULTS.md). The rows are copied as they are; searches return the same neighbours."""
+def m010_int8_vectors(conn: Connection, dim: int) -> None:
+    """Vectors as int8 codes (vectors.py): cue vectors in vec0 `int8` columns, turn vectors as int8 blobs,
+    a quarter of the bytes. And vec0 chunks of VECTOR_CHUNK vectors: vec0 allocates storage a chunk at a
+    time per partition (1,024 vectors by default), so every conversation, and every cell of a large
+    one, held room it did not use. Existing float32 vectors are encoded as new ones are."""
+    from .vectors import encode
+
     for table, key in (("cue_vectors", "conversation_id"), ("cue_cells", "cell")):
         conn.execute(f"CREATE TEMP TABLE _rows AS SELECT cue_id, {key} AS part, embedding FROM {table}")
         conn.execute(f"DROP TABLE {table}")
         conn.execute(
             f"CREATE VIRTUAL TABLE {table} USING vec0(cue_id INTEGER PRIMARY KEY, {key} INTEGER PARTITION KEY,"
-            f" embedding float[{int(dim)}] distance_metric=cosine, chunk_size={VECTOR_CHUNK})")
+            f" embedding int8[{int(dim)}] distance_metric=cosine, chunk_size={VECTOR_CHUNK})")
         # Grouped by partition: vec0 fills one chunk of a partition at a time.
-        conn.execute(f"INSERT INTO {table}(cue_id, {key}, embedding) SELECT cue_id, part, embedding FROM _rows"
-                     " ORDER BY part, cue_id")
+        cursor = conn.execute("SELECT cue_id, part, embedding FROM temp._rows ORDER BY part, cue_id")
+        while rows := cursor.fetchmany(10_000):
+            codes = encode(_vectors([r[2] for r in rows], dim))
+            conn.executemany(f"INSERT INTO {table}(cue_id, {key}, embedding) VALUES (?, ?, vec_int8(?))",
+                             [(r[0], r[1], c.tobytes()) for r, c in zip(rows, codes, strict=True)])
         conn.execute("DROP TABLE temp._rows")
+    rows = conn.execute("SELECT turn_id, embedding FROM turn_vectors").fetchall()
+    if rows:
+        codes = encode(_vectors([r[1] for r in rows], dim))
+        conn.executemany("UPDATE turn_vectors SET embedding = ? WHERE turn_id = ?",
+                         [(c.tobytes(), r[0]) for r, c in zip(rows, codes, strict=True)])
 
 
 MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
@@ -225,7 +235,7 @@ MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
     m007_cue_vectors,
     m008_cue_cells,
     m009_drop_cues_fts,
-    m010_small_vector_chunks,
+    m010_int8_vectors,
 ]
 
 
@@ -277,6 +287,18 @@ def split_sql(script: str) -> list[str]:
             current = ""
     statements.append(current.strip().removesuffix(";").strip())
     return [s for s in statements if s]
+
+
+def _vectors(blobs: list[bytes], dim: int) -> Any:
+    """Stored vectors as float32 rows, whichever way they were stored: float32 before m010, int8 codes
+    after it (a migration recorded again, as a restored backup can make it, meets the new form)."""
+    import numpy as np
+
+    from .vectors import from_blobs
+
+    if all(len(b) == dim for b in blobs):
+        return from_blobs(blobs, dim)
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dim)
 
 
 def _exists(conn: Connection, name: str) -> bool:

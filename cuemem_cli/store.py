@@ -19,6 +19,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import orjson
 
+from . import vectors as vec
 from .errors import ModelMismatch, StoreError
 from .files import private_dir
 from .migrations import MIGRATIONS, Step, steps
@@ -48,6 +49,12 @@ sqlite3 = _connect_module()
 
 
 _TIE_MARGIN = 16
+
+
+def _candidates(k: int) -> int:
+    """How many int8 neighbours to rescore for the float top k: int8 codes move similarities by ~1e-3, so
+    the float top k lies well inside the int8 top 2k + 16 (bench/RESULTS.md: same evidence)."""
+    return min(2 * k + _TIE_MARGIN, VEC0_MAX_K)
 VEC0_MAX_K = 4096  # sqlite-vec's limit on k
 
 
@@ -452,26 +459,28 @@ class Store:
             " WHERE c.kind = 'statement' AND c.turn_id IN (SELECT value FROM json_each(?)) ORDER BY c.id",
             (orjson.dumps(list(turn_ids)).decode(),))
         out: dict[int, list[tuple[str, np.ndarray]]] = {}
-        for tid, sentence, blob in rows:
-            out.setdefault(tid, []).append((sentence, np.frombuffer(blob, dtype=np.float32)))
+        for tid, sentence, code in rows:
+            out.setdefault(tid, []).append((sentence, vec.from_blobs([code], len(code))[0]))
         return out
 
-    def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
-        self.conn.executemany(
-            "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
-            ((cid, conversation_id, vec.astype(np.float32).tobytes())  # a generator: rows are not copied at once
-             for cid, vec in zip(cue_ids, vectors, strict=True)),
-        )
+    def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], matrix: np.ndarray) -> None:
+        """Cue vectors, stored as int8 codes (vectors.py), a block of codes at a time."""
+        for lo in range(0, len(cue_ids), 10_000):
+            codes = vec.encode(matrix[lo:lo + 10_000]) if len(cue_ids) else ()
+            self.conn.executemany(
+                "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, vec_int8(?))",
+                [(cid, conversation_id, code.tobytes())
+                 for cid, code in zip(cue_ids[lo:lo + 10_000], codes, strict=True)])
 
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO turn_vectors(turn_id, embedding) VALUES (?, ?)",
-                              [(tid, vec.astype(np.float32).tobytes()) for tid, vec in rows])
+                              [(tid, vec.blob(vector)) for tid, vector in rows])
 
     def turn_vectors(self, turn_ids: Iterable[int]) -> dict[int, np.ndarray]:
         rows = self.conn.execute(
             "SELECT turn_id, embedding FROM turn_vectors WHERE turn_id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps(list(turn_ids)).decode(),))
-        return {tid: np.frombuffer(blob, dtype=np.float32) for tid, blob in rows}
+            (orjson.dumps(list(turn_ids)).decode(),)).fetchall()
+        return {tid: vec.from_blobs([code], len(code))[0] for tid, code in rows}
 
     def previous_turns(self, turn_ids: Iterable[int]) -> dict[int, int]:
         """Each turn's predecessor in its conversation, where both were said in the same session."""
@@ -526,7 +535,7 @@ class Store:
         matrix = np.empty((self.cue_count(conversation_id), dim), dtype=np.float32)
         ids: list[tuple[int, int, int]] = []
         while rows := cursor.fetchmany(10_000):
-            block = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            block = vec.from_blobs([r[3] for r in rows], dim)
             if len(ids) + len(rows) > len(matrix):  # cues without vectors never exist; be safe anyway
                 matrix = np.vstack([matrix, np.empty((len(rows), dim), dtype=np.float32)])
             matrix[len(ids):len(ids) + len(rows)] = block
@@ -546,7 +555,7 @@ class Store:
             "SELECT v.turn_id, v.embedding FROM turn_vectors v JOIN turns t ON t.id = v.turn_id"
             " WHERE t.conversation_id = ? ORDER BY v.turn_id", (conversation_id,)).fetchall()
         ids = np.array([r[0] for r in rows], dtype=np.int64)
-        return ids, np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        return ids, vec.from_blobs([r[1] for r in rows], dim)
 
     def map_file(self) -> None:
         """Read the file through mmap from now on: vec0 scans of large partitions run ~2× faster
@@ -595,53 +604,60 @@ class Store:
                                      vectors[order[lo:lo + 50_000]])
         return ids
 
-    def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None:
-        self.conn.executemany(
-            "INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (?, ?, ?)",
-            ((int(c), int(cell), v.astype(np.float32).tobytes())
-             for c, cell, v in zip(cue_ids, cell_ids, vectors, strict=True)))
+    def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, matrix: np.ndarray) -> None:
+        for lo in range(0, len(cue_ids), 10_000):
+            codes = vec.encode(matrix[lo:lo + 10_000]) if len(cue_ids) else ()
+            self.conn.executemany(
+                "INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (?, ?, vec_int8(?))",
+                [(int(c), int(cell), code.tobytes())
+                 for c, cell, code in zip(cue_ids[lo:lo + 10_000], cell_ids[lo:lo + 10_000], codes, strict=True)])
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-k cues among the given cells (vec0 returns k per cell; the best k of all are kept)."""
+        """Top-k cues among the given cells (vec0 returns candidates per cell; the best k of all are kept)."""
         k = min(int(k), VEC0_MAX_K)
         if k <= 0 or not len(cell_ids):
             return []
         cells = ",".join(str(int(c)) for c in cell_ids)
         hits = self.conn.execute(
-            f"SELECT cue_id, distance FROM cue_cells WHERE embedding MATCH ? AND k = ? AND cell IN ({cells})",
-            (vector.astype(np.float32).tobytes(), k)).fetchall()
-        hits = sorted(hits, key=lambda h: (h[1], h[0]))[:k]
-        distance = dict(hits)
-        rows = self.conn.execute(
-            "SELECT id, turn_id, subject, relation, object, kind FROM cues"
-            " WHERE id IN (SELECT value FROM json_each(?))",
-            (orjson.dumps([h[0] for h in hits]).decode(),)).fetchall()
-        return sorted(((Cue(*r), 1.0 - distance[r[0]]) for r in rows), key=lambda h: (-h[1], h[0].id))
+            f"SELECT cue_id, embedding FROM cue_cells WHERE embedding MATCH vec_int8(?) AND k = ?"
+            f" AND cell IN ({cells})",
+            (vec.blob(vector), _candidates(k))).fetchall()
+        return self._rescored(hits, vector, k)
 
     def knn_cues(self, conversation_id: int, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues of one conversation by cosine similarity (vec0 partition search).
 
-        Identical cue texts have identical distances, and vec0 keeps an arbitrary few of a tie that
-        straddles the k-th place. Asking for a few more, and for more again while the tie runs to
-        the end of what came back, makes the result the k lowest cue ids among equals: deterministic,
-        and the same as view.py's in-memory search.
+        vec0 compares int8 codes (vectors.py) with the question's own code; the `_candidates(k)` it
+        returns are rescored with the float question against their decoded vectors, exactly as view.py
+        scores them in memory, and the k best kept (equal scores: lowest cue id first). Identical cue
+        texts have identical codes, and vec0 keeps an arbitrary few of a tie that straddles its last
+        place: while the tie runs to the end of what came back, more are asked for.
         """
         k = min(int(k), VEC0_MAX_K)
         if k <= 0:
             return []
-        fetch = min(k + _TIE_MARGIN, VEC0_MAX_K)
+        fetch = _candidates(k)
         while True:
             rows = self.conn.execute(
-                "WITH hits AS (SELECT cue_id, distance FROM cue_vectors"
-                "  WHERE embedding MATCH ? AND k = ? AND conversation_id = ?)"
-                " SELECT c.id, c.turn_id, c.subject, c.relation, c.object, c.kind, hits.distance"
-                " FROM hits JOIN cues c ON c.id = hits.cue_id ORDER BY hits.distance, c.id",
-                (vector.astype(np.float32).tobytes(), fetch, conversation_id),
-            ).fetchall()
-            tie_cut = len(rows) == fetch > k and rows[-1][6] == rows[k - 1][6]
-            if not tie_cut or fetch == VEC0_MAX_K:
-                return [(Cue(*r[:6]), 1.0 - float(r[6])) for r in rows[:k]]
+                "SELECT cue_id, embedding, distance FROM cue_vectors"
+                " WHERE embedding MATCH vec_int8(?) AND k = ? AND conversation_id = ?",
+                (vec.blob(vector), fetch, conversation_id)).fetchall()
+            tie_cut = len(rows) == fetch and fetch < VEC0_MAX_K and rows[-1][2] == rows[min(k, len(rows)) - 1][2]
+            if not tie_cut:
+                return self._rescored([r[:2] for r in rows], vector, k)
             fetch = min(2 * fetch, VEC0_MAX_K)
+
+    def _rescored(self, hits: Sequence[tuple[int, bytes]], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
+        """(cue id, code) candidates → the k best (cue, similarity to the float `vector`), best first."""
+        if not hits:
+            return []
+        sims = vec.similarities(vec.from_blobs([h[1] for h in hits], len(hits[0][1])), vector)
+        best = sorted(zip((h[0] for h in hits), sims.tolist(), strict=True), key=lambda h: (-h[1], h[0]))[:k]
+        rows = self.conn.execute(
+            "SELECT id, turn_id, subject, relation, object, kind FROM cues"
+            " WHERE id IN (SELECT value FROM json_each(?))", (orjson.dumps([h[0] for h in best]).decode(),)).fetchall()
+        cues = {r[0]: Cue(*r) for r in rows}
+        return [(cues[cid], sim) for cid, sim in best if cid in cues]
 
     def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
         """Lexical turn search (BM25; higher is better), limited to one conversation."""

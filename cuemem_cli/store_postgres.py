@@ -4,7 +4,8 @@ Chosen by a `postgresql://` (or `postgres://`) URL as --db or $CUEMEM_DB (stores
 pipeline above never knows which store it has: methods, arguments and results are `Store`'s.
 
 What differs inside, and why:
-- Vectors are pgvector `vector` columns; a conversation's KNN is an exact scan of its rows
+- Vectors are pgvector `vector` columns holding what SQLite's int8 codes decode to (vectors.py), so both
+  stores score a cue alike; a conversation's KNN is an exact scan of its rows
   (`WHERE conversation_id = … ORDER BY embedding <=> q, cue_id`), as vec0's partition scan is in SQLite.
   Very large conversations get the same coarse cells (cells.py) as there.
 - The lexical index is PostgreSQL's full text (a `tsvector` per turn, GIN index, the `cuemem` text search
@@ -38,6 +39,7 @@ import numpy as np
 import orjson
 
 from .errors import ModelMismatch, StoreError
+from .vectors import roundtrip
 from .records import Cue, Turn
 from .store import TURN_WITH_PREVIOUS, VEC0_MAX_K, NewTurn, _turn, now_iso
 
@@ -468,12 +470,13 @@ class PostgresStore:
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (%s, %s, %s)",
-                            [(cid, conversation_id, vec) for cid, vec in zip(cue_ids, vectors, strict=True)])
+                            [(cid, conversation_id, vec) for cid, vec in zip(cue_ids, roundtrip(vectors), strict=True)])
 
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO turn_vectors(turn_id, embedding) VALUES (%s, %s)"
-                            " ON CONFLICT (turn_id) DO UPDATE SET embedding = excluded.embedding", list(rows))
+                            " ON CONFLICT (turn_id) DO UPDATE SET embedding = excluded.embedding",
+                            [(tid, roundtrip(vector)[0]) for tid, vector in rows])
 
     def turn_vectors(self, turn_ids: Iterable[int]) -> dict[int, np.ndarray]:
         return dict(self._rows("SELECT turn_id, embedding FROM turn_vectors WHERE turn_id = ANY(%s)",
@@ -575,7 +578,8 @@ class PostgresStore:
     def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None:
         with self.conn.cursor() as cur:
             cur.executemany("INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (%s, %s, %s)",
-                            [(int(c), int(cell), v) for c, cell, v in zip(cue_ids, cell_ids, vectors, strict=True)])
+                            [(int(c), int(cell), v)
+                             for c, cell, v in zip(cue_ids, cell_ids, roundtrip(vectors), strict=True)])
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         k = min(int(k), VEC0_MAX_K)

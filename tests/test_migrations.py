@@ -121,7 +121,7 @@ def test_a_new_database_gets_every_migration_the_vector_ones_once_an_embedder_is
     assert recorded(db_path) == PLAIN + VECTOR
     for table in ("cue_vectors", "cue_cells"):
         sql = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
-        assert f"float[{DIM}]" in sql, table
+        assert f"int8[{DIM}]" in sql and f"chunk_size={migrations.VECTOR_CHUNK}" in sql, table
     store.close()
     Store.open(db_path).close()  # nothing left to do: no record twice
     assert len(recorded(db_path)) == len(MIGRATIONS)
@@ -234,16 +234,18 @@ def test_migration_names_are_function_names_and_never_repeat():
     assert migrations.split_sql("SELECT 1; ;SELECT ';'") == ["SELECT 1", "SELECT ';'"]
 
 
-def test_small_vector_chunks_migrate_an_existing_database_to_the_same_neighbours(tmp_path, monkeypatch):
-    """m010 rebuilds cue_vectors and cue_cells with VECTOR_CHUNK-vector chunks: a database built before it
-    returns the same neighbours (ties included, as the store breaks them) from less allocated storage."""
+def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_path, monkeypatch):
+    """m010 turns the float32 vectors of a database built before it into int8 codes in vec0 tables of
+    VECTOR_CHUNK-vector chunks: a quarter of the bytes, and its searches find the neighbours an exact
+    float search finds (the codes move similarities by ~1e-3; repeated texts stay tied, lowest id first)."""
     from cuemem_cli import cells
 
     dim, path = 16, tmp_path / "old.db"
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS[:-1])  # the code before m010
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS[:-1])  # the schema before m010
     store = Store.open(path)
     store.bind_embedder("m", dim, "test")
     rng = np.random.default_rng(7)
+    floats = {}
     with store.transaction():
         for cid, count in ((1, 1300), (2, 1700)):
             store.conn.execute("INSERT INTO conversations VALUES (?, ?, '2026-01-01T00:00:00')", (cid, f"c{cid}"))
@@ -253,31 +255,41 @@ def test_small_vector_chunks_migrate_an_existing_database_to_the_same_neighbours
             ids = store.insert_cues(cid, [(cid, "s", "r", f"o{i}", "triple") for i in range(count)])
             vectors = rng.normal(size=(count, dim)).astype(np.float32)
             vectors[1::3] = vectors[::3][: len(vectors[1::3])]  # repeated texts: tied distances
-            store.insert_vectors(cid, ids, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
-        cells.build(store, 2, dim)
-    cell_ids = [r[0] for r in store.conn.execute("SELECT id FROM cell_centroids")]
-    stored = [np.frombuffer(r[0], dtype=np.float32) for r in store.conn.execute(
-        "SELECT embedding FROM cue_vectors ORDER BY cue_id LIMIT 10")]
-    queries = [*stored, *rng.normal(size=(10, dim)).astype(np.float32)]
-
-    def neighbours(s):
-        def ids(hits):
-            return [(cue.id, round(similarity, 6)) for cue, similarity in hits]
-        return ([ids(s.knn_cues(cid, q, 40)) for cid in (1, 2) for q in queries],
-                [ids(s.knn_cues_in_cells(cell_ids, q, 40)) for q in queries])
-
-    def allocated(s):
-        return s.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
-
-    before, bytes_before = neighbours(store), allocated(store)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            floats[cid] = (np.array(ids), vectors)
+            # As cuemem wrote them before m010: float32 blobs.
+            store.conn.executemany("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
+                                   [(i, cid, v.tobytes()) for i, v in zip(ids, vectors, strict=True)])
+            store.conn.execute("INSERT INTO turn_vectors(turn_id, embedding) VALUES (?, ?)", (cid, vectors[0].tobytes()))
+    allocated_before = store.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
     store.close()
     monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
     store = Store.open(path)
-    assert recorded(path)[-1] == "m010_small_vector_chunks"
+    assert recorded(path)[-1] == "m010_int8_vectors"
     for table in ("cue_vectors", "cue_cells"):
-        assert f"chunk_size={migrations.VECTOR_CHUNK}" in schema(path)[table]
+        assert f"int8[{dim}]" in schema(path)[table] and f"chunk_size={migrations.VECTOR_CHUNK}" in schema(path)[table]
+    queries = [*floats[1][1][:10], *rng.normal(size=(10, dim)).astype(np.float32)]
+    queries = [q / np.linalg.norm(q) for q in queries]  # unit, as embedded questions are
+    for cid, (ids, vectors) in floats.items():
+        for q in queries:
+            exact = vectors @ q
+            order = np.lexsort((ids, -exact))[:40]
+            found = store.knn_cues(cid, q, 40)
+            overlap = len({c.id for c, _ in found} & set(ids[order].tolist())) / 40
+            assert overlap >= 0.9, overlap
+            assert all(abs(sim - exact[ids.tolist().index(c.id)]) < 0.01 for c, sim in found)
+            sims = [sim for _, sim in found]
+            assert sims == sorted(sims, reverse=True)
+    assert np.allclose(store.turn_vectors([1])[1], floats[1][1][0], atol=0.01)
+    with store.transaction():
+        cells.build(store, 2, dim)  # cells of a migrated database: the same int8 form
+    cell_ids = [r[0] for r in store.conn.execute("SELECT id FROM cell_centroids")]
     assert store.conn.execute("SELECT count(*) FROM cue_cells").fetchone()[0] == 1700
-    assert neighbours(store) == before and any(len(hits) == 40 for hits in before[1])
-    assert allocated(store) < bytes_before
+    ids, vectors = floats[2]
+    best = store.knn_cues_in_cells(cell_ids, vectors[0], 5)
+    assert [c.id for c, _ in best[:2]] == ids[:2].tolist()  # the cue itself and its repeat, lowest id first
+    assert best[0][1] == best[1][1] == pytest.approx(1.0, abs=1e-3)
+    allocated = store.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
+    assert allocated <= allocated_before / 4
     store.close()
     assert_whole(path)

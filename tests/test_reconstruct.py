@@ -11,6 +11,7 @@ import pytest
 
 from cuemem_cli import Memory
 from cuemem_cli.reconstruct import Settings, reconstruct
+from cuemem_cli.vectors import roundtrip
 
 MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
 ASSISTANT = MAYA.with_name("assistant_chat.jsonl")
@@ -38,8 +39,9 @@ def test_every_turn_is_embedded_whole_read_with_the_turn_before_it_in_its_sessio
     firsts = [i for i, (_, before) in enumerate(pairs) if before is None]
     assert len(firsts) == len({t.session for t in turns})
     stored = np.vstack([vectors[t.id] for t in turns])
-    assert np.allclose(stored, memory.embedder().embed_in_context(pairs), atol=1e-6)
-    assert np.allclose(stored[firsts], memory.embedder().embed([turns[i].text for i in firsts]), atol=1e-6)
+    # Stored as int8 codes: what the store gives back for the model's vectors (vectors.roundtrip).
+    assert np.allclose(stored, roundtrip(memory.embedder().embed_in_context(pairs)), atol=1e-6)
+    assert np.allclose(stored[firsts], roundtrip(memory.embedder().embed([turns[i].text for i in firsts])), atol=1e-6)
 
 
 MESSAGES = [{"conversation": "c", "session": "s1", "speaker": "Ana", "text": "Do you still paint?"},
@@ -57,7 +59,7 @@ def test_an_appended_turn_is_read_after_the_stored_turn_before_it(tmp_path):
             pieces.add(chunk)
         vectors = [np.vstack(list(m.store.turn_vectors([t.id for t in m.store.turns(1)]).values())) for m in (one, pieces)]
         assert np.allclose(*vectors, atol=1e-6)
-        alone = one.embedder().embed([m["text"] for m in MESSAGES])
+        alone = roundtrip(one.embedder().embed([m["text"] for m in MESSAGES]))
         first_of_session = [0, 3]
         assert np.allclose(vectors[0][first_of_session], alone[first_of_session], atol=1e-6)
         assert float(vectors[0][1] @ alone[1]) < 0.99  # "Yep, a few years back…" is read after "Do you still paint?"
@@ -77,7 +79,7 @@ def test_a_database_from_before_m005_keeps_its_turn_vectors_and_mixes_the_turn_b
         old.add(MESSAGES[4:])
         [appended] = [t for t in old.store.turns(1) if t.text == MESSAGES[4]["text"]]
         assert np.allclose(old.store.turn_vectors([appended.id])[appended.id],
-                           old.embedder().embed([appended.text])[0], atol=1e-6)
+                           roundtrip(old.embedder().embed([appended.text]))[0], atol=1e-6)
         new.add(MESSAGES[4:])
 
         def scores(memory, weight):
