@@ -16,6 +16,7 @@ import io
 import sys
 import tempfile
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -95,6 +96,13 @@ def _type_name(value: Any) -> str:
         type(value), type(value).__name__)
 
 
+# The longest turn taken, in characters. Up to it, ingest's time grows linearly with a turn's length and
+# its memory stays under 1 GB (bench/RESULTS.md, "Ingest at scale": a 1 MB turn); a longer one, an agent's
+# 5 MB log say, is refused with the file and line rather than swapping the machine. No dialogue turn
+# comes near it; a document that long reads better as several turns anyway (one vector per turn).
+MAX_TURN_CHARS = 1_000_000
+
+
 def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None) -> Message | None:
     """One JSONL line → Message; None for a blank line; InputError naming FILE:LINE otherwise.
 
@@ -117,6 +125,11 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     if text is None or not text.strip():
         raise InputError(path, line, "missing or empty 'text' (or 'content')",
                          "every message needs its text; use --skip-invalid to skip such lines")
+    if len(text) > MAX_TURN_CHARS:
+        raise InputError(path, line,
+                         f"'{key}' is {len(text):,} characters long; a turn holds at most {MAX_TURN_CHARS:,}",
+                         "split it into several messages (one per section or page, say): each gets its own cues,"
+                         " vector and place in the graph")
     fields: dict[str, str | None] = {}
     for name in ("conversation", "speaker", "session", "role", "id"):
         key, value = _pick(record, name)
@@ -250,6 +263,17 @@ class _Fresh:
     turn_vector: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
 
 
+@dataclass
+class _Prepared:
+    """A batch between its parse and its storage: the turns to store and their extracted cues, then
+    (in the background thread) their vectors."""
+
+    fresh: list[_Fresh]
+    results: list[list[Triple] | None]
+    texts_embedded: int = 0
+    embed_seconds: float = 0.0
+
+
 def embed_distinct(embedder, texts: list[str], report: IngestReport) -> np.ndarray:
     """Embed each distinct text once: a one-sentence turn is often also its statement cue, and short
     triples repeat ("Melanie, love, painting"); LoCoMo has 10 % repeats, 5 % of its tokens."""
@@ -343,18 +367,27 @@ class Ingestor:
 
     def run(self, messages: Iterable[Message], report: IngestReport,
             progress: Callable[[int, int, int], None] | None = None, batch_turns: int = BATCH_TURNS) -> IngestReport:
+        """Store `messages` a batch at a time, as a pipeline: while one batch is embedded (onnxruntime's
+        threads, which leave the GIL), the next is parsed (spaCy, one core). On 2 cores the parse no
+        longer waits for the model nor the model for the parse (bench/RESULTS.md, "Ingest at scale")."""
         started = time.perf_counter()
-        self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
-        batch: list[Message] = []
-        for message in messages:
-            batch.append(message)
-            if len(batch) >= batch_turns:
-                self._write_batch(batch, report)
-                batch = []
-                if progress:
-                    progress(report.turns_added + report.turns_existing, report.cues, report.lines)
-        if batch:
-            self._write_batch(batch, report)
+        background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed")
+        embedding: Future[_Prepared] | None = None  # the batch being embedded; stored before the next one
+        try:
+            batch: list[Message] = []
+            for message in messages:
+                batch.append(message)
+                if len(batch) >= batch_turns:
+                    embedding = self._next_batch(batch, embedding, background, report)
+                    batch = []
+                    if progress:
+                        progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+            if batch:
+                embedding = self._next_batch(batch, embedding, background, report)
+            if embedding is not None:
+                self._store_prepared(embedding.result(), report)
+        finally:
+            background.shutdown(wait=True, cancel_futures=True)
         if progress:
             progress(report.turns_added + report.turns_existing, report.cues, report.lines)
         report.extraction_failures = list(getattr(self.extractor, "failures", ()))
@@ -402,43 +435,70 @@ class Ingestor:
             self._conversations.clear()
             self._data_version = version
 
-    def _write_batch(self, batch: list[Message], report: IngestReport) -> None:
-        """Extract and embed outside the write lock (other processes keep writing meanwhile); then, under
-        it, sort the turns out again and store them: the same rows as if the processes had run one by one."""
+    def _next_batch(self, batch: list[Message], embedding: Future[_Prepared] | None, background: ThreadPoolExecutor,
+                    report: IngestReport) -> Future[_Prepared] | None:
+        """Parse `batch` while the previous one (`embedding`) is embedded; store that one; start embedding
+        this one. Extraction and embedding run outside the write lock (other processes keep writing
+        meanwhile); under it the turns are sorted out again and stored: the same rows as if the
+        processes had run one by one."""
+        try:
+            prepared = self._extract_batch(batch, report)
+        finally:  # a failed parse still stores the batch before it, as the one-batch-at-a-time ingest did
+            if embedding is not None:
+                self._store_prepared(embedding.result(), report)
+        if prepared is None:
+            return None
+        # A turn is read with the turn before it, which may be the last of the batch just stored: the
+        # pairs are read from the store here, in this thread (the connection stays in one thread).
+        pairs = self._turn_pairs(prepared.fresh)
+        return background.submit(self._embed_batch, prepared, pairs)
+
+    def _extract_batch(self, batch: list[Message], report: IngestReport) -> _Prepared | None:
         t0 = time.perf_counter()
         fresh = self._sort_out([_Fresh(m, source_id_of(m), content_hash(m)) for m in batch], report)
         if not fresh:
-            return
+            return None
         messages = [item.message for item in fresh]
         results = self._with_statements(messages, self.extractor.extract(messages))
-        t1 = time.perf_counter()
-        report.add_time("extract", t1 - t0)
-        texts = [cue_text(triple, m.speaker) for m, triples in zip(messages, results, strict=True) if triples
-                 for triple in triples]
+        report.add_time("extract", time.perf_counter() - t0)
+        return _Prepared(fresh, results)
+
+    def _embed_batch(self, prepared: _Prepared, pairs: list[tuple[str, str | None]]) -> _Prepared:
+        """The batch's cue and turn vectors, onto its items. Runs in the background thread: it touches
+        only the batch and the embedder."""
+        t0 = time.perf_counter()
+        fresh, results = prepared.fresh, prepared.results
+        texts = [cue_text(triple, item.message.speaker) for item, triples in zip(fresh, results, strict=True)
+                 if triples for triple in triples]
         # Each turn is also embedded whole (reconstruct.py scores a turn by it beside its best cue), read
         # with the turn before it where it has one (embed_turns).
-        pairs = self._turn_pairs(fresh)
         alone = [i for i, (_, before) in enumerate(pairs) if before is None]
-        vectors = embed_distinct(self.embedder, texts + [pairs[i][0] for i in alone], report)
+        counted = IngestReport()
+        vectors = embed_distinct(self.embedder, texts + [pairs[i][0] for i in alone], counted)
         turn_vectors = np.empty((len(pairs), self.embedder.dim), dtype=np.float32)
         turn_vectors[alone] = vectors[len(texts):]
         read_after = [i for i, (_, before) in enumerate(pairs) if before is not None]
         if read_after:
             turn_vectors[read_after] = embed_turns(self.embedder, [pairs[i] for i in read_after])
-            report.texts_embedded += len(read_after)
         row = 0
         for item, triples, pair, turn_vector in zip(fresh, results, pairs, turn_vectors, strict=True):
             count = len(triples or [])
             item.triples, item.cue_vectors = triples, vectors[row : row + count]
             item.pair, item.turn_vector = pair, turn_vector
             row += count
-        t2 = time.perf_counter()
-        report.add_time("embed", t2 - t1)
+        prepared.texts_embedded = counted.texts_embedded + len(read_after)
+        prepared.embed_seconds = time.perf_counter() - t0
+        return prepared
+
+    def _store_prepared(self, prepared: _Prepared, report: IngestReport) -> None:
+        report.add_time("embed", prepared.embed_seconds)
+        report.texts_embedded += prepared.texts_embedded
+        t0 = time.perf_counter()
         with self.store.transaction():
             self._sync()
-            self._store_batch(self._sort_out(fresh, report), report)
-        self._release_indexes({item.message.conversation for item in fresh})
-        report.add_time("store+graph", time.perf_counter() - t2)
+            self._store_batch(self._sort_out(prepared.fresh, report), report)
+        self._release_indexes({item.message.conversation for item in prepared.fresh})
+        report.add_time("store+graph", time.perf_counter() - t0)
 
     def _turn_pairs(self, items: list[_Fresh]) -> list[tuple[str, str | None]]:
         """(text, text of the turn before it in its session or None) for each new turn: the previous

@@ -74,10 +74,10 @@ def contents(db: Path) -> dict:
             "SELECT c.turn_id, c.subject, c.relation, c.object, c.kind, v.embedding FROM cues c"
             " JOIN cue_vectors v ON v.cue_id = c.id ORDER BY c.id"):
         cues.setdefault(key[tid], []).append((subject, relation, obj, kind))
-        cue_vectors.setdefault(key[tid], []).append(np.frombuffer(blob, dtype=np.float32))
+        cue_vectors.setdefault(key[tid], []).append(np.frombuffer(blob, dtype=np.int8))
     edges = {(key[src], key[dst], kind): (round(weight, 4), rank)
              for src, dst, kind, weight, rank in conn.execute("SELECT src, dst, kind, weight, rank FROM edges")}
-    turn_vectors = {key[tid]: np.frombuffer(blob, dtype=np.float32)
+    turn_vectors = {key[tid]: np.frombuffer(blob, dtype=np.int8)
                     for tid, blob in conn.execute("SELECT turn_id, embedding FROM turn_vectors")}
     conn.close()
     assert set(turn_vectors) == set(key.values()), "every turn has its vector"

@@ -80,6 +80,23 @@ def test_every_bad_line_is_reported_and_nothing_stored(cli, db_path, tmp_path):
     assert not db_path.exists() or stored(db_path) == []
 
 
+def test_a_turn_over_the_size_limit_is_refused_with_its_line_and_nothing_is_stored(cli, db_path, tmp_path):
+    """A 5 MB agent log as one turn would take minutes and gigabytes; it is refused, naming the line and
+    the way out, and the lines around it are not stored either (one batch, one decision)."""
+    from cuemem_cli.ingest import MAX_TURN_CHARS
+
+    big = tmp_path / "log.jsonl"
+    big.write_text(jsonl({"conversation": "c", "text": "before"},
+                         {"conversation": "c", "text": "x " * (MAX_TURN_CHARS // 2) + "y"},
+                         {"conversation": "c", "text": "x " * (MAX_TURN_CHARS // 2)}))
+    result = cli("--db", str(db_path), "ingest", str(big))
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert f"{big}:2: 'text' is {MAX_TURN_CHARS + 1:,} characters long; a turn holds at most {MAX_TURN_CHARS:,}" in message
+    assert "split it into several messages" in message and f"{big}:3" not in message  # exactly the limit is taken
+    assert not db_path.exists() or stored(db_path) == []
+
+
 def test_many_bad_lines_are_capped_with_a_count(cli, db_path, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(f'{{"conversation": "c", "text": {n}}}\n' for n in range(25)))
