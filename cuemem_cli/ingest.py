@@ -371,6 +371,7 @@ class Ingestor:
         threads, which leave the GIL), the next is parsed (spaCy, one core). On 2 cores the parse no
         longer waits for the model nor the model for the parse (bench/RESULTS.md, "Ingest at scale")."""
         started = time.perf_counter()
+        self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
         background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed")
         embedding: Future[_Prepared] | None = None  # the batch being embedded; stored before the next one
         try:
