@@ -2,6 +2,7 @@
 
     python bench/local_llm.py speed  [--budgets 500 1000 2000] [--questions 10]
     python bench/local_llm.py locomo [--budget 1000] [--limit 60]
+    python bench/local_llm.py seeded [--per-category 20] [--seed 22] [--budget 2000]
 
 `speed`: the ten questions of sample_dialogues/README.md about maya_and_leo.jsonl, asked through
 `Memory.ask` at each budget; seconds per answer, prompt tokens, and whether the answer holds the
@@ -12,6 +13,13 @@ from cuemem's context and from naive RAG's at the same budget, through `cuemem e
 systems, same answer prompt, same judge prompt). Scored twice: by the same 1.5B model as judge (a weak
 judge: read its numbers as a rough signal), and by string match against the gold answer. Every record
 is written as JSON beside the summary, so the numbers can be checked by hand.
+
+`seeded` (issue 22's measurement): `--per-category` questions drawn with `random.Random(--seed)` from each
+of LoCoMo's single-hop, temporal and multi-hop questions over all ten conversations, answered by the
+local model from cuemem's evidence and from naive RAG's at the same `--budget`, through `cuemem eval`'s
+runner (same answer prompt as `ask`, no judge). Scored by the rule `cuemem eval --offline-answers` uses
+(every content token of the gold answer occurs in the answer: `metrics.answer_holds`) and by token F1
+over the same content tokens (SQuAD's F1 without its article rule), with seconds per answer.
 """
 
 from __future__ import annotations
@@ -145,6 +153,106 @@ def locomo(args) -> dict:
             "elapsed_s": result.summary["elapsed_s"], "records": str(records_file.relative_to(REPO)), "rows": rows}
 
 
+def token_f1(gold: str, answer: str | None) -> float:
+    """F1 of the answer's content tokens against the gold answer's (multisets, as SQuAD counts them)."""
+    from collections import Counter
+
+    from cuemem_cli.evaluate.metrics import content_tokens
+
+    wanted, said = Counter(content_tokens(gold)), Counter(content_tokens(answer or ""))
+    common = sum((wanted & said).values())
+    if not common:
+        return 0.0
+    precision, recall = common / sum(said.values()), common / sum(wanted.values())
+    return 2 * precision * recall / (precision + recall)
+
+
+SEEDED_CATEGORIES = {4: "single-hop", 2: "temporal", 1: "multi-hop"}  # LoCoMo's category numbers
+
+
+def seeded_subset(source: Path, target: Path, per_category: int, seed: int) -> int:
+    """Write a LoCoMo file whose samples keep only the drawn questions; returns how many were drawn."""
+    import random
+
+    data = json.loads(source.read_text(encoding="utf-8"))
+    rng = random.Random(seed)
+    drawn: set[tuple[str, int]] = set()
+    for number in SEEDED_CATEGORIES:
+        pool = [(s["sample_id"], i) for s in data for i, qa in enumerate(s["qa"]) if qa.get("category") == number]
+        drawn |= set(rng.sample(pool, per_category))
+    for sample in data:
+        sample["qa"] = [qa for i, qa in enumerate(sample["qa"]) if (sample["sample_id"], i) in drawn]
+    target.write_text(json.dumps([s for s in data if s["qa"]]), encoding="utf-8")
+    return len(drawn)
+
+
+def seeded(args) -> dict:
+    """One question at a time through the runner, each record appended to the records file as it is
+    answered: an interrupted run resumes where it stopped (same seed, same file), since an hour of a
+    shared machine is not always available in one piece."""
+    import dataclasses
+
+    from cuemem_cli import local_llm
+    from cuemem_cli.evaluate import runner
+    from cuemem_cli.evaluate.metrics import answer_holds
+    from cuemem_cli.evaluate.runner import EvalConfig, run
+
+    local_llm.load()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    subset = work / f"locomo_seeded{args.seed}_{args.per_category}.json"
+    drawn = seeded_subset(Path(args.file), subset, args.per_category, args.seed)
+    name = f"locomo_seeded{args.seed}_{drawn}q_b{args.budget}"
+    records_file = OUT / f"{name}.records.jsonl"
+    records_file.parent.mkdir(parents=True, exist_ok=True)
+    records = [json.loads(line) for line in records_file.open()] if records_file.exists() else []
+    done = {r["question_id"] for r in records}
+    config = EvalConfig(dataset="locomo", file=subset, systems=("cuemem", "naive-rag"), budgets=(args.budget,),
+                        model=LOCAL, judge_model=None, workers=1, cache_dir=work / "cache")
+    everything = runner.load_dataset(config)
+    load_dataset = runner.load_dataset
+    elapsed = 0.0
+    try:
+        for number, question in enumerate(everything.questions, start=1):
+            if question.qid in done:
+                continue
+            runner.load_dataset = lambda config, q=question: dataclasses.replace(everything, questions=[q])
+            result = run(config)
+            elapsed += result.summary["elapsed_s"]
+            if result.interrupted:
+                raise SystemExit(f"stopped at {question.qid}: {result.summary.get('error')}")
+            with open(records_file, "a", encoding="utf-8") as out:
+                for record in result.records:
+                    record["holds"] = answer_holds(record["gold_answer"], record.get("answer"))
+                    record["token_f1"] = round(token_f1(record["gold_answer"], record.get("answer")), 3)
+                    out.write(json.dumps(record) + "\n")
+                    records.append(record)
+            print(f"{number}/{drawn} {question.qid} {question.category}: "
+                  + "; ".join(f"{r['system']} {r['holds']} {r['token_f1']} {(r.get('answer') or '')[:60]!r}"
+                              for r in result.records), file=sys.stderr)
+    finally:
+        runner.load_dataset = load_dataset
+    rows = []
+    for system in config.systems:
+        for category in ("all", *SEEDED_CATEGORIES.values()):
+            mine = [r for r in records if r["system"] == system and category in ("all", r["category"])]
+            answered = [r for r in mine if r.get("answer") is not None]
+            scored = [r for r in answered if r["holds"] is not None]
+            seconds = sorted((r["latency_ms"]["answer"] or 0) / 1000 for r in answered)
+            rows.append({
+                "system": system, "category": category, "questions": len(mine), "answered": len(answered),
+                "token_rule": round(sum(r["holds"] for r in scored) / len(scored), 3) if scored else None,
+                "token_f1": round(sum(r["token_f1"] for r in answered) / len(answered), 3) if answered else None,
+                "all_evidence": round(sum(bool((r["retrieval"] or {}).get("all_evidence")) for r in mine) / len(mine), 3)
+                if mine else None,
+                "mean_s": round(sum(seconds) / len(seconds), 1) if seconds else None,
+                "median_s": round(seconds[len(seconds) // 2], 1) if seconds else None,
+            })
+    return {"model": LOCAL, "seed": args.seed, "questions": drawn, "budget": args.budget,
+            "answered_questions": len({r["question_id"] for r in records}), "elapsed_s_this_run": round(elapsed, 1),
+            "records": str(records_file.relative_to(REPO)), "rows": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -155,10 +263,18 @@ def main() -> None:
     q.add_argument("--budget", type=int, default=1000)
     q.add_argument("--limit", type=int, default=60)
     q.add_argument("--file", default=str(LOCOMO))
+    d = sub.add_parser("seeded")
+    d.add_argument("--per-category", type=int, default=20)
+    d.add_argument("--seed", type=int, default=22)
+    d.add_argument("--budget", type=int, default=2000)
+    d.add_argument("--file", default=str(LOCOMO))
+    d.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "cuemem-local-llm"),
+                   help="the drawn questions and the eval database, kept between resumed runs (delete after)")
     args = parser.parse_args()
-    summary = speed(args) if args.command == "speed" else locomo(args)
+    summary = {"speed": speed, "locomo": locomo, "seeded": seeded}[args.command](args)
     OUT.mkdir(parents=True, exist_ok=True)
-    name = "speed" if args.command == "speed" else f"locomo_conv26_{args.limit}q_b{args.budget}"
+    name = {"speed": "speed", "locomo": f"locomo_conv26_{getattr(args, 'limit', 0)}q_b{args.budget}",
+            "seeded": f"locomo_seeded{getattr(args, 'seed', 0)}_{summary.get('questions')}q_b{args.budget}"}[args.command]
     (OUT / f"{name}.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in summary.items() if k != "answers"}, indent=2))
 

@@ -17,11 +17,11 @@ import numpy as np
 
 from .excerpt import GAP
 from .extract import time_phrases
-from .reconstruct import dialogue_lines, evidence_line, fts_query
+from .reconstruct import dialogue_lines, evidence_line, fts_query, question_periods, said_in
 from .records import Answer, Context, ScoredCue
 from .statements import sentences as split_sentences
 from .statements import without_names
-from .timeparse import format_human
+from .timeparse import MONTH_NAMES, format_human
 from .view import in_context
 
 EXTRACTIVE_SOURCES = 3
@@ -95,7 +95,7 @@ def shared_words(question: str, context: Context) -> set[str]:
     return stems & said
 
 
-def rank_sentences(context: Context, embedder) -> list[tuple[float, str, int]]:
+def rank_sentences(context: Context, embedder, short_places: bool = False) -> list[tuple[float, str, int]]:
     """(score, sentence, evidence index) for every candidate sentence of the evidence, best first.
 
     Sentences come from the project's one splitter (statements.sentences); questions are left out (the
@@ -105,14 +105,15 @@ def rank_sentences(context: Context, embedder) -> list[tuple[float, str, int]]:
     breed is Maya's dog?" because of the "name? breed?" before it. Measured on 400 LoCoMo questions,
     share whose chosen sentences include one from a gold evidence turn: best sentence 0.205; in context
     0.247; in context without questions 0.323. Best two turns: 0.343, 0.415, 0.463 (context weights
-    0.5–1.0 lie within 0.02 of each other).
+    0.5–1.0 lie within 0.02 of each other). With `short_places` (where-questions) a sentence under
+    four words is kept when it names a place: "Greetings from Denver!" is where someone is.
     """
     found: list[tuple[str, int]] = []
     for i, ev in enumerate(context.evidence):
         for sentence in split_sentences(ev.text):
             sentence = sentence.strip().strip(GAP).strip()  # an excerpt's gap marks are not part of a sentence
-            if len(sentence.split()) >= 4:  # greetings and one-word replies answer nothing
-                found.append((sentence, i))
+            if len(sentence.split()) >= 4 or (short_places and places(sentence)):
+                found.append((sentence, i))  # greetings and one-word replies answer nothing
     candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
     if not candidates:
         return []
@@ -149,8 +150,21 @@ _NOW = re.compile(r"\b(?:now|currently|current|these days|still|anymore|latest|a
 _NUMBER = re.compile(r"\b(?:\d+(?:[.,]\d+)?|a few|a couple|several|(?:one|two|three|four|five|six|seven|eight|nine|"
                      r"ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|dozen|many)(?:[- ]\w+)?)"
                      r"(?:\s+[a-z]+)?", re.I)
-_PLACE = re.compile(r"\b(?:in|at|to|from|near|around|into|on)\s+"
+# A place after a preposition that puts someone or something there ("near" and "around" only locate
+# relative to a landmark: "the apartment near Washington Park" is in a city the question asks for).
+_PLACE = re.compile(r"\b(?:in|at|to|from|into|on)\s+"
                     r"((?:the\s+)?[A-Z][\w'-]*(?:\s+(?:of\s+)?[A-Z][\w'-]*)*)")
+_NOT_PLACES = {*(m.lower() for m in MONTH_NAMES), "monday", "tuesday", "wednesday", "thursday", "friday",
+               "saturday", "sunday", "christmas", "easter", "halloween", "thanksgiving"}
+
+
+def places(sentence: str) -> list[str]:
+    """The places `sentence` names after a preposition (_PLACE), days, months and holidays left out
+    ("on Thursday" says when, not where)."""
+    return [m.group(1) for m in _PLACE.finditer(sentence)
+            if m.group(1).removeprefix("the ").split()[0].lower() not in _NOT_PLACES]
+
+
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)*")
 RECENT_MARGIN = 0.1  # "now" questions: the latest sentence scoring within this of the best one
 
@@ -195,9 +209,9 @@ def _span(kind: str, question: str, sentence: str, ev, cues: list[ScoredCue]) ->
         numbers = [m.group(0) for m in _NUMBER.finditer(sentence) if m.group(0).split()[0].lower() not in asked]
         return numbers[0] if numbers else sentence
     if kind == "where":
-        places = [m.group(1) for m in _PLACE.finditer(sentence) if m.group(1).split()[-1].lower() not in asked]
-        if places:
-            return places[-1]
+        named = [place for place in places(sentence) if place.split()[-1].lower() not in asked]
+        if named:
+            return named[-1]
     if kind == "who":
         names = [m.group(0) for m in _NAME.finditer(sentence) if m.group(0).lower() not in asked
                  and m.group(0) not in ("I", "I'm", "I've")]
@@ -253,15 +267,20 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     0.577 / 0.421 (a fact often spans a turn's sentences); three source turns 0.620 / 0.456; dates
     inline in the sources 0.620 / 0.509 (four sources: 0.669 / 0.526, but an answer should stay short).
     """
-    ranked = rank_sentences(context, embedder)
+    kind = question_kind(context.question)
+    ranked = rank_sentences(context, embedder, short_places=kind == "where")
     if not matched(context, ranked):
         return Answer(text=None, kind="extractive")
     evidence = context.evidence
-    best = ranked[0]
+    # A where-question is answered by a sentence that names a place, when the evidence has one; by one
+    # said in the period the question names, when one was ("Where did Maya live in March 2023?").
+    answering = [r for r in ranked if places(r[1])] if kind == "where" else []
+    periods = question_periods(context.question) if answering else []
+    answering = [r for r in answering if said_in(evidence[r[2]].time, periods)] or answering
+    best = (answering or ranked)[0]
     if _NOW.search(context.question):
-        close = [r for r in ranked if r[0] >= best[0] - RECENT_MARGIN]
+        close = [r for r in (answering or ranked) if r[0] >= best[0] - RECENT_MARGIN]
         best = max(close, key=lambda r: (evidence[r[2]].time or "", evidence[r[2]].position, r[0]))
-    kind = question_kind(context.question)
     _, sentence, i = best
     span = _span(kind, context.question, sentence, evidence[i], list(context.cues))
     if kind == "when" and span.startswith("on "):  # no date in the sentence: another of its turn may say it

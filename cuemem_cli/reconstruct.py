@@ -239,13 +239,13 @@ def _best_cues(hits: list[tuple[Cue, float]]) -> dict[int, tuple[Cue, float]]:
     return best
 
 
-def _periods(question: str) -> list[tuple[str, str]]:
+def question_periods(question: str) -> list[tuple[str, str]]:
     """Named periods widened by DATE_SLACK_DAYS at the end, as comparable ISO date strings."""
     return [(first, (date.fromisoformat(last) + timedelta(days=DATE_SLACK_DAYS)).isoformat())
             for first, last in named_periods(question)]
 
 
-def _said_in(when: str | None, periods: list[tuple[str, str]]) -> bool:
+def said_in(when: str | None, periods: list[tuple[str, str]]) -> bool:
     return when is not None and any(first <= when[:10] <= last for first, last in periods)
 
 
@@ -265,7 +265,7 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
     whole = np.where(np.isnan(whole), cue, whole)  # a turn without a vector (older database) counts its cue
     people = np.array([turns[tid].speaker in mentioned or turns[tid].role in roles for tid in candidates],
                       dtype=np.float32)
-    dated = np.array([_said_in(turns[tid].time, periods) for tid in candidates], dtype=np.float32) \
+    dated = np.array([said_in(turns[tid].time, periods) for tid in candidates], dtype=np.float32) \
         if periods else np.zeros(n, dtype=np.float32)
     own = (settings.cue_weight * cue + (1 - settings.cue_weight) * whole
            + settings.speaker_weight * people + settings.date_weight * dated)
@@ -367,7 +367,7 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
     mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, mix), best, lexical, hops,
-                        hits[-1][1] if hits else 0.0, mentioned, addressed_roles(question), _periods(question),
+                        hits[-1][1] if hits else 0.0, mentioned, addressed_roles(question), question_periods(question),
                         settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000
