@@ -48,6 +48,8 @@ _WORKERS = typer.Option(4, "--workers", min=1, help="Parallel LLM calls per ques
 _CACHE_DIR = typer.Option(None, "--cache-dir", help="Where ingested databases are cached "
                                                     "(default: the per-user cache dir, …/cuemem/eval).")
 _REBUILD = typer.Option(False, "--rebuild", help="Ingest again even if a cached database exists.")
+_STORE = typer.Option(None, "--store", help="Evaluate on this PostgreSQL database (postgresql://…, empty or "
+                      "holding this same eval) instead of the SQLite cache.")
 _OUT = typer.Option(None, "--out", help="Write the summary and every per-question record as JSON.")
 _OFFLINE = typer.Option(False, "--offline-answers", help="Also answer each question offline, as `ask` does without "
                         "a model, and report the share whose answer holds every content word of the gold answer.")
@@ -64,7 +66,7 @@ def locomo(
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
     model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
-    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD,
+    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD, store: str | None = _STORE,
     offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
 ) -> None:
     """LoCoMo: categories 1–4 (multi-hop, temporal, open-domain, single-hop; the standard 1,540 questions)."""
@@ -80,7 +82,7 @@ def longmemeval(
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
     model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
-    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD,
+    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD, store: str | None = _STORE,
     offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
 ) -> None:
     """LongMemEval: each question's haystack as its own conversation; types reported apart, `_abs` as abstention."""
@@ -107,6 +109,7 @@ def _run(options: dict[str, Any], dataset: str) -> None:
         extract_model=options["extract_model"], embedder=options["embedder"], model=options["model"],
         judge_model=options["judge_model"], priority=not options["no_priority"], workers=options["workers"],
         cache_dir=options["cache_dir"], rebuild=options["rebuild"], offline_answers=options["offline_answers"],
+        store_url=options["store"],
     )
     try:
         with progress_display(sys.stderr.isatty()) as progress:

@@ -23,8 +23,8 @@ from .cache import (BuildSettings, IngestSummary, database_path, default_cache_d
                     remove_database, remove_superseded, turn_alone_path, vector_dir)
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
 from .metrics import answer_holds, evidence_scores, longmemeval_scores, summarise, unique_in_order
-from .systems import (DEFAULT_SYSTEMS, SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors, Retrieval,
-                      count_tokens, system)
+from .systems import (DEFAULT_SYSTEMS, SYSTEMS, TURN_ALONE_SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors,
+                      Retrieval, count_tokens, system)
 from .tokens import TOKENIZER_LABELS, TokenCounter
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); phase is "ingest" or "questions"
@@ -53,6 +53,7 @@ class EvalConfig:
     offline_answers: bool = False  # also answer offline (answer.answer_extractively) and score it (answer_holds)
     cache_dir: Path | None = None
     rebuild: bool = False
+    store_url: str | None = None  # a postgresql:// database to evaluate on instead of the SQLite cache
 
 
 @dataclass
@@ -75,6 +76,42 @@ def check(config: EvalConfig) -> None:
         raise CuememError("--judge-model needs an answerer", "pass --model MODEL as well")
     if config.dataset not in ("locomo", "longmemeval"):
         raise CuememError(f"unknown dataset {config.dataset!r}")
+    if config.store_url is not None:
+        from ..config import is_postgres_url
+
+        if not is_postgres_url(config.store_url):
+            raise CuememError(f"--store {config.store_url!r} is not a postgresql:// URL",
+                              "leave --store out to evaluate on the SQLite cache (--cache-dir)")
+        alone = [s for s in config.systems if s in TURN_ALONE_SYSTEMS]
+        if alone:
+            raise CuememError(f"{', '.join(alone)} need a copy of the SQLite database and cannot run on PostgreSQL",
+                              "run them without --store")
+        if config.rebuild:
+            raise CuememError("--rebuild does not empty a PostgreSQL database", "give --store a new, empty database")
+
+
+def open_postgres(config: EvalConfig, lineage: str):
+    """The PostgreSQL store an eval runs on: empty, or holding this same eval (its lineage in meta), so an
+    eval never mixes its conversations into someone's memory nor reads another build's."""
+    from ..stores import open_store
+
+    assert config.store_url is not None
+    store = open_store(config.store_url)
+    try:
+        stored = store.get_meta("eval_lineage")
+        if stored is None and store.turn_count():
+            raise CuememError(f"{store.path} holds conversations that no eval put there",
+                              "give --store an empty database: an eval ingests its benchmark into it")
+        if stored is not None and stored != lineage:
+            raise CuememError(f"{store.path} holds an eval built from other data or settings ({stored})",
+                              "give --store a new, empty database for this one")
+        if stored is None:
+            with store.transaction():
+                store.set_meta("eval_lineage", lineage)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def load_dataset(config: EvalConfig) -> Dataset:
@@ -236,16 +273,26 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         embedder = get_embedder(config.embedder)
     build = BuildSettings(config.extractor, config.extract_model, embedder.model_id,
                           max(BuildSettings.window, settings.window), max(BuildSettings.sem_k, settings.sem_k))
-    db_path = _database(config, build)
     state = _Progress()
     qa = _QA(config, dataset.name, config.model) if config.model else None
-    store = Store.open(db_path)
-    turn_alone = _TurnAloneCopy(store, turn_alone_path(db_path), embedder)
+    scratch = None
+    if config.store_url:  # PostgreSQL: the database given, naive RAG's turn vectors in a temporary folder
+        import tempfile
+
+        store = open_postgres(config, build.lineage(dataset.name, file_digest(Path(config.file))))
+        scratch = tempfile.TemporaryDirectory(prefix="cuemem-eval-")
+        database, vectors = store.path, Path(scratch.name)
+        turn_alone = _TurnAloneCopy(store, vectors / "unused.db", embedder)  # check() refused its systems
+    else:
+        db_path = _database(config, build)
+        store = Store.open(db_path)
+        database, vectors = str(db_path), vector_dir(db_path)
+        turn_alone = _TurnAloneCopy(store, turn_alone_path(db_path), embedder)
     try:
         state.ingest = ensure_ingested(store, dataset.messages, build, embedder, lambda d, t: notify("ingest", d, t))
-        state.ingest.superseded_removed, state.ingest.superseded_bytes = remove_superseded(db_path)
+        if scratch is None:
+            state.ingest.superseded_removed, state.ingest.superseded_bytes = remove_superseded(Path(database))
         embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
-        vectors = vector_dir(db_path)
         env = Env(store, QueryVectors(embedder), settings, lambda view: view.matrix(
             embedder, vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy"), turn_alone)
         offline = _Offline(embedder) if config.offline_answers else None
@@ -257,6 +304,8 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     finally:
         store.close()
         turn_alone.close()
+        if scratch is not None:
+            scratch.cleanup()
     summary = {
         "dataset": dataset.name, "file": str(config.file), "questions": state.done,
         "questions_selected": len(dataset.questions), "interrupted": state.interrupted, "error": state.error,
@@ -271,7 +320,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         "tokenizers": {name: TOKENIZER_LABELS[name] for name in _tokenizers(state.records)},
         "categories": list(dataset.categories), "evidence_problems": dataset.problems,
         "qa_errors": qa.errors if qa else 0,
-        "ingest": asdict(state.ingest), "database": str(db_path),
+        "ingest": asdict(state.ingest), "database": database,
         "elapsed_s": round(time.perf_counter() - started, 1),
         "rows": summarise(state.records, config.systems, dataset.categories),
     }
