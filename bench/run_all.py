@@ -13,6 +13,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 QUALITY_MARKER = "<!-- quality: written by bench/quality.py -->"  # bench/quality.py owns the rest of the file
+# What this script writes ends here: the sections after it (written by hand or other scripts, then the
+# quality section) are kept as they are.
+OWN_MARKER = "<!-- end of bench/run_all.sh's part; the sections below are kept when it runs again -->"
 sys.path.insert(0, str(HERE))
 
 import bench_cells_real  # noqa: E402
@@ -159,8 +162,12 @@ def write_markdown(r: dict) -> None:
         "",
     ]
     results = HERE / "RESULTS.md"
-    quality = results.read_text().partition(QUALITY_MARKER) if results.exists() else ("", "", "")
-    results.write_text("\n".join(lines) + ("\n" + quality[1] + quality[2] if quality[1] else ""))
+    old = results.read_text() if results.exists() else ""
+    if OWN_MARKER in old:
+        kept = old.partition(OWN_MARKER)[2]
+    else:
+        kept = "\n" + "".join(old.partition(QUALITY_MARKER)[1:])
+    results.write_text("\n".join(lines) + "\n" + OWN_MARKER + kept)
 
 
 if __name__ == "__main__":
