@@ -149,16 +149,17 @@ def write_markdown(r: dict) -> None:
         f"{rc['stage_p50_ms']['embed_query']} ms p50: one MiniLM forward pass over ~15 tokens, ~0.3 GFLOP, "
         "compute-bound on these cores like ingest's embedding below. Under 5 ms in all needs a faster CPU for "
         "the model, or the caller passing a question vector it already has.",
-        f"- **Ingest.** Embedding is {round(100 * i['stage_share']['embed'])} % of the wall time: "
+        f"- **Ingest.** Embedding takes {i['stage_s']['embed']} s of compute (the stages overlap: ingest parses one "
+        "batch while it embeds the one before, so their seconds add up to more than the wall time): "
         f"{i['texts_embedded']:,} distinct texts (cues and whole turns; repeats are embedded once) at "
         f"{i['embed_texts_per_s']} texts/s with the default embedder, MiniLM with int8 matrix products "
         f"(this CPU's int8 dot products: {i['cpu_int8_dot_product']}). The same ingest with the float model "
         f"(`--embedder onnx`) took {i['float_embedder']['wall_s']} s at {i['float_embedder']['embed_texts_per_s']} "
         "texts/s. On CPUs without VNNI, int8 products cost about what float ones do (an earlier run on AVX2-only "
         "cores: 165 against 168 cues/s), so there the default gains little. What is left is compute: "
-        f"spaCy's parse ({i['stage_s']['extract']} s) and the model's forward passes, one text per core. 60 s "
+        f"spaCy's parse ({i['stage_s']['extract']} s) and the model's forward passes, one text per core. 45 s "
         "needs a faster CPU or fewer texts, and embedding fewer texts costs quality (Quality below: `cue-only`, "
-        "`turn-only`).",
+        "`turn-only`); \"Ingest at scale\" below has the measurements.",
         "",
     ]
     results = HERE / "RESULTS.md"
