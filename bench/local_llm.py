@@ -197,7 +197,8 @@ def seeded(args) -> dict:
     from cuemem_cli.evaluate.metrics import answer_holds
     from cuemem_cli.evaluate.runner import EvalConfig, run
 
-    local_llm.load()
+    if not args.summary_only:
+        local_llm.load()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     subset = work / f"locomo_seeded{args.seed}_{args.per_category}.json"
@@ -214,7 +215,7 @@ def seeded(args) -> dict:
     elapsed = 0.0
     try:
         for number, question in enumerate(everything.questions, start=1):
-            if question.qid in done:
+            if question.qid in done or args.summary_only:
                 continue
             runner.load_dataset = lambda config, q=question: dataclasses.replace(everything, questions=[q])
             result = run(config)
@@ -270,6 +271,7 @@ def main() -> None:
     d.add_argument("--file", default=str(LOCOMO))
     d.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "cuemem-local-llm"),
                    help="the drawn questions and the eval database, kept between resumed runs (delete after)")
+    d.add_argument("--summary-only", action="store_true", help="summarise the answers recorded so far, answer none")
     args = parser.parse_args()
     summary = {"speed": speed, "locomo": locomo, "seeded": seeded}[args.command](args)
     OUT.mkdir(parents=True, exist_ok=True)

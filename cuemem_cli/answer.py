@@ -109,10 +109,11 @@ def rank_sentences(context: Context, embedder, short_places: bool = False) -> li
     four words is kept when it names a place: "Greetings from Denver!" is where someone is.
     """
     found: list[tuple[str, int]] = []
+    speakers = frozenset(ev.speaker for ev in context.evidence if ev.speaker)
     for i, ev in enumerate(context.evidence):
         for sentence in split_sentences(ev.text):
             sentence = sentence.strip().strip(GAP).strip()  # an excerpt's gap marks are not part of a sentence
-            if len(sentence.split()) >= 4 or (short_places and places(sentence)):
+            if len(sentence.split()) >= 4 or (short_places and places(sentence, speakers)):
                 found.append((sentence, i))  # greetings and one-word replies answer nothing
     candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
     if not candidates:
@@ -158,11 +159,11 @@ _NOT_PLACES = {*(m.lower() for m in MONTH_NAMES), "monday", "tuesday", "wednesda
                "saturday", "sunday", "christmas", "easter", "halloween", "thanksgiving"}
 
 
-def places(sentence: str) -> list[str]:
-    """The places `sentence` names after a preposition (_PLACE), days, months and holidays left out
-    ("on Thursday" says when, not where)."""
+def places(sentence: str, names: frozenset[str] = frozenset()) -> list[str]:
+    """The places `sentence` names after a preposition (_PLACE): days, months and holidays ("on Thursday"
+    says when, not where) and the speakers' `names` left out."""
     return [m.group(1) for m in _PLACE.finditer(sentence)
-            if m.group(1).removeprefix("the ").split()[0].lower() not in _NOT_PLACES]
+            if m.group(1).removeprefix("the ").split()[0].lower() not in _NOT_PLACES and m.group(1) not in names]
 
 
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)*")
@@ -190,7 +191,8 @@ def _said_on(ev) -> date | None:
         return None
 
 
-def _span(kind: str, question: str, sentence: str, ev, cues: list[ScoredCue]) -> str:
+def _span(kind: str, question: str, sentence: str, ev, cues: list[ScoredCue],
+          names: frozenset[str] = frozenset()) -> str:
     """The part of `sentence` the question asks for; the sentence itself when no rule finds one."""
     if kind == "when":
         said = _said_on(ev)
@@ -209,14 +211,14 @@ def _span(kind: str, question: str, sentence: str, ev, cues: list[ScoredCue]) ->
         numbers = [m.group(0) for m in _NUMBER.finditer(sentence) if m.group(0).split()[0].lower() not in asked]
         return numbers[0] if numbers else sentence
     if kind == "where":
-        named = [place for place in places(sentence) if place.split()[-1].lower() not in asked]
-        if named:
-            return named[-1]
+        spots = [place for place in places(sentence, names) if place.split()[-1].lower() not in asked]
+        if spots:
+            return spots[-1]
     if kind == "who":
-        names = [m.group(0) for m in _NAME.finditer(sentence) if m.group(0).lower() not in asked
-                 and m.group(0) not in ("I", "I'm", "I've")]
-        if names:
-            return names[0]
+        people = [m.group(0) for m in _NAME.finditer(sentence) if m.group(0).lower() not in asked
+                  and m.group(0) not in ("I", "I'm", "I've")]
+        if people:
+            return people[0]
     objects = [c for c in cues if c.turn == ev.source_id and c.kind == "triple" and c.object
                and c.object.lower() in sentence.lower() and not set(c.object.lower().split()) <= asked]
     if objects:  # the noun phrase the parser found at ingest, from the cue nearest the question
@@ -272,17 +274,22 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     if not matched(context, ranked):
         return Answer(text=None, kind="extractive")
     evidence = context.evidence
-    # A where-question is answered by a sentence that names a place, when the evidence has one; by one
-    # said in the period the question names, when one was ("Where did Maya live in March 2023?").
-    answering = [r for r in ranked if places(r[1])] if kind == "where" else []
-    periods = question_periods(context.question) if answering else []
+    # A where-question about a time, now or a named period, is answered by a sentence that names a place
+    # (when the evidence has one): the latest for now, one said in the period ("Where did Maya live in
+    # March 2023?"). Other where-questions keep the best sentence: a place that opens a reply has no
+    # preposition before it ("Lisbon, and we stayed a week"), and measured on LoCoMo, taking the place
+    # that opens a reply as well finds more interjections ("Plus", "Oops") than places.
+    now = bool(_NOW.search(context.question))
+    periods = question_periods(context.question) if kind == "where" else []
+    speakers = frozenset(ev.speaker for ev in evidence if ev.speaker)
+    answering = [r for r in ranked if places(r[1], speakers)] if kind == "where" and (now or periods) else []
     answering = [r for r in answering if said_in(evidence[r[2]].time, periods)] or answering
     best = (answering or ranked)[0]
-    if _NOW.search(context.question):
+    if now:
         close = [r for r in (answering or ranked) if r[0] >= best[0] - RECENT_MARGIN]
         best = max(close, key=lambda r: (evidence[r[2]].time or "", evidence[r[2]].position, r[0]))
     _, sentence, i = best
-    span = _span(kind, context.question, sentence, evidence[i], list(context.cues))
+    span = _span(kind, context.question, sentence, evidence[i], list(context.cues), speakers)
     if kind == "when" and span.startswith("on "):  # no date in the sentence: another of its turn may say it
         for part in split_sentences(evidence[i].text):
             alt = _span(kind, context.question, part, evidence[i], [])
