@@ -109,11 +109,11 @@ def rank_sentences(context: Context, embedder, short_places: bool = False) -> li
     four words is kept when it names a place: "Greetings from Denver!" is where someone is.
     """
     found: list[tuple[str, int]] = []
-    speakers = frozenset(ev.speaker for ev in context.evidence if ev.speaker)
+    names = frozenset(ev.speaker for ev in context.evidence if ev.speaker)
     for i, ev in enumerate(context.evidence):
         for sentence in split_sentences(ev.text):
             sentence = sentence.strip().strip(GAP).strip()  # an excerpt's gap marks are not part of a sentence
-            if len(sentence.split()) >= 4 or (short_places and places(sentence, speakers)):
+            if len(sentence.split()) >= 4 or (short_places and places(sentence, names)):
                 found.append((sentence, i))  # greetings and one-word replies answer nothing
     candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
     if not candidates:
@@ -122,7 +122,6 @@ def rank_sentences(context: Context, embedder, short_places: bool = False) -> li
     led = [i for i in sorted({i for _, i in candidates})  # turns whose turn before is in the evidence too
            if i and evidence[i - 1].session == evidence[i].session
            and evidence[i - 1].position == evidence[i].position - 1]
-    names = {ev.speaker for ev in evidence if ev.speaker}
     plain = [without_names(t, names) or t for t in [context.question] + [c[0] for c in candidates]]
     vectors = embedder.embed(plain + [evidence[i - 1].text for i in led])
     question, own = vectors[0], vectors[1:len(candidates) + 1]

@@ -457,20 +457,25 @@ class Store:
         rows = self.conn.execute(
             "SELECT c.turn_id, c.object, v.embedding FROM cues c JOIN cue_vectors v ON v.cue_id = c.id"
             " WHERE c.kind = 'statement' AND c.turn_id IN (SELECT value FROM json_each(?)) ORDER BY c.id",
-            (orjson.dumps(list(turn_ids)).decode(),))
+            (orjson.dumps(list(turn_ids)).decode(),)).fetchall()
         out: dict[int, list[tuple[str, np.ndarray]]] = {}
-        for tid, sentence, code in rows:
-            out.setdefault(tid, []).append((sentence, vec.from_blobs([code], len(code))[0]))
+        if not rows:
+            return out
+        for (tid, sentence, _), vector in zip(rows, vec.from_blobs([r[2] for r in rows], len(rows[0][2])), strict=True):
+            out.setdefault(tid, []).append((sentence, vector))
         return out
 
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], matrix: np.ndarray) -> None:
-        """Cue vectors, stored as int8 codes (vectors.py), a block of codes at a time."""
-        for lo in range(0, len(cue_ids), 10_000):
-            codes = vec.encode(matrix[lo:lo + 10_000]) if len(cue_ids) else ()
-            self.conn.executemany(
-                "INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, vec_int8(?))",
-                [(cid, conversation_id, code.tobytes())
-                 for cid, code in zip(cue_ids[lo:lo + 10_000], codes, strict=True)])
+        """Cue vectors, stored as int8 codes (vectors.py)."""
+        self._insert_codes("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, vec_int8(?))",
+                           [(cid, conversation_id) for cid in cue_ids], matrix)
+
+    def _insert_codes(self, sql: str, keys: Sequence[tuple[int, int]], matrix: np.ndarray) -> None:
+        """Rows of (key columns, int8 code), a block of vectors encoded at a time (a long turn has ~100,000)."""
+        for lo in range(0, len(keys), 10_000):
+            codes = vec.encode(matrix[lo:lo + 10_000])
+            self.conn.executemany(sql, [(*key, code.tobytes())
+                                        for key, code in zip(keys[lo:lo + 10_000], codes, strict=True)])
 
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None:
         self.conn.executemany("INSERT OR REPLACE INTO turn_vectors(turn_id, embedding) VALUES (?, ?)",
@@ -480,7 +485,9 @@ class Store:
         rows = self.conn.execute(
             "SELECT turn_id, embedding FROM turn_vectors WHERE turn_id IN (SELECT value FROM json_each(?))",
             (orjson.dumps(list(turn_ids)).decode(),)).fetchall()
-        return {tid: vec.from_blobs([code], len(code))[0] for tid, code in rows}
+        if not rows:
+            return {}
+        return dict(zip((r[0] for r in rows), vec.from_blobs([r[1] for r in rows], len(rows[0][1])), strict=True))
 
     def previous_turns(self, turn_ids: Iterable[int]) -> dict[int, int]:
         """Each turn's predecessor in its conversation, where both were said in the same session."""
@@ -605,12 +612,8 @@ class Store:
         return ids
 
     def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, matrix: np.ndarray) -> None:
-        for lo in range(0, len(cue_ids), 10_000):
-            codes = vec.encode(matrix[lo:lo + 10_000]) if len(cue_ids) else ()
-            self.conn.executemany(
-                "INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (?, ?, vec_int8(?))",
-                [(int(c), int(cell), code.tobytes())
-                 for c, cell, code in zip(cue_ids[lo:lo + 10_000], cell_ids[lo:lo + 10_000], codes, strict=True)])
+        self._insert_codes("INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (?, ?, vec_int8(?))",
+                           [(int(c), int(cell)) for c, cell in zip(cue_ids, cell_ids, strict=True)], matrix)
 
     def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """Top-k cues among the given cells (vec0 returns candidates per cell; the best k of all are kept)."""
