@@ -251,6 +251,9 @@ class PostgresStore:
             others = self.conn.execute(
                 "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").fetchone()[0]
             if others:
+                again = self._applied()  # another process may have committed the schema between the two reads
+                if again is not None:
+                    return self._check(again, create)
                 raise StoreError(f"{self.path} holds tables but no cuemem schema; cuemem left it untouched",
                                  "point --db (or CUEMEM_DB) at a database (or schema) of its own")
             if not create:
