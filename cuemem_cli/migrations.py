@@ -225,6 +225,33 @@ def m010_int8_vectors(conn: Connection, dim: int) -> None:
                          [(c.tobytes(), r[0]) for r, c in zip(rows, codes, strict=True)])
 
 
+EDGE_KINDS = ("semantic", "temporal")  # an edge's kind as stored: its index here; see m011_edge_kind_codes
+
+
+def m011_edge_kind_codes(conn: Connection) -> None:
+    """An edge's kind as 0 (semantic) or 1 (temporal) instead of its name: SQLite stores the integers 0
+    and 1 in no bytes, the names in 9 and 8, once in the table and once in its reverse index, on every
+    edge (an eighth of a database's bytes). The order of the codes is the order of the names, so
+    everything sorted by kind stays in the same order. store.py turns the codes back into names."""
+    _run(
+        conn,
+        """CREATE TABLE edges_coded (
+            src INTEGER NOT NULL REFERENCES turns(id),
+            dst INTEGER NOT NULL REFERENCES turns(id),
+            kind INTEGER NOT NULL CHECK (kind IN (0, 1)),
+            weight REAL NOT NULL,
+            rank INTEGER NOT NULL,
+            PRIMARY KEY (src, kind, dst)
+        ) WITHOUT ROWID""",
+        "INSERT INTO edges_coded(src, dst, kind, weight, rank)"
+        " SELECT src, dst, CASE kind WHEN 'semantic' THEN 0 WHEN 'temporal' THEN 1 ELSE kind END, weight, rank"
+        " FROM edges ORDER BY src, kind, dst",  # (codes already there are kept: the step can run twice)
+        "DROP TABLE edges",
+        "ALTER TABLE edges_coded RENAME TO edges",
+        "CREATE INDEX edges_dst ON edges(dst, kind)",
+    )
+
+
 MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
     m001_initial,
     m002_turn_vectors,
@@ -236,6 +263,7 @@ MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
     m008_cue_cells,
     m009_drop_cues_fts,
     m010_int8_vectors,
+    m011_edge_kind_codes,
 ]
 
 

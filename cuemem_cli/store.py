@@ -22,8 +22,11 @@ import orjson
 from . import vectors as vec
 from .errors import ModelMismatch, StoreError
 from .files import private_dir
-from .migrations import MIGRATIONS, Step, steps
+from .migrations import EDGE_KINDS, MIGRATIONS, Step, steps
 from .records import Cue, Turn
+
+SEMANTIC, TEMPORAL = (EDGE_KINDS.index(name) for name in ("semantic", "temporal"))
+KIND_NAME = f"CASE e.kind WHEN {SEMANTIC} THEN 'semantic' ELSE 'temporal' END"  # edges store codes (m011)
 
 BUSY_TIMEOUT = 30.0  # seconds a process waits for another one's write lock before giving up
 APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
@@ -674,11 +677,12 @@ class Store:
     # ------------------------------------------------------------------- edges
     def insert_edges(self, rows: Iterable[tuple[int, int, str, float, int]]) -> int:
         """rows: (src, dst, kind, weight, rank). A repeated edge keeps its best weight and rank."""
+        code = {name: i for i, name in enumerate(EDGE_KINDS)}
         cur = self.conn.executemany(
             "INSERT INTO edges(src, dst, kind, weight, rank) VALUES (?, ?, ?, ?, ?)"
             " ON CONFLICT (src, kind, dst) DO UPDATE SET weight = max(weight, excluded.weight),"
             " rank = min(rank, excluded.rank)",
-            list(rows),
+            [(src, dst, code[kind], weight, rank) for src, dst, kind, weight, rank in rows],
         )
         return cur.rowcount
 
@@ -690,23 +694,24 @@ class Store:
         """
         return self.conn.execute(
             "WITH a(id) AS (SELECT value FROM json_each(?1))"
-            " SELECT e.src, e.dst, e.kind, e.weight FROM edges e JOIN a ON e.src = a.id"
-            "  WHERE e.rank <= CASE e.kind WHEN 'temporal' THEN ?2 ELSE ?3 END"
+            f" SELECT e.src, e.dst, {KIND_NAME}, e.weight FROM edges e JOIN a ON e.src = a.id"
+            f"  WHERE e.rank <= CASE e.kind WHEN {TEMPORAL} THEN ?2 ELSE ?3 END"
             " UNION ALL"
-            " SELECT e.dst, e.src, e.kind, e.weight FROM edges e JOIN a ON e.dst = a.id"
-            "  WHERE e.kind = 'semantic' AND e.rank <= ?3",
+            f" SELECT e.dst, e.src, {KIND_NAME}, e.weight FROM edges e JOIN a ON e.dst = a.id"
+            f"  WHERE e.kind = {SEMANTIC} AND e.rank <= ?3",
             (orjson.dumps(list(turn_ids)).decode(), window, sem_k),
         ).fetchall()
 
     def edges_of(self, turn_id: int) -> list[tuple[int, int, str, float, int]]:
         return self.conn.execute(
-            "SELECT src, dst, kind, weight, rank FROM edges WHERE src = ?1 OR dst = ?1 ORDER BY kind, weight DESC",
+            f"SELECT e.src, e.dst, {KIND_NAME}, e.weight, e.rank FROM edges e WHERE e.src = ?1 OR e.dst = ?1"
+            " ORDER BY e.kind, e.weight DESC",
             (turn_id,),
         ).fetchall()
 
     def all_edges(self, conversation_id: int) -> list[tuple[int, int, str, float, int]]:
         return self.conn.execute(
-            "SELECT e.src, e.dst, e.kind, e.weight, e.rank FROM edges e JOIN turns t ON t.id = e.src"
+            f"SELECT e.src, e.dst, {KIND_NAME}, e.weight, e.rank FROM edges e JOIN turns t ON t.id = e.src"
             " WHERE t.conversation_id = ? ORDER BY e.src, e.kind, e.dst",
             (conversation_id,),
         ).fetchall()
@@ -714,14 +719,14 @@ class Store:
     # ------------------------------------------------------------------- stats
     def conversation_stats(self) -> list[dict[str, Any]]:
         rows = self.conn.execute(
-            """
+            f"""
             SELECT c.name,
                    (SELECT count(*) FROM turns t WHERE t.conversation_id = c.id),
                    (SELECT count(*) FROM cues q WHERE q.conversation_id = c.id),
                    (SELECT count(*) FROM edges e JOIN turns t ON t.id = e.src
-                      WHERE t.conversation_id = c.id AND e.kind = 'temporal'),
+                      WHERE t.conversation_id = c.id AND e.kind = {TEMPORAL}),
                    (SELECT count(*) FROM edges e JOIN turns t ON t.id = e.src
-                      WHERE t.conversation_id = c.id AND e.kind = 'semantic'),
+                      WHERE t.conversation_id = c.id AND e.kind = {SEMANTIC}),
                    (SELECT count(*) FROM turns t WHERE t.conversation_id = c.id
                       AND NOT EXISTS (SELECT 1 FROM cues q WHERE q.turn_id = t.id)),
                    (SELECT count(*) FROM turns t WHERE t.conversation_id = c.id AND t.status = 'pending'),

@@ -241,7 +241,8 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     from cuemem_cli import cells
 
     dim, path = 16, tmp_path / "old.db"
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS[:-1])  # the schema before m010
+    before = MIGRATIONS[:MIGRATIONS.index(migrations.m010_int8_vectors)]
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", before)  # the schema before m010
     store = Store.open(path)
     store.bind_embedder("m", dim, "test")
     rng = np.random.default_rng(7)
@@ -265,7 +266,7 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     store.close()
     monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
     store = Store.open(path)
-    assert recorded(path)[-1] == "m010_int8_vectors"
+    assert recorded(path)[len(PLAIN) + len(VECTOR) - 2:] == ["m010_int8_vectors", "m011_edge_kind_codes"]
     for table in ("cue_vectors", "cue_cells"):
         assert f"int8[{dim}]" in schema(path)[table] and f"chunk_size={migrations.VECTOR_CHUNK}" in schema(path)[table]
     queries = [*floats[1][1][:10], *rng.normal(size=(10, dim)).astype(np.float32)]
@@ -293,3 +294,56 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     assert allocated <= allocated_before / 4
     store.close()
     assert_whole(path)
+
+
+def _edge_rows() -> list[tuple[int, int, str, float, int]]:
+    rows = []
+    for i in range(1, 301):
+        rows += [(i, j, "temporal", 1.0, abs(i - j)) for j in (i - 1, i + 1) if 1 <= j <= 300]
+        rows += [(i, (i * 7 + k) % 300 + 1, "semantic", 0.5 + k / 100, k) for k in range(1, 6)]
+    return rows
+
+
+def _turns_for_edges(store: Store) -> None:
+    store.conn.execute("INSERT INTO conversations VALUES (1, 'c', '2026-01-01T00:00:00')")
+    store.conn.executemany("INSERT INTO turns(id, conversation_id, position, source_id, text, content_hash)"
+                           " VALUES (?, 1, ?, ?, 'x', 'h')", [(i, i, f"t{i}") for i in range(1, 301)])
+
+
+def test_edge_kinds_stored_by_name_become_codes_and_read_back_as_names(tmp_path, monkeypatch):
+    """m011 stores an edge's kind as 0/1 instead of its name: a database written before it reads back the
+    same edges, by name, in the same order, and one hop finds what it finds in a database written after."""
+    rows = _edge_rows()
+    fresh = Store.open(tmp_path / "new.db")
+    with fresh.transaction():
+        _turns_for_edges(fresh)
+        fresh.insert_edges(rows)
+    path = tmp_path / "old.db"
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS[:MIGRATIONS.index(migrations.m011_edge_kind_codes)])
+    store = Store.open(path)
+    with store.transaction():
+        _turns_for_edges(store)
+        store.conn.executemany("INSERT INTO edges(src, dst, kind, weight, rank) VALUES (?, ?, ?, ?, ?)", rows)
+    store.close()
+    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
+    store = Store.open(path)
+    assert recorded(path)[-1] == "m011_edge_kind_codes"
+    assert {r[0] for r in store.conn.execute("SELECT DISTINCT kind FROM edges")} == {0, 1}
+    assert store.all_edges(1) == sorted(rows, key=lambda r: (r[0], r[2], r[1]))
+    for db in (store, fresh):
+        assert db.all_edges(1) == store.all_edges(1)
+        assert db.edges_of(5)[0][2] == "semantic" and db.edges_of(5)[-1][2] == "temporal"
+        hop = db.neighbours([5, 17], 1, 3)
+        assert {(a, b, kind) for a, b, kind, _ in hop} == (
+            {(r[0], r[1], r[2]) for r in rows if r[0] in (5, 17) and r[4] <= (1 if r[2] == "temporal" else 3)}
+            | {(r[1], r[0], r[2]) for r in rows if r[1] in (5, 17) and r[2] == "semantic" and r[4] <= 3})
+        stats = db.conversation_stats()[0]
+        assert (stats["temporal_edges"], stats["semantic_edges"]) == (598, 1500)
+    with store.transaction():  # a repeated edge keeps its best weight and rank
+        store.insert_edges([(1, 9, "semantic", 0.99, 1)])
+    assert (1, 9, "semantic", 0.99, 1) in store.all_edges(1)
+    with pytest.raises(Exception, match="CHECK"):
+        store.conn.execute("INSERT INTO edges VALUES (1, 3, 2, 1.0, 1)")
+    assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    store.close()
+    fresh.close()
