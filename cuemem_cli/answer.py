@@ -15,6 +15,7 @@ from datetime import date, datetime
 
 import numpy as np
 
+from .embed import embed_questions
 from .excerpt import GAP
 from .extract import time_phrases
 from .reconstruct import dialogue_lines, evidence_line, fts_query, question_periods, said_in
@@ -123,9 +124,9 @@ def rank_sentences(context: Context, embedder, short_places: bool = False) -> li
            if i and evidence[i - 1].session == evidence[i].session
            and evidence[i - 1].position == evidence[i].position - 1]
     plain = [without_names(t, names) or t for t in [context.question] + [c[0] for c in candidates]]
-    vectors = embedder.embed(plain + [evidence[i - 1].text for i in led])
-    question, own = vectors[0], vectors[1:len(candidates) + 1]
-    before = dict(zip(led, vectors[len(candidates) + 1:], strict=True))
+    vectors = embedder.embed(plain[1:] + [evidence[i - 1].text for i in led])
+    question, own = embed_questions(embedder, plain[:1])[0], vectors[:len(candidates)]
+    before = dict(zip(led, vectors[len(candidates):], strict=True))
     previous = np.vstack([before.get(i, np.zeros_like(question)) for _, i in candidates])
     scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
     scores = scores + TURN_SCORE_WEIGHT * np.array([evidence[i].score for _, i in candidates])

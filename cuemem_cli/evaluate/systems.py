@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..embed import embed_questions
 from ..records import Context, Evidence, Turn
 from ..reconstruct import (GAP_LINE, Settings, break_lines, context_tokens, day_header, estimate_tokens,
                            evidence_line, fill_budget, fts_query, reconstruct, resolve_conversation, turn_cost)
@@ -66,7 +67,7 @@ class QueryVectors:
     def get(self, question: str) -> tuple[np.ndarray, float]:
         if question not in self.cache:
             t0 = time.perf_counter()
-            vector = self.embedder.embed([question])[0]
+            vector = embed_questions(self.embedder, [question])[0]
             self.cache[question] = (vector, (time.perf_counter() - t0) * 1000)
         return self.cache[question]
 
@@ -80,9 +81,12 @@ class CachedQueryEmbedder:
         self.model_id, self.dim, self.name = inner.model_id, inner.dim, inner.name
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.queries.embedder.embed(texts)
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 1:
             return self.queries.get(texts[0])[0][None, :]
-        return self.queries.embedder.embed(texts)
+        return embed_questions(self.queries.embedder, texts)
 
 
 class ConversationView:

@@ -1,0 +1,101 @@
+"""Dense evidence (issue 25): would showing the lower-ranked turns as one-sentence excerpts help?
+
+The idea: fill the first `after` tokens of the budget with turns as `ask` shows them, and show every turn
+ranked below that as its sentences nearest the question cut to `limit` tokens (excerpt.py), so that
+more turns fit. This script re-fills each question's budget from cuemem's own unbudgeted ranking, so
+the product is untouched, and scores each way by what the evidence *text* holds, since counting turn ids
+would call a turn present even when its answering sentence was cut:
+
+- all evidence: every gold turn is in the context (the `cuemem eval` measure);
+- nothing cut: that, and no gold turn shown as an excerpt lost a content word of the gold answer that
+  its whole text has;
+- answer words: the share of the gold answer's content words found anywhere in the evidence text.
+
+    python bench/dense.py DB [LOCOMO_JSON] [AFTER:LIMIT ...]
+    python bench/dense.py ~/.cache/cuemem/eval/locomo-….db ../shared/data/locomo10.json 1000:20 500:30
+
+DB is a `cuemem eval locomo` cache database (as for replay.py). "whole" (as `ask` fills) is always
+measured first; without AFTER:LIMIT pairs, 1000:20, 500:30 and 1000:40.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from dataclasses import replace
+
+from replay import DEFAULT_LOCOMO
+
+from cuemem_cli.embed import embed_questions, get_embedder, spec_for
+from cuemem_cli.evaluate.datasets import load_locomo
+from cuemem_cli.evaluate.metrics import content_tokens
+from cuemem_cli.excerpt import excerpt
+from cuemem_cli.reconstruct import Settings, estimate_tokens, evidence_line, fill_budget, reconstruct, turn_cost
+from cuemem_cli.statements import without_names
+from cuemem_cli.store import Store
+from cuemem_cli.view import conversation_source
+
+
+def dense_form(turn, similarity: dict[str, float], limit: int):
+    def fits(text: str) -> bool:
+        return estimate_tokens(evidence_line(turn.speaker or turn.role, text)) <= limit
+
+    return replace(turn, text=excerpt(turn.text, similarity, fits))
+
+
+def measure(db: str, locomo: str, ways: list[tuple[int, int]]) -> dict:
+    dataset = load_locomo(locomo)
+    store = Store.open(db, create=False)
+    embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
+    dim = embedder.dim
+    whole_text = {(name, m.source_id): m.text for name, messages in dataset.messages.items() for m in messages}
+    names = ["whole", *(f"{after}:{limit}" for after, limit in ways)]
+    per: dict[str, dict[str, list[tuple[bool, bool, float]]]] = {n: defaultdict(list) for n in names}
+    unbudgeted = replace(Settings(), budget=10**9)
+    for q in dataset.questions:
+        if q.abstention or not q.gold_turns:
+            continue
+        ranked_evidence = sorted(reconstruct(store, embedder, q.question, q.conversation, unbudgeted).evidence,
+                                 key=lambda e: (-e.score, e.position))
+        cid = store.conversation_id(q.conversation)
+        source = conversation_source(store, cid, dim)
+        by_source = {t.source_id: t for t in store.turns(cid)}
+        ranked = [replace(by_source[e.source_id], text=e.text) for e in ranked_evidence]  # as ask shows them
+        vector = embed_questions(embedder, [without_names(q.question, source.speakers()) or q.question])[0]
+        similarity = source.sentence_similarities([t.id for t in ranked], vector)
+        fills = {"whole": fill_budget(ranked, Settings().budget)}
+        for after, limit in ways:
+            spent, order = 0, []
+            for turn in ranked:
+                spent += turn_cost(turn)
+                order.append(turn if spent <= after else dense_form(turn, similarity[turn.id], limit))
+            fills[f"{after}:{limit}"] = fill_budget(order, Settings().budget)
+        wanted = set(content_tokens(q.answer))
+        for name, chosen in fills.items():
+            evidence = {t.source_id: t.text for t in chosen}
+            present = all(g in evidence for g in q.gold_turns)
+            kept = present and all(
+                wanted & set(content_tokens(whole_text[(q.conversation, g)])) <= set(content_tokens(evidence[g]))
+                for g in q.gold_turns)
+            shown = set(content_tokens(" ".join(evidence.values())))
+            words = len(wanted & shown) / len(wanted) if wanted else 1.0
+            for key in (q.category, "overall"):
+                per[name][key].append((present, kept, words))
+    return {name: {cat: {"n": len(rows), "all_evidence": round(sum(r[0] for r in rows) / len(rows), 3),
+                         "nothing_cut": round(sum(r[1] for r in rows) / len(rows), 3),
+                         "answer_words": round(sum(r[2] for r in rows) / len(rows), 3)}
+                   for cat, rows in sorted(cats.items())}
+            for name, cats in per.items()}
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    pairs = [a for a in args if ":" in a and not a.endswith((".json", ".db"))]
+    paths = [a for a in args if a not in pairs]
+    ways = [tuple(int(x) for x in p.split(":")) for p in pairs] or [(1000, 20), (500, 30), (1000, 40)]
+    result = measure(paths[0], paths[1] if len(paths) > 1 else str(DEFAULT_LOCOMO), ways)
+    print(f"{'fill':10} {'category':12} {'n':>5} {'all evidence':>12} {'nothing cut':>11} {'answer words':>12}")
+    for name, rows in result.items():
+        for category, row in rows.items():
+            print(f"{name:10} {category:12} {row['n']:5} {row['all_evidence']:12.3f} {row['nothing_cut']:11.3f}"
+                  f" {row['answer_words']:12.3f}")
