@@ -16,12 +16,19 @@ would call a turn present even when its answering sentence was cut:
 
 DB is a `cuemem eval locomo` cache database (as for replay.py). "whole" (as `ask` fills) is always
 measured first; without AFTER:LIMIT pairs, 1000:20, 500:30 and 1000:40.
+
+The reader test (extra `cuemem[local]`, ~35 s an answer on 2 cores; resumes from RECORDS):
+
+    python bench/dense.py read DB LOCOMO_JSON 1000:20 COUNT RECORDS.jsonl
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from collections import defaultdict
+from pathlib import Path
 from dataclasses import replace
 
 from replay import DEFAULT_LOCOMO
@@ -30,7 +37,8 @@ from cuemem_cli.embed import embed_questions, get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.evaluate.metrics import content_tokens
 from cuemem_cli.excerpt import excerpt
-from cuemem_cli.reconstruct import Settings, estimate_tokens, evidence_line, fill_budget, reconstruct, turn_cost
+from cuemem_cli.reconstruct import (Settings, context_tokens, estimate_tokens, evidence_line, fill_budget, reconstruct,
+                                   turn_cost)
 from cuemem_cli.statements import without_names
 from cuemem_cli.store import Store
 from cuemem_cli.view import conversation_source
@@ -43,39 +51,53 @@ def dense_form(turn, similarity: dict[str, float], limit: int):
     return replace(turn, text=excerpt(turn.text, similarity, fits))
 
 
-def measure(db: str, locomo: str, ways: list[tuple[int, int]]) -> dict:
-    dataset = load_locomo(locomo)
-    store = Store.open(db, create=False)
-    embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
-    dim = embedder.dim
-    whole_text = {(name, m.source_id): m.text for name, messages in dataset.messages.items() for m in messages}
-    names = ["whole", *(f"{after}:{limit}" for after, limit in ways)]
-    per: dict[str, dict[str, list[tuple[bool, bool, float]]]] = {n: defaultdict(list) for n in names}
-    unbudgeted = replace(Settings(), budget=10**9)
-    for q in dataset.questions:
-        if q.abstention or not q.gold_turns:
-            continue
+class Fills:
+    """Each question's evidence as `ask` fills the budget ("whole") and as each AFTER:LIMIT dense fill."""
+
+    def __init__(self, db: str, locomo: str, ways: list[tuple[int, int]]):
+        self.dataset = load_locomo(locomo)
+        self.store = Store.open(db, create=False)
+        self.embedder = get_embedder(spec_for(self.store.get_meta("embedding_model")), quick_start=True)
+        self.ways = ways
+        self.names = ["whole", *(f"{after}:{limit}" for after, limit in ways)]
+        self.whole_text = {(name, m.source_id): m.text for name, messages in self.dataset.messages.items()
+                           for m in messages}
+
+    def questions(self):
+        return [q for q in self.dataset.questions if not q.abstention and q.gold_turns]
+
+    def of(self, q) -> dict[str, list]:
+        store, embedder = self.store, self.embedder
+        unbudgeted = replace(Settings(), budget=10**9)
         ranked_evidence = sorted(reconstruct(store, embedder, q.question, q.conversation, unbudgeted).evidence,
                                  key=lambda e: (-e.score, e.position))
         cid = store.conversation_id(q.conversation)
-        source = conversation_source(store, cid, dim)
+        source = conversation_source(store, cid, embedder.dim)
         by_source = {t.source_id: t for t in store.turns(cid)}
         ranked = [replace(by_source[e.source_id], text=e.text) for e in ranked_evidence]  # as ask shows them
         vector = embed_questions(embedder, [without_names(q.question, source.speakers()) or q.question])[0]
         similarity = source.sentence_similarities([t.id for t in ranked], vector)
         fills = {"whole": fill_budget(ranked, Settings().budget)}
-        for after, limit in ways:
+        for after, limit in self.ways:
             spent, order = 0, []
             for turn in ranked:
                 spent += turn_cost(turn)
                 order.append(turn if spent <= after else dense_form(turn, similarity[turn.id], limit))
             fills[f"{after}:{limit}"] = fill_budget(order, Settings().budget)
+        return fills
+
+
+def measure(db: str, locomo: str, ways: list[tuple[int, int]]) -> dict:
+    fills = Fills(db, locomo, ways)
+    per: dict[str, dict[str, list[tuple[bool, bool, float]]]] = {n: defaultdict(list) for n in fills.names}
+    for q in fills.questions():
         wanted = set(content_tokens(q.answer))
-        for name, chosen in fills.items():
+        for name, chosen in fills.of(q).items():
             evidence = {t.source_id: t.text for t in chosen}
             present = all(g in evidence for g in q.gold_turns)
             kept = present and all(
-                wanted & set(content_tokens(whole_text[(q.conversation, g)])) <= set(content_tokens(evidence[g]))
+                wanted & set(content_tokens(fills.whole_text[(q.conversation, g)]))
+                <= set(content_tokens(evidence[g]))
                 for g in q.gold_turns)
             shown = set(content_tokens(" ".join(evidence.values())))
             words = len(wanted & shown) / len(wanted) if wanted else 1.0
@@ -88,8 +110,67 @@ def measure(db: str, locomo: str, ways: list[tuple[int, int]]) -> dict:
             for name, cats in per.items()}
 
 
+def read(db: str, locomo: str, way: tuple[int, int], count: int, records: Path, seed: int = 25) -> dict:
+    """The reader test: the local model answers `count` multi-hop and open-domain questions (drawn with
+    random.Random(seed) among those whose dense fill shows other turns than the whole fill) from each
+    fill, with `ask`'s answer prompt. Each answer is appended to `records` as it comes, so a rerun resumes."""
+    import random
+
+    from local_llm import LOCAL, token_f1
+
+    from cuemem_cli.answer import answer_with_model
+    from cuemem_cli.evaluate.metrics import answer_holds
+    from cuemem_cli.records import Context, Evidence
+
+    fills = Fills(db, locomo, [way])
+    dense = f"{way[0]}:{way[1]}"
+    pool = [q for q in fills.questions() if q.category in ("multi-hop", "open-domain")]
+    random.Random(seed).shuffle(pool)
+    done = {(r["qid"], r["fill"]) for r in map(json.loads, records.read_text().splitlines())} \
+        if records.exists() else set()
+    asked = 0
+    for q in pool:
+        if asked >= count:
+            break
+        chosen = fills.of(q)
+        if {t.source_id for t in chosen["whole"]} == {t.source_id for t in chosen[dense]}:
+            continue
+        asked += 1
+        for name in ("whole", dense):
+            if (q.qid, name) in done:
+                continue
+            turns = chosen[name]
+            context = Context(q.question, q.conversation, q.as_of, (), tuple(
+                Evidence(t.source_id, t.time, t.speaker, t.text, "anchor", t.session, t.position,
+                         excerpt=t.text != fills.whole_text[(q.conversation, t.source_id)])
+                for t in sorted(turns, key=lambda t: t.position)), context_tokens(turns), {})
+            t0 = time.perf_counter()
+            answer = answer_with_model(context, LOCAL).text
+            gold_in = all(g in {t.source_id for t in turns} for g in q.gold_turns)
+            with records.open("a") as out:
+                out.write(json.dumps({"qid": q.qid, "category": q.category, "fill": name, "question": q.question,
+                                      "gold": q.answer, "answer": answer, "holds": answer_holds(q.answer, answer),
+                                      "f1": round(token_f1(q.answer, answer), 3), "all_evidence_ids": gold_in,
+                                      "seconds": round(time.perf_counter() - t0, 1)}) + "\n")
+    rows = [json.loads(line) for line in records.read_text().splitlines()] if records.exists() else []
+    summary = {}
+    for name in ("whole", dense):
+        mine = [r for r in rows if r["fill"] == name]
+        scored = [r for r in mine if r["holds"] is not None]
+        summary[name] = {"answers": len(mine), "token_rule": round(sum(r["holds"] for r in scored) / len(scored), 3)
+                         if scored else None,
+                         "token_f1": round(sum(r["f1"] for r in mine) / len(mine), 3) if mine else None,
+                         "all_evidence_ids": round(sum(r["all_evidence_ids"] for r in mine) / len(mine), 3)
+                         if mine else None}
+    return summary
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args and args[0] == "read":  # dense.py read DB LOCOMO AFTER:LIMIT COUNT RECORDS
+        _, db, locomo, way, count, out = args
+        print(json.dumps(read(db, locomo, tuple(int(x) for x in way.split(":")), int(count), Path(out)), indent=2))
+        sys.exit(0)
     pairs = [a for a in args if ":" in a and not a.endswith((".json", ".db"))]
     paths = [a for a in args if a not in pairs]
     ways = [tuple(int(x) for x in p.split(":")) for p in pairs] or [(1000, 20), (500, 30), (1000, 40)]
