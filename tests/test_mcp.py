@@ -17,6 +17,8 @@ from typing import ClassVar
 import orjson
 import pytest
 
+from cuemem_cli.store import TEMPORAL
+
 from conftest import REPO, SAMPLES, assert_whole, raw
 from test_concurrency import assert_same, contents, run_serially
 
@@ -255,7 +257,7 @@ def test_two_servers_on_one_database_lose_no_turn(tmp_path):
                                        "(SELECT 1 FROM cue_vectors v WHERE v.cue_id = c.id)").fetchone()[0]
     temporal = {frozenset(pair) for pair in conn.execute(
         "SELECT a.position, b.position FROM edges e JOIN turns a ON a.id = e.src JOIN turns b ON b.id = e.dst"
-        " WHERE e.kind = 'temporal'")}
+        f" WHERE e.kind = {TEMPORAL}")}  # edge kinds are stored as codes (m011)
     conn.close()
     assert ids == {f"{n}-{i}" for n in ("ann", "bob") for i in range(10)}
     assert positions == list(range(20)), "one chronological order, no position taken twice"
