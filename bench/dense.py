@@ -36,19 +36,10 @@ from replay import DEFAULT_LOCOMO
 from cuemem_cli.embed import embed_questions, get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.evaluate.metrics import content_tokens
-from cuemem_cli.excerpt import excerpt
-from cuemem_cli.reconstruct import (Settings, context_tokens, estimate_tokens, evidence_line, fill_budget, reconstruct,
-                                   turn_cost)
+from cuemem_cli.reconstruct import Settings, context_tokens, excerpt_turn, fill_budget, reconstruct, turn_cost
 from cuemem_cli.statements import without_names
 from cuemem_cli.store import Store
 from cuemem_cli.view import conversation_source
-
-
-def dense_form(turn, similarity: dict[str, float], limit: int):
-    def fits(text: str) -> bool:
-        return estimate_tokens(evidence_line(turn.speaker or turn.role, text)) <= limit
-
-    return replace(turn, text=excerpt(turn.text, similarity, fits))
 
 
 class Fills:
@@ -82,7 +73,7 @@ class Fills:
             spent, order = 0, []
             for turn in ranked:
                 spent += turn_cost(turn)
-                order.append(turn if spent <= after else dense_form(turn, similarity[turn.id], limit))
+                order.append(turn if spent <= after else excerpt_turn(turn, similarity[turn.id], limit))
             fills[f"{after}:{limit}"] = fill_budget(order, Settings().budget)
         return fills
 

@@ -298,23 +298,24 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
     return score, via
 
 
+def excerpt_turn(turn: Turn, similarity: dict[str, float], limit: int) -> Turn:
+    """`turn` with its text cut to the sentences nearest the question whose evidence line fits `limit`
+    tokens (excerpt.py); `similarity` maps each of its sentences to its cosine with the question."""
+
+    def fits(text: str) -> bool:
+        return estimate_tokens(evidence_line(turn.speaker or turn.role, text)) <= limit
+
+    return replace(turn, text=excerpt(turn.text, similarity, fits))
+
+
 def _excerpts(source, turns: dict[int, Turn], vector: np.ndarray, limit: int) -> dict[int, Turn]:
     """The candidates longer than `limit` tokens, each as an excerpt that fits it (excerpt.py)."""
     long = [tid for tid, turn in turns.items() if limit and turn_cost(turn) > limit]
     if not long:
         return {}
     similarity = source.sentence_similarities(long, vector)
-    out: dict[int, Turn] = {}
-    for tid in long:
-        turn = turns[tid]
-
-        def fits(text: str, turn: Turn = turn) -> bool:
-            return estimate_tokens(evidence_line(turn.speaker or turn.role, text)) <= limit
-
-        text = excerpt(turn.text, similarity[tid], fits)
-        if text != turn.text:
-            out[tid] = replace(turn, text=text)
-    return out
+    cut = {tid: excerpt_turn(turns[tid], similarity[tid], limit) for tid in long}
+    return {tid: turn for tid, turn in cut.items() if turn.text != turns[tid].text}
 
 
 def reconstruct(store: Store, embedder, question: str, conversation: str | None = None,

@@ -25,8 +25,10 @@ from .files import private_dir
 from .migrations import EDGE_KINDS, MIGRATIONS, Step, steps
 from .records import Cue, Turn
 
-SEMANTIC, TEMPORAL = (EDGE_KINDS.index(name) for name in ("semantic", "temporal"))
-KIND_NAME = f"CASE e.kind WHEN {SEMANTIC} THEN 'semantic' ELSE 'temporal' END"  # edges store codes (m011)
+# Edges store their kind as a code (m011); callers see names.
+KIND_CODE = {name: code for code, name in enumerate(EDGE_KINDS)}
+SEMANTIC, TEMPORAL = KIND_CODE["semantic"], KIND_CODE["temporal"]
+KIND_NAME = "CASE e.kind " + " ".join(f"WHEN {code} THEN '{name}'" for name, code in KIND_CODE.items()) + " END"
 
 BUSY_TIMEOUT = 30.0  # seconds a process waits for another one's write lock before giving up
 APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
@@ -677,12 +679,11 @@ class Store:
     # ------------------------------------------------------------------- edges
     def insert_edges(self, rows: Iterable[tuple[int, int, str, float, int]]) -> int:
         """rows: (src, dst, kind, weight, rank). A repeated edge keeps its best weight and rank."""
-        code = {name: i for i, name in enumerate(EDGE_KINDS)}
         cur = self.conn.executemany(
             "INSERT INTO edges(src, dst, kind, weight, rank) VALUES (?, ?, ?, ?, ?)"
             " ON CONFLICT (src, kind, dst) DO UPDATE SET weight = max(weight, excluded.weight),"
             " rank = min(rank, excluded.rank)",
-            [(src, dst, code[kind], weight, rank) for src, dst, kind, weight, rank in rows],
+            [(src, dst, KIND_CODE[kind], weight, rank) for src, dst, kind, weight, rank in rows],
         )
         return cur.rowcount
 
