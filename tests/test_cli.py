@@ -8,13 +8,14 @@ import re
 import orjson
 import pytest
 
-from conftest import SAMPLES
+from conftest import PYTHON, SAMPLES, tier
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 SAM = SAMPLES / "assistant_chat.jsonl"
 
 
 @pytest.fixture(scope="module")
+@tier("slow")
 def maya_db(tmp_path_factory):
     """The Maya & Leo sample ingested once, through the CLI, for the read-only tests."""
     from typer.testing import CliRunner
@@ -33,6 +34,7 @@ def ask_json(cli, db, *args):
     return orjson.loads(result.stdout)
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_ingest_summary(cli, db_path):
     result = cli("--db", str(db_path), "ingest", str(MAYA), "--json")
     assert result.exit_code == 0, result.stderr
@@ -139,6 +141,7 @@ def test_cuemem_model_env_is_the_default_model(cli, maya_db, fake_llm, monkeypat
     assert data["model"] == "fake/from-env"
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_several_conversations_need_a_choice(cli, db_path):
     assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
@@ -150,6 +153,7 @@ def test_several_conversations_need_a_choice(cli, db_path):
     assert data["conversation"] == "assistant-chat"
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_reingest_adds_nothing_and_appending_adds_only_new(cli, db_path, tmp_path):
     lines = MAYA.read_bytes().splitlines(keepends=True)
     first = tmp_path / "first.jsonl"
@@ -168,6 +172,7 @@ def lines_id(line: bytes) -> str:
     return orjson.loads(line)["id"]
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_invalid_jsonl_names_the_line_and_writes_nothing(cli, db_path, tmp_path):
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
     bad = tmp_path / "bad.jsonl"
@@ -198,6 +203,7 @@ def test_each_kind_of_bad_line(cli, db_path, tmp_path, line, message):
     assert f"{bad}:2: {message}" in result.stderr
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_skip_invalid_reports_and_skips(cli, db_path, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"conversation": "x", "text": "I moved to Denver."}\n{oops\n{"conversation": "x", "text": "hi"}\n')
@@ -207,6 +213,7 @@ def test_skip_invalid_reports_and_skips(cli, db_path, tmp_path):
     assert report["turns_added"] == 2 and len(report["invalid"]) == 1 and ":2:" in report["invalid"][0]
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_stdin_and_default_conversation(cli, db_path):
     data = '{"text": "I adopted a beagle named Biscuit.", "speaker": "Maya", "time": "8 May 2023"}\n'
     result = cli("--db", str(db_path), "ingest", "-", "--conversation", "piped", "--json", input=data)
@@ -288,13 +295,13 @@ def test_an_empty_question_is_refused(cli, maya_db):
 def python_prints(code: str) -> str:
     """Run `code` in a fresh interpreter (nothing imported yet) and return what it printed."""
     import subprocess
-    import sys
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([*PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
+@pytest.mark.subprocess
 def test_context_only_ask_imports_no_heavy_library(maya_db):
     """The pipeline path (`ask --context-only --json`) must stay fast: no torch, spaCy or litellm."""
     code = (
@@ -309,6 +316,7 @@ def test_context_only_ask_imports_no_heavy_library(maya_db):
     assert python_prints(code) == "none"
 
 
+@pytest.mark.subprocess
 def test_the_package_root_exports_the_result_types_lazily():
     """`from cuemem_cli import Memory, Context, Evidence, Answer, Settings` without reaching into modules; the
     bare import loads none of the engine (`cuemem --help` stays fast)."""
