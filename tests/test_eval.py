@@ -154,7 +154,9 @@ def test_a_change_to_printing_keeps_the_cache_key(tmp_path):
 # ----------------------------------------------------------- the real evaluator
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
-    """One cache for the module: the fixture is ingested once, later runs reuse it."""
+    """One cache for the module: the fixture is ingested once, later runs reuse it. Tests about the
+    evaluator's machinery use the stand-in models (`stub_models`); their databases are cached apart
+    from the real models' ones, since the cache key holds the embedder's model id."""
     return tmp_path_factory.mktemp("eval-cache")
 
 
@@ -164,7 +166,7 @@ def eval_json(cli, *args):
     return orjson.loads(result.stdout)
 
 
-def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
+def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path, stub_models):
     out = tmp_path / "r.json"
     args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", LME_SYSTEMS, "--cache-dir", str(cache_dir))
     summary = eval_json(cli, *args, "--out", str(out))
@@ -195,7 +197,7 @@ def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
     assert [r["recall"] for r in again["rows"] if "recall" in r] == [r["recall"] for r in summary["rows"] if "recall" in r]
 
 
-def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, cache_dir):
+def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, cache_dir, stub_models):
     """Same data and settings, another code version (or the old naming) is dead weight; anything else, or
     one another run has open, stays."""
     args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem", "--cache-dir", str(cache_dir))
@@ -226,7 +228,7 @@ def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, c
     assert database.exists() and all(p.exists() for p in kept)
 
 
-def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir):
+def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir, stub_models):
     """Both assistant answers are longer than the budget: whole, neither fits; as excerpts, the gold one does."""
     summary = eval_json(cli, "longmemeval", str(LONG_ANSWERS), "--budget", "300", "--systems", "cuemem,whole-turns",
                         "--cache-dir", str(cache_dir))
@@ -275,7 +277,7 @@ def _fake_pair(messages):
     return "Ten hours"
 
 
-def test_longmemeval_qa_with_fake_answerer_and_judge(cli, cache_dir, fake_llm):
+def test_longmemeval_qa_with_fake_answerer_and_judge(cli, cache_dir, fake_llm, stub_models):
     fake_llm.default = _fake_pair
     summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "200", "--systems", "cuemem,bm25",
                         "--model", "fake/answerer", "--judge-model", "fake/judge", "--cache-dir", str(cache_dir),
@@ -297,7 +299,7 @@ def test_longmemeval_qa_with_fake_answerer_and_judge(cli, cache_dir, fake_llm):
     assert any("updated answer" in p for p in judge_prompts) and any("Rubric:" in p for p in judge_prompts)
 
 
-def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm):
+def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm, stub_models):
     fake_llm.default = "Lisbon"
     eval_json(cli, "longmemeval", str(FIXTURE), "--systems", "cuemem", "--limit", "1", "--model", "fake/answerer",
               "--ablation-no-priority", "--cache-dir", str(cache_dir))
@@ -305,7 +307,7 @@ def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm):
     assert "most recent" not in request[0]["content"] and "<dialogue>" in request[1]["content"]
 
 
-def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeypatch):
+def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeypatch, stub_models):
     import cuemem_cli.cli_eval as cli_eval
 
     @contextmanager

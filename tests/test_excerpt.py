@@ -66,7 +66,9 @@ def long_answer() -> str:
 
 
 @pytest.fixture
-def long_chat(tmp_path, cli):
+def long_chat(tmp_path, cli, stub_models):
+    """Stand-in models: the excerpt keeps the sentences nearest the question, and words shared with it make
+    a sentence near under the stub embedder too."""
     rows = [
         {"speaker": "Sam", "role": "user", "text": "I'm going to Japan in May, can you help me get ready?"},
         {"speaker": "Assistant", "role": "assistant", "text": long_answer()},

@@ -12,6 +12,8 @@ import pytest
 
 from conftest import raw
 
+pytestmark = pytest.mark.usefixtures("stub_models")  # about the turns stored, not their cues or vectors
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHATGPT = FIXTURES / "chatgpt_conversations.json"
 CLAUDE = FIXTURES / "claude_conversations.json"

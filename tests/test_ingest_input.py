@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 
 from conftest import raw
+
+pytestmark = pytest.mark.usefixtures("stub_models")  # about the lines read, not their cues or vectors
 
 
 def stored(db_path) -> list[tuple[str, str, str]]:

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import REPO
 
+pytestmark = pytest.mark.subprocess  # ruff and mypy run as processes
+
 SOURCE = REPO / "cuemem_cli"
 
 

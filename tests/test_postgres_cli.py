@@ -155,7 +155,8 @@ def test_export_from_sqlite_imports_into_postgres_and_back(cli, tmp_path, pg_url
     assert ok(cli("--db", back, "export")).stdout_bytes == exported.read_bytes()
 
 
-@pytest.mark.slow  # real processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real processes, each loading the models
 def test_concurrent_ingests_of_one_file_equal_a_serial_run(cli, pg_url, tmp_path):
     results = run_at_once(pg_url, [("ingest", str(MAYA), "--json")] * 3)
     reports = [orjson.loads(stdout) for _, stdout, _ in results]

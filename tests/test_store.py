@@ -121,6 +121,7 @@ def test_transaction_rolls_back_everything(store):
     assert store.conversation_names() == []
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
     """A database from before m002 is backed up, then each turn with cues gets the mean of its sentence
     vectors (no model is needed to open a database), and ask works on it."""
