@@ -31,8 +31,8 @@ COLD_RUNS = 5
 
 
 def _env() -> dict[str, str]:
+    """The server runs the cuemem_cli this benchmark imports: the installed one, or your tree by PYTHONPATH."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.pop("CUEMEM_MODEL", None)  # ask is measured offline
     return env
@@ -118,7 +118,6 @@ def _cold_ask(db: Path, conversation: str, question: str) -> float:
 
 
 def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch: str = "20") -> dict:
-    sys.path.insert(0, str(REPO))
     from cuemem_cli.convert import convert_files
 
     messages = [{k: v for k, v in m.to_json().items() if k != "conversation"}
@@ -144,33 +143,6 @@ def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch
     result["met"] = result["cold_first_recall_s"] <= result["cold_ask_process_s"]
     print(json.dumps(result, indent=2))
     return result
-
-
-def markdown_row(r: dict, batch: int = 20) -> str:
-    """The RESULTS.md row (bench/run_all.py's table)."""
-    b = r[f"remember_{batch}_turns"]
-    return (f"| `cuemem mcp` through the SDK's stdio client, LoCoMo conv-26 ({r['turns']} turns) | recall p50 "
-            f"{r['recall']['p50_ms']} ms, p95 {r['recall']['p95_ms']} ms (server's reconstruction p50 "
-            f"{r['recall_server_reconstruction']['p50_ms']} ms; in-process reconstruction in the same run p50 "
-            f"{r['in_process_reconstruction']['p50_ms']} ms, p95 {r['in_process_reconstruction']['p95_ms']} ms; "
-            f"a list_conversations round trip p50 {r['list_conversations']['p50_ms']} ms); ask offline p50 {r['ask_offline']['p50_ms']} ms, p95 "
-            f"{r['ask_offline']['p95_ms']} ms; remember {batch} turns p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms, "
-            f"1 turn p50 {r['remember_1_turn']['p50_ms']} ms, p95 {r['remember_1_turn']['p95_ms']} ms; "
-            f"first recall of a new server {r['cold_first_recall_s']} s | cold `ask --json` process "
-            f"{r['cold_ask_process_s']} s | {r['cold_ratio']} | first recall ≤ cold ask | "
-            f"{'**met**' if r['met'] else '**not met**'} |")
-
-
-def markdown_details(r: dict) -> str:
-    """The RESULTS.md details line."""
-    return (f"- `cuemem mcp` (bench_mcp.py): the first remember of a server ({r['remember_first_call']['turns']} turns) "
-            f"took {r['remember_first_call']['ms']} ms, loading spaCy and the embedder; later calls of "
-            f"{r['remember_20_turns']['calls']} × 20 turns {r['remember_20_turns']['per_turn_p50_ms']} ms per turn "
-            f"(p50). A warm recall is the server's own reconstruction plus {r['recall_protocol_overhead_p50_ms']} ms "
-            "p50 of protocol (JSON-RPC over pipes, the SDK's validation of the result, the worker-thread hop). "
-            "A new server's first recall is mostly process start and importing the `mcp` SDK (its pydantic "
-            "models: ~0.7 s on an idle core) before the handshake; the recall itself loads the embedder and "
-            "reads SQLite.")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# All benchmarks in one go (about 10–15 minutes on 2 idle cores); writes bench/RESULTS.md and results.json.
+# The benchmark suite in one go (about 10–15 minutes on 2 idle cores): records bench/results/*.json and renders
+# bench/RESULTS.md from them (bench/run_all.py, bench/report.py).
 # Usage: bench/run_all.sh [LOCOMO_JSON] [N_CUES_FOR_THE_LARGE_TEST]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

@@ -1,8 +1,8 @@
 """Measure `local/qwen2.5-1.5b` (extra `cuemem[local]`): answer latency per evidence budget, and QA accuracy.
 
-    python bench/local_llm.py speed  [--budgets 500 1000 2000] [--questions 10]
-    python bench/local_llm.py locomo [--budget 1000] [--limit 60]
-    python bench/local_llm.py seeded [--per-category 20] [--seed 22] [--budget 2000]
+    python bench/experiments/local_llm.py speed  [--budgets 500 1000 2000] [--questions 10]
+    python bench/experiments/local_llm.py locomo [--budget 1000] [--limit 60]
+    python bench/experiments/local_llm.py seeded [--per-category 20] [--seed 22] [--budget 2000]
 
 `speed`: the ten questions of sample_dialogues/README.md about maya_and_leo.jsonl, asked through
 `Memory.ask` at each budget; seconds per answer, prompt tokens, and whether the answer holds the
@@ -33,13 +33,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 LOCAL = "local/qwen2.5-1.5b"
 SAMPLE = REPO / "sample_dialogues" / "maya_and_leo.jsonl"
 LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
-OUT = REPO / "bench" / "results"
+OUT = Path(__file__).resolve().parent / "results"  # the records of these measurements
 
 # (question, regex the answer must match to count as right) from sample_dialogues/README.md
 SAMPLE_QUESTIONS = [
