@@ -18,7 +18,7 @@ from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
 
-from conftest import LOCOMO, REPO
+from conftest import LOCOMO, REPO, tier
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLES = REPO / "sample_dialogues"
@@ -32,6 +32,7 @@ def convert(fmt: str, data: Any) -> list[Message]:
 
 # ---------------------------------------------------------------- locomo
 @pytest.fixture(scope="module")
+@tier("slow")  # reads all of LoCoMo
 def locomo_messages() -> list[Message]:
     if not LOCOMO.exists():
         pytest.skip(f"LoCoMo data not found at {LOCOMO}")
