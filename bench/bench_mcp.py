@@ -62,30 +62,31 @@ async def _warm(db: Path, conversation: str, messages: list[dict], questions: li
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
+    def remember(turns: list[dict]) -> dict:
+        return {"conversation": conversation, "messages": turns}
+
     with open(os.devnull, "w") as log:
-        async with stdio_client(_params(db), errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                head, singles = messages[:-20], messages[-20:]  # the last 20 turns go one per call
-                batches = [head[i:i + batch] for i in range(0, len(head), batch)]
-                first_ms, _ = await _timed_call(session, "remember", {"conversation": conversation, "messages": batches[0]})
-                batch_ms = [(await _timed_call(session, "remember", {"conversation": conversation, "messages": b}))[0]
-                            for b in batches[1:]]
-                single_ms = [(await _timed_call(session, "remember", {"conversation": conversation, "messages": [m]}))[0]
-                             for m in singles]
-                recall_ms, server_ms = [], []
-                for question in questions:
-                    ms, data = await _timed_call(session, "recall", {"question": question, "conversation": conversation})
-                    recall_ms.append(ms)
-                    server_ms.append(data["timings_ms"]["total"])
-                list_ms = [(await _timed_call(session, "list_conversations", {}))[0] for _ in range(50)]
-                ask_ms = [(await _timed_call(session, "ask", {"question": q, "conversation": conversation}))[0]
-                          for q in questions[:50]]
+        async with stdio_client(_params(db), errlog=log) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            head, singles = messages[:-20], messages[-20:]  # the last 20 turns go one per call
+            batches = [head[i:i + batch] for i in range(0, len(head), batch)]
+            first_ms, _ = await _timed_call(session, "remember", remember(batches[0]))
+            batch_ms = [(await _timed_call(session, "remember", remember(b)))[0] for b in batches[1:]]
+            single_ms = [(await _timed_call(session, "remember", remember([m])))[0] for m in singles]
+            recall_ms, server_ms = [], []
+            for question in questions:
+                ms, data = await _timed_call(session, "recall", {"question": question, "conversation": conversation})
+                recall_ms.append(ms)
+                server_ms.append(data["timings_ms"]["total"])
+            list_ms = [(await _timed_call(session, "list_conversations", {}))[0] for _ in range(50)]
+            ask_ms = [(await _timed_call(session, "ask", {"question": q, "conversation": conversation}))[0]
+                      for q in questions[:50]]
     return {
         "turns": len(messages),
         "remember_first_call": {"turns": len(batches[0]), "ms": round(first_ms, 1),
                                 "note": "loads spaCy and the embedder"},
-        f"remember_{batch}_turns": {**_stats(batch_ms), "per_turn_p50_ms": round(statistics.median(batch_ms) / batch, 1)},
+        f"remember_{batch}_turns": {**_stats(batch_ms),
+                                    "per_turn_p50_ms": round(statistics.median(batch_ms) / batch, 1)},
         "remember_1_turn": _stats(single_ms),
         "recall": _stats(recall_ms),
         "recall_server_reconstruction": _stats(server_ms),
@@ -102,11 +103,10 @@ async def _cold_recall(db: Path, conversation: str, question: str) -> float:
 
     start = time.perf_counter()
     with open(os.devnull, "w") as log:
-        async with stdio_client(_params(db), errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                await _timed_call(session, "recall", {"question": question, "conversation": conversation})
-                elapsed = time.perf_counter() - start
+        async with stdio_client(_params(db), errlog=log) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await _timed_call(session, "recall", {"question": question, "conversation": conversation})
+            elapsed = time.perf_counter() - start
     return elapsed
 
 
@@ -122,7 +122,8 @@ def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch
 
     messages = [{k: v for k, v in m.to_json().items() if k != "conversation"}
                 for m in convert_files("locomo", [locomo]) if m.conversation == conversation]
-    questions = [q["question"] for c in json.load(open(locomo)) if c["sample_id"] == conversation for q in c["qa"]]
+    questions = [q["question"] for c in json.loads(Path(locomo).read_text()) if c["sample_id"] == conversation
+                 for q in c["qa"]]
     with tempfile.TemporaryDirectory(prefix="cuemem-bench-mcp-") as work:
         db = Path(work) / "mcp.db"
         result = asyncio.run(_warm(db, conversation, messages, questions, int(batch)))

@@ -26,13 +26,23 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-# The run's sizes: the long chat's turns and the huge turns' characters (a 5 MB turn is always tried: refused)
-FULL = {"chat_turns": 500, "huge": (250_000, 1_000_000)}
-SMOKE = {"chat_turns": 20, "huge": (5_000, 20_000)}  # bench/run_all.py --smoke
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The long chat's turns and the two huge turns' characters (a 5 MB turn is always tried: refused)."""
+
+    chat_turns: int = 500
+    huge: tuple[int, int] = (250_000, 1_000_000)
+
+
+FULL = Sizes()
+SMOKE = Sizes(chat_turns=20, huge=(5_000, 20_000))  # bench/run_all.py --smoke
 
 
 def locomo_turns(locomo: str) -> list[dict]:
@@ -51,7 +61,8 @@ def long_chat(turns: list[dict], count: int = 500, seed: int = 23) -> list[dict]
         out.append({"conversation": "long-chat", "id": f"t{len(out)}", "speaker": "user",
                     "text": turns[i % len(turns)]["text"]})
         i += 1
-        target, parts = rng.uniform(900, 2800), []
+        target = rng.uniform(900, 2800)
+        parts: list[str] = []
         while sum(len(p) + 1 for p in parts) < target:
             parts.append(turns[i % len(turns)]["text"])
             i += 1
@@ -111,17 +122,16 @@ def ingest(jsonl: Path, db: Path) -> dict:
             "db_bytes": sum(f.stat().st_size for f in files if f.exists()), "db_exists": db.exists()}
 
 
-def main(locomo: str | None = None, conversation: str = "conv-26", sizes: dict | None = None) -> dict:
+def main(locomo: str | None = None, conversation: str = "conv-26", sizes: Sizes = FULL) -> dict:
     """`conversation` is the one whose database size is reported (the conv26 row)."""
     locomo = locomo or str(HERE.parent.parent / "shared" / "data" / "locomo10.json")
-    sizes = sizes or FULL
     from bench_ingest import spacy_reference
 
     turns = locomo_turns(locomo)
     result: dict = {}
     with tempfile.TemporaryDirectory(prefix="cuemem-bench-scale-") as folder:
         work = Path(folder)
-        chat = long_chat(turns, sizes["chat_turns"])
+        chat = long_chat(turns, sizes.chat_turns)
         jsonl_bytes = write_jsonl(work / "long.jsonl", chat)
         run = ingest(work / "long.jsonl", work / "long.db")
         report = run.pop("report")
@@ -131,7 +141,7 @@ def main(locomo: str | None = None, conversation: str = "conv-26", sizes: dict |
             "db_to_jsonl": round(run["db_bytes"] / jsonl_bytes, 1),
             "spacy_pipe_alone_s": round(spacy_reference([r["text"] for r in chat]), 2)}
         huge = []
-        for chars in sizes["huge"]:
+        for chars in sizes.huge:
             size = write_jsonl(work / f"huge{chars}.jsonl", [one_turn(turns, chars)])
             run = ingest(work / f"huge{chars}.jsonl", work / f"huge{chars}.db")
             report = run.pop("report")
@@ -151,4 +161,4 @@ def main(locomo: str | None = None, conversation: str = "conv-26", sizes: dict |
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:]), indent=2))
+    print(json.dumps(main(sys.argv[1] if len(sys.argv) > 1 else None), indent=2))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -25,7 +26,7 @@ sys.path.insert(0, str(HERE))
 import report  # noqa: E402
 
 
-def run_eval(locomo: str, systems: list[str], budgets: list[int], extra: list[str] = ()) -> dict:
+def run_eval(locomo: str, systems: list[str], budgets: list[int], extra: Sequence[str] = ()) -> dict:
     command = [sys.executable, "-m", "cuemem_cli", "eval", "locomo", locomo, "--systems", ",".join(systems), "--json"]
     for budget in budgets:
         command += ["--budget", str(budget)]
@@ -33,7 +34,7 @@ def run_eval(locomo: str, systems: list[str], budgets: list[int], extra: list[st
     return json.loads(done.stdout)
 
 
-def run(locomo: str, folder: Path = report.RESULTS, extra: list[str] = ()) -> dict:
+def run(locomo: str, folder: Path = report.RESULTS, extra: Sequence[str] = ()) -> dict:
     """The four eval runs, recorded as folder/quality.json; `extra` goes to every run (`--cache-dir`)."""
     extra = list(extra)
     main_run = run_eval(locomo, ["cuemem", *report.ABLATIONS, *report.BASELINES], [2000], extra)

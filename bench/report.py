@@ -51,7 +51,7 @@ def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
     parts += [NOTES.read_text(encoding="utf-8").strip(), ""]
     quality = load("quality", folder)
     if quality is not None:
-        parts += [""] + quality_lines(quality)
+        parts += ["", *quality_lines(quality)]
     page.write_text("\n".join(parts).rstrip("\n") + "\n", encoding="utf-8")
     return page
 
@@ -67,7 +67,8 @@ def yes(flag: bool) -> str:
 def stream_lines(stream: dict | None) -> list[str]:
     if not stream:
         return []
-    runs = "; ".join(f"{r['lines']:,} lines ({r['jsonl_bytes'] / 1e6:.0f} MB): peak RSS {r['peak_rss_mb']} MB in {r['seconds']} s"
+    runs = "; ".join(f"{r['lines']:,} lines ({r['jsonl_bytes'] / 1e6:.0f} MB): peak RSS {r['peak_rss_mb']} MB in "
+                     f"{r['seconds']} s"
                      for r in stream["runs"])
     return [f"- Streaming ingest, stand-in extractor and embedder, conversations of {stream['per_conversation']} "
             f"lines (bench_stream.py): {runs}."]
@@ -91,13 +92,15 @@ def scale_rows(scale: dict | None) -> list[str]:
     chat, conv26, refused = scale["long_chat"], scale["conv26"], scale["five_mb_turn"]
     small, big = scale["huge_turns"]
     return [
-        f"| offline ingest of a long-turn chat ({chat['turns']} turns, {chat['jsonl_bytes'] / 1000:.0f} KB, {chat['cues']:,} "
+        f"| offline ingest of a long-turn chat ({chat['turns']} turns, {chat['jsonl_bytes'] / 1000:.0f} KB, "
+        f"{chat['cues']:,} "
         f"cues; bench_scale.py) | {chat['seconds']} s wall, peak RSS {chat['peak_rss_mb']} MB | spaCy `nlp.pipe` alone "
         f"{chat['spacy_pipe_alone_s']} s | {round(chat['seconds'] / chat['spacy_pipe_alone_s'], 2)} | ≤ 15 s | "
         f"{yes(chat['seconds'] <= 15)} |",
         f"| DB size, LoCoMo conv-26 | {conv26['db_bytes']:,} B | raw JSONL {conv26['jsonl_bytes']:,} B | "
         f"{conv26['db_to_jsonl']} | ≤ 15 | {yes(conv26['db_to_jsonl'] <= 15)} |",
-        f"| one huge turn: 1 MB (the most a turn may hold) | {big['seconds']} s, peak RSS {big['peak_rss_mb']} MB; 5 MB: "
+        f"| one huge turn: 1 MB (the most a turn may hold) | {big['seconds']} s, peak RSS {big['peak_rss_mb']} MB; "
+        "5 MB: "
         f"refused in {refused['seconds']} s, exit {refused['exit_code']}, database written: {refused['db_exists']} | "
         f"250 KB: {small['seconds']} s, {small['peak_rss_mb']} MB | {big['s_per_mb']} / {small['s_per_mb']} s per MB | "
         f"≤ 1 GB, time linear | {yes(big['peak_rss_mb'] <= 1024 and big['s_per_mb'] <= 1.25 * small['s_per_mb'])} |",
@@ -110,7 +113,8 @@ def mcp_row(r: dict, batch: int = 20) -> str:
             f"{r['recall']['p50_ms']} ms, p95 {r['recall']['p95_ms']} ms (server's reconstruction p50 "
             f"{r['recall_server_reconstruction']['p50_ms']} ms; in-process reconstruction in the same run p50 "
             f"{r['in_process_reconstruction']['p50_ms']} ms, p95 {r['in_process_reconstruction']['p95_ms']} ms; "
-            f"a list_conversations round trip p50 {r['list_conversations']['p50_ms']} ms); ask offline p50 {r['ask_offline']['p50_ms']} ms, p95 "
+            f"a list_conversations round trip p50 {r['list_conversations']['p50_ms']} ms); ask offline p50 "
+            f"{r['ask_offline']['p50_ms']} ms, p95 "
             f"{r['ask_offline']['p95_ms']} ms; remember {batch} turns p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms, "
             f"1 turn p50 {r['remember_1_turn']['p50_ms']} ms, p95 {r['remember_1_turn']['p95_ms']} ms; "
             f"first recall of a new server {r['cold_first_recall_s']} s | cold `ask --json` process "
@@ -118,7 +122,8 @@ def mcp_row(r: dict, batch: int = 20) -> str:
 
 
 def mcp_details(r: dict) -> str:
-    return (f"- `cuemem mcp` (bench_mcp.py): the first remember of a server ({r['remember_first_call']['turns']} turns) "
+    return ("- `cuemem mcp` (bench_mcp.py): the first remember of a server "
+            f"({r['remember_first_call']['turns']} turns) "
             f"took {r['remember_first_call']['ms']} ms, loading spaCy and the embedder; later calls of "
             f"{r['remember_20_turns']['calls']} × 20 turns {r['remember_20_turns']['per_turn_p50_ms']} ms per turn "
             f"(p50). A warm recall is the server's own reconstruction plus {r['recall_protocol_overhead_p50_ms']} ms "
@@ -142,27 +147,33 @@ def speed_lines(r: dict) -> list[str]:
         f"| `ask --context-only --json`, cold process, DB with all LoCoMo | {c['ask_median_s']} s median "
         f"(max {c['ask_max_s']}) | `python -c \"import onnxruntime\"` {c['import_onnxruntime_median_s']} s | "
         f"{c['ratio']} | ≤ 1.0 s | {yes(c['met'])} |",
-        f"| reconstruction in-process, conv-26 ({rc['questions']} questions) | p50 {rc['p50_ms']} ms, p95 {rc['p95_ms']} ms "
+        f"| reconstruction in-process, conv-26 ({rc['questions']} questions) | p50 {rc['p50_ms']} ms, "
+        f"p95 {rc['p95_ms']} ms "
         f"(without the question's embedding: p50 {rc['without_query_embedding_p50_ms']}, "
         f"p95 {rc['without_query_embedding_p95_ms']}: {'met' if rc['memory_work_met'] else 'not met'} for the memory's "
         f"own work) | — | — | p50 ≤ 5, p95 ≤ 15 ms | {yes(rc['met'])} |",
-        f"| offline ingest of all LoCoMo ({i['turns']} turns, {i['cues']} cues) | {i['wall_s']} s wall | spaCy `nlp.pipe` alone "
+        f"| offline ingest of all LoCoMo ({i['turns']} turns, {i['cues']} cues) | {i['wall_s']} s wall | "
+        "spaCy `nlp.pipe` alone "
         f"{i['spacy_pipe_alone_s']} s | {i['ratio_to_spacy_alone']} | ≤ 45 s | {yes(i['wall_s'] <= 45)} |",
         *scale_rows(r.get("scale")),
         f"| KNN + expansion, one conversation of {m['cues']:,} synthetic clustered cues | cells ({m['cells']:,} "
         f"k-means cells, {m['probes']} probed) p50 {m['cells_knn_plus_expansion_p50_ms']} ms, p95 "
         f"{m['cells_knn_plus_expansion_p95_ms']} ms, overlap {m['cells_overlap_with_exact']} | NumPy exact in memory "
-        f"{m['numpy_exact_in_memory_p50_ms']} ms | {m['ratio_cells_to_numpy']} | p50 ≤ 60 ms, overlap ≥ 0.95 | {yes(m['met'])} |",
-        f"| LLM extraction calls per turn ({lc['turns']} turns) | {lc['calls_per_turn']} ({lc['calls_batched']} calls), "
+        f"{m['numpy_exact_in_memory_p50_ms']} ms | {m['ratio_cells_to_numpy']} | p50 ≤ 60 ms, overlap ≥ 0.95 | "
+        f"{yes(m['met'])} |",
+        f"| LLM extraction calls per turn ({lc['turns']} turns) | {lc['calls_per_turn']} "
+        f"({lc['calls_batched']} calls), "
         f"same cues: {lc['same_cues']} | one call per turn: {lc['calls_one_per_turn']} calls | "
         f"{round(lc['calls_batched'] / lc['calls_one_per_turn'], 3)} | ≤ 0.15 | {yes(lc['met'])} |",
-        f"| DB size, all LoCoMo | {i['db_bytes']:,} B: {i['db_bytes_per_turn']:,} B/turn, {i['db_bytes_per_cue']:,} B/cue | "
+        f"| DB size, all LoCoMo | {i['db_bytes']:,} B: {i['db_bytes_per_turn']:,} B/turn, "
+        f"{i['db_bytes_per_cue']:,} B/cue | "
         f"raw JSONL {i['jsonl_bytes']:,} B | {i['db_to_jsonl']} | ≤ 15 | {yes(i['db_to_jsonl'] <= 15)} |",
         *([mcp_row(r["mcp"])] if r.get("mcp") else []),
         "",
         "## Details",
         "",
-        f"- Ingest stage shares: {json.dumps(i['stage_share'])}; stage seconds {json.dumps(i['stage_s'])}; process start "
+        f"- Ingest stage shares: {json.dumps(i['stage_share'])}; stage seconds {json.dumps(i['stage_s'])}; "
+        "process start "
         f"and validation {i['startup_and_validation_s']} s; peak RSS {i['peak_rss_mb']} MB.",
         f"- Reconstruction stage p50 (ms): {json.dumps(rc['stage_p50_ms'])}.",
         f"- Heavy modules imported on the `ask --context-only` path: {c['heavy_modules_on_ask_path']}.",
@@ -243,7 +254,8 @@ def quality_lines(data: dict) -> list[str]:
         "## Quality: LoCoMo evidence in a 2,000-token context (issue 6)",
         "",
         f"Measured by `python bench/quality.py` on {data['measured_at']}: "
-        f"{overall['overall']['retrieval_questions']} questions with gold evidence, offline spaCy cues, all-MiniLM-L6-v2 "
+        f"{overall['overall']['retrieval_questions']} questions with gold evidence, offline spaCy cues, "
+        "all-MiniLM-L6-v2 "
         "(ONNX with int8 matrix products, the default `onnx-int8`), tokens = characters / 4 of the evidence "
         "block as the answer model sees it. Every row comes from "
         "the same `cuemem eval` run, database and budget. all-ev = share of questions whose context holds every "

@@ -18,6 +18,7 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -37,16 +38,32 @@ import bench_scale  # noqa: E402
 import bench_stream  # noqa: E402
 import report  # noqa: E402
 
-FULL = {"conversation": "conv-26", "million": "1000000", "queries": "30", "cli_runs": 7, "llm_turns": 200,
-        "probes": "8,16,32,64", "stream": (), "scale": bench_scale.FULL}
-SMOKE = {"conversation": "maya-and-leo", "million": "3000", "queries": "3", "cli_runs": 1, "llm_turns": 20,
-         "probes": "2,4", "stream": ("600",), "scale": bench_scale.SMOKE}
 
 
-def run(locomo: str, folder: Path, sizes: dict) -> dict:
+@dataclass(frozen=True)
+class Sizes:
+    """What each benchmark is run on: the conversation measured alone, the synthetic cues and questions of
+    bench_million, the cold processes of bench_cli, the turns of bench_llm_calls, the probe counts of
+    bench_cells_real, the file sizes of bench_stream (none: its own) and bench_scale's sizes."""
+
+    conversation: str = "conv-26"
+    million: str = "1000000"
+    queries: str = "30"
+    cli_runs: int = 7
+    llm_turns: int = 200
+    probes: str = "8,16,32,64"
+    stream: tuple[str, ...] = ()
+    scale: bench_scale.Sizes = bench_scale.FULL
+
+
+FULL = Sizes()
+SMOKE = Sizes("maya-and-leo", "3000", "3", 1, 20, "2,4", ("600",), bench_scale.SMOKE)
+
+
+def run(locomo: str, folder: Path, sizes: Sizes) -> dict:
     """Each benchmark of the suite in turn (the order report.SUITE renders), each result saved as it comes."""
     started = time.perf_counter()
-    conversation = sizes["conversation"]
+    conversation = sizes.conversation
     results: dict = {}
 
     def record(name: str, result: dict) -> dict:
@@ -56,13 +73,13 @@ def run(locomo: str, folder: Path, sizes: dict) -> dict:
 
     with tempfile.TemporaryDirectory(prefix="cuemem-bench-") as work:  # several GB by the end; never left behind
         db = record("ingest", bench_ingest.main(locomo, work))["db"]
-        record("scale", bench_scale.main(locomo, conversation, sizes["scale"]))
-        record("cli", bench_cli.main(db, conversation, sizes["cli_runs"]))
+        record("scale", bench_scale.main(locomo, conversation, sizes.scale))
+        record("cli", bench_cli.main(db, conversation, sizes.cli_runs))
         record("reconstruct", bench_reconstruct.main(db, locomo, conversation))
-        record("llm_calls", bench_llm_calls.main(locomo, conversation, sizes["llm_turns"]))
-        record("million", bench_million.main(sizes["million"], sizes["queries"]))
-        record("cells_real", bench_cells_real.main(db, locomo, sizes["probes"]))
-        record("stream", bench_stream.main(*sizes["stream"]))
+        record("llm_calls", bench_llm_calls.main(locomo, conversation, sizes.llm_turns))
+        record("million", bench_million.main(sizes.million, sizes.queries))
+        record("cells_real", bench_cells_real.main(db, locomo, sizes.probes))
+        record("stream", bench_stream.main(*sizes.stream))
         record("mcp", bench_mcp.main(locomo, conversation))
     meta = {"measured_at": datetime.now().isoformat(timespec="minutes"),
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
@@ -72,8 +89,8 @@ def run(locomo: str, folder: Path, sizes: dict) -> dict:
     return results | meta
 
 
-def main(locomo: str = str(DEFAULT_LOCOMO), million: str = FULL["million"]) -> None:
-    run(locomo, report.RESULTS, FULL | {"million": million})
+def main(locomo: str = str(DEFAULT_LOCOMO), million: str = FULL.million) -> None:
+    run(locomo, report.RESULTS, replace(FULL, million=million))
     report.render()
 
 

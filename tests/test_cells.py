@@ -31,7 +31,8 @@ def test_cell_search_finds_what_the_exact_scan_finds(store):
     matrix = clustered(rng, 4000)
     with store.transaction():
         cid = store.conversation_id("big", create=True)
-        turn_ids = store.insert_turns([NewTurn(cid, p, f"t{p}", "x", "h", None, None, "A", None, {}) for p in range(1000)])
+        turn_ids = store.insert_turns([NewTurn(cid, p, f"t{p}", "x", "h", None, None, "A", None, {})
+                                       for p in range(1000)])
         cue_ids = store.insert_cues(cid, [(turn_ids[i // 4], "A", "r", f"o{i}", "triple") for i in range(4000)])
         store.insert_vectors(cid, cue_ids, matrix)
         assert cells.build(store, cid, DIM) == 63

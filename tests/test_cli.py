@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from itertools import pairwise
 
 import orjson
 import pytest
@@ -130,7 +131,7 @@ def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
     assert [line for line in lines if line != "…" and not line.startswith("— ")] == \
         [f"{e['speaker']}: {html.escape(e['text'], quote=False)}" for e in evidence]
     left_out = [a["time"][:10] == b["time"][:10] and b["position"] > a["position"] + 1
-                for a, b in zip(evidence, evidence[1:])]
+                for a, b in pairwise(evidence)]
     assert lines.count("…") == sum(left_out) > 0  # one line wherever turns of a day are left out
 
 
@@ -177,7 +178,8 @@ def test_invalid_jsonl_names_the_line_and_writes_nothing(cli, db_path, tmp_path)
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
     bad = tmp_path / "bad.jsonl"
     good = MAYA.read_text().splitlines()
-    bad.write_text("\n".join(good[:5] + ['{"conversation": "x", "text": "ok", "time": "not a time at all"}'] + good[5:]))
+    wrong_time = '{"conversation": "x", "text": "ok", "time": "not a time at all"}'
+    bad.write_text("\n".join([*good[:5], wrong_time, *good[5:]]))
     result = cli("--db", str(db_path), "ingest", str(bad))
     assert result.exit_code == 1
     assert f"{bad}:6:" in result.stderr and "time" in result.stderr
@@ -308,7 +310,8 @@ def test_context_only_ask_imports_no_heavy_library(maya_db):
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from cuemem_cli.cli import app\n"
-        f"r = CliRunner().invoke(app, ['--db', {str(maya_db)!r}, 'ask', 'Where does Maya live?', '--context-only', '--json'])\n"
+        f"r = CliRunner().invoke(app, ['--db', {str(maya_db)!r}, 'ask', 'Where does Maya live?', '--context-only',"
+        " '--json'])\n"
         "assert r.exit_code == 0, r.output\n"
         "heavy = sorted(m for m in ('torch', 'spacy', 'litellm', 'sentence_transformers') if m in sys.modules)\n"
         "print(','.join(heavy) or 'none')\n"
@@ -345,7 +348,8 @@ def test_help_lists_every_command_and_the_usage_page_documents_them(cli):
     readme = (REPO / "docs" / "usage.md").read_text()
     listed = cli("--help").stdout
     commands = typer.main.get_command(app).commands
-    assert {"ingest", "ask", "inspect-graph", "convert", "extract", "forget", "export", "import", "eval"} <= set(commands)
+    assert {"ingest", "ask", "inspect-graph", "convert", "extract", "forget", "export", "import",
+            "eval"} <= set(commands)
     for name, command in commands.items():
         assert not command.hidden and name in listed, f"{name} is missing from cuemem --help"
         assert (command.help or "").strip(), f"cuemem {name} has no help text"

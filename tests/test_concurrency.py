@@ -13,6 +13,7 @@ import pytest
 from cuemem_cli.migrations import MIGRATIONS
 
 from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
+from datetime import UTC
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 CHAT = SAMPLES / "assistant_chat.jsonl"
@@ -252,9 +253,9 @@ def test_a_failed_ingest_leaves_nothing_behind(cli, tmp_path, failure, stub_mode
 @pytest.mark.slow
 @pytest.mark.subprocess  # real processes, each loading the models
 def test_forget_decay_selects_the_same_turns_in_any_time_zone(tmp_path):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    now = datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     at = lambda hours: (now - timedelta(hours=hours)).isoformat()  # noqa: E731
     lines = [
         {"conversation": "main", "id": "young", "time": at(17), "speaker": "Ann", "text": "I adopted a grey cat."},

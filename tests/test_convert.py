@@ -335,7 +335,8 @@ def test_sample_readme_ids_exist() -> None:
         ("chatgpt", [{"id": "c", "mapping": {"n": {"parent": None, "children": {"a": 1}}}}]),
         ("chatgpt", [{"id": "c", "mapping": {}, "current_node": ["n"]}]),
         ("chatgpt", [{"id": "c", "mapping": {}, "current_node": "missing"}]),
-        ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"parent": None, "message": {"author": "me"}}}}]),
+        ("chatgpt", [{"id": "c", "current_node": "n",
+                      "mapping": {"n": {"parent": None, "message": {"author": "me"}}}}]),
         ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"message": {
             "author": {"role": "user"}, "content": {"content_type": "text", "parts": "x"}}}}}]),
         ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"message": {

@@ -60,7 +60,8 @@ FACT = "For ramen in Kyoto, the one to try is Menya Inoichi, a small shop near N
 
 def long_answer() -> str:
     """~60 sentences (~1,000 tokens): longer than a 600-token budget, the fact sentence in the middle."""
-    filler = [f"Tip {i + 1}: pack {FILLER_TOPICS[i % len(FILLER_TOPICS)]} for day {i // len(FILLER_TOPICS) + 2} of the trip."
+    topics = len(FILLER_TOPICS)
+    filler = [f"Tip {i + 1}: pack {FILLER_TOPICS[i % topics]} for day {i // topics + 2} of the trip."
               for i in range(60)]
     return " ".join([*filler[:31], FACT, *filler[31:]])
 

@@ -27,7 +27,7 @@ def good_reply(messages) -> str:
 def chat(n: int, poison: set[int] = frozenset()) -> list[Message]:
     return [
         Message("c", f"{'POISON ' if i in poison else ''}Turn number {i} about topic {i}", source_id=str(i),
-                speaker="Ann" if i % 2 else "Bob", time="2024-01-0%dT10:00:00" % (1 + i % 9))
+                speaker="Ann" if i % 2 else "Bob", time=f"2024-01-0{1 + i % 9}T10:00:00")
         for i in range(n)
     ]
 

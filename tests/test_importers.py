@@ -134,7 +134,7 @@ def test_claude_code_several_files(cli):
 def test_claude_code_malformed_line(cli, db_path, tmp_path, bad, expected):
     source = next(CLAUDE_CODE.rglob(f"{SESSION_1}.jsonl")).read_text().splitlines()
     path = tmp_path / "session.jsonl"
-    path.write_text("\n".join(source[:2] + [bad] + source[2:]) + "\n")
+    path.write_text("\n".join([*source[:2], bad, *source[2:]]) + "\n")
     result = cli("convert", "claude-code", str(path))
     assert result.exit_code == 1
     assert f"{path}{expected}" in " ".join(result.stderr.split())

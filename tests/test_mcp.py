@@ -40,10 +40,9 @@ async def server(db: Path, *args: str, env: dict[str, str] | None = None) -> Asy
     params = StdioServerParameters(command=CUEMEM[0], args=[*CUEMEM[1:], "--db", str(db), "mcp", *args],
                                    env=_env(env))
     with open(db.parent / f"{db.name}.{id(params)}.log", "w") as log:
-        async with stdio_client(params, errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+        async with stdio_client(params, errlog=log) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
 
 
 async def call(session: ClientSession, tool: str, arguments: dict | None = None):
@@ -181,7 +180,7 @@ def test_bad_input_is_a_tool_error_and_writes_nothing(tmp_path):
             return errors, created, stored
 
     errors, created, stored = asyncio.run(scenario())
-    for error, (_, says) in zip(errors, BAD_CALLS):
+    for error, (_, says) in zip(errors, BAD_CALLS, strict=True):
         assert says in error
     assert not created, "a rejected call creates no database"
     assert stored["turns_added"] == 1

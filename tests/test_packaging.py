@@ -20,7 +20,7 @@ from conftest import REPO
 
 SOURCE = REPO / "cuemem_cli"
 INSTALLED = Path(cuemem_cli.__file__).resolve().parent
-FROM_SOURCE = INSTALLED == SOURCE.resolve()
+FROM_SOURCE = SOURCE.resolve() == INSTALLED
 
 
 def _require_installed() -> None:

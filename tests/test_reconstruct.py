@@ -73,7 +73,8 @@ def test_an_appended_turn_is_read_after_the_stored_turn_before_it(tmp_path):
         one.add(MESSAGES)
         for chunk in (MESSAGES[:2], MESSAGES[2:4], MESSAGES[4:]):
             pieces.add(chunk)
-        vectors = [np.vstack(list(m.store.turn_vectors([t.id for t in m.store.turns(1)]).values())) for m in (one, pieces)]
+        vectors = [np.vstack(list(m.store.turn_vectors([t.id for t in m.store.turns(1)]).values()))
+                   for m in (one, pieces)]
         assert np.allclose(*vectors, atol=1e-6)
         alone = roundtrip(one.embedder().embed([m["text"] for m in MESSAGES]))
         first_of_session = [0, 3]
@@ -91,7 +92,8 @@ def test_a_database_from_before_m005_keeps_its_turn_vectors_and_mixes_the_turn_b
         old.add(MESSAGES[:4])
         turns = old.store.turns(1)
         with old.store.transaction():  # as m005 leaves a database written before it
-            old.store.insert_turn_vectors(list(zip([t.id for t in turns], old.embedder().embed([t.text for t in turns]))))
+            alone = old.embedder().embed([t.text for t in turns])
+            old.store.insert_turn_vectors(list(zip([t.id for t in turns], alone, strict=True)))
             old.store.set_meta("turn_vectors", TURN_ALONE)
         old.add(MESSAGES[4:])
         [appended] = [t for t in old.store.turns(1) if t.text == MESSAGES[4]["text"]]
@@ -127,7 +129,8 @@ def test_a_named_day_lifts_the_turns_said_that_week(memory):
 def test_a_named_person_lifts_their_own_turns(memory):
     question = "What does Leo do for work?"
     by_leo = lambda ctx: sum(e.speaker == "Leo" for e in ctx.evidence) / len(ctx.evidence)  # noqa: E731
-    assert by_leo(context(memory, question, budget=300)) > by_leo(context(memory, question, speaker_weight=0.0, budget=300))
+    without_lift = context(memory, question, speaker_weight=0.0, budget=300)
+    assert by_leo(context(memory, question, budget=300)) > by_leo(without_lift)
 
 
 def test_neighbours_compete_for_the_budget_instead_of_all_coming_in(memory):

@@ -17,9 +17,12 @@ from conftest import StubEmbedder
 pytestmark = pytest.mark.usefixtures("stub_models")  # the registry's paths, with stand-ins as the defaults
 
 CHAT = [
-    {"conversation": "c", "id": "1", "time": "2024-03-01T10:00:00", "speaker": "Maya", "text": "I adopted Biscuit from Portland."},
-    {"conversation": "c", "id": "2", "time": "2024-03-01T10:01:00", "speaker": "Leo", "text": "Biscuit is a lovely name."},
-    {"conversation": "c", "id": "3", "time": "2024-03-02T09:00:00", "speaker": "Maya", "text": "We walked to Washington Park."},
+    {"conversation": "c", "id": "1", "time": "2024-03-01T10:00:00", "speaker": "Maya",
+     "text": "I adopted Biscuit from Portland."},
+    {"conversation": "c", "id": "2", "time": "2024-03-01T10:01:00", "speaker": "Leo",
+     "text": "Biscuit is a lovely name."},
+    {"conversation": "c", "id": "3", "time": "2024-03-02T09:00:00", "speaker": "Maya",
+     "text": "We walked to Washington Park."},
 ]
 
 

@@ -115,7 +115,7 @@ def test_turn_vectors_in_context_add_the_turn_before_in_the_same_session_only(st
         ids = store.insert_turns([NewTurn(cid, p, f"t{p}", f"turn {p}", f"h{p}", session, None, "A", None, {})
                                   for p, session in enumerate(["s1", "s1", "s2", "s2"])])
         vectors = np.eye(4, dtype=np.float32)
-        store.insert_turn_vectors(list(zip(ids, vectors)))
+        store.insert_turn_vectors(list(zip(ids, vectors, strict=True)))
     assert store.previous_turns(ids) == {ids[1]: ids[0], ids[3]: ids[2]}
     query = np.array([1.0, 0.0, 1.0, 0.0], dtype=np.float32) / np.sqrt(2)
     # By hand, turn vectors e0..e3 and the question (e0 + e2)/√2: alone, t0 and t2 score 1/√2, t1 and t3 0.

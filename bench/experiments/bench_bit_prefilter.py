@@ -67,7 +67,7 @@ def main(db: str, locomo: str = str(Path(__file__).resolve().parents[3] / "share
     speakers = {s for c in names for s in source.speakers(source.conversation_id(c))}
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))
     source.close()
-    questions = [q["question"] for c in json.load(open(locomo)) for q in c["qa"]][::int(step)]
+    questions = [q["question"] for c in json.loads(Path(locomo).read_text()) for q in c["qa"]][::int(step)]
     queries = embedder.embed([without_names(q, speakers) or q for q in questions])
     matrix = real_like(real, int(n), np.random.default_rng(23))
     k = DEFAULT_TOP_M

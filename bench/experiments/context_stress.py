@@ -51,7 +51,8 @@ def main(locomo: str = str(DEFAULT_LOCOMO), n: str = "300") -> None:
     print(f"{len(questions)} questions, gold turn after >= 100 words of another conversation")
     for name, values in cosines.items():
         v = np.array(values)
-        print(f"{name:22s} mean {v.mean():.3f}  drop {np.mean(base - v):.3f}  keep >= 80 %: {np.mean(v >= 0.8 * base):.2f}")
+        print(f"{name:22s} mean {v.mean():.3f}  drop {np.mean(base - v):.3f}  "
+              f"keep >= 80 %: {np.mean(v >= 0.8 * base):.2f}")
 
 
 if __name__ == "__main__":
