@@ -128,9 +128,10 @@ def pytest_runtest_protocol(item):
 def _tier_guard(request):
     """Fails a test that loaded a real model (mark: slow, or use `stub_models`) or started a process (mark:
     subprocess) without its mark, also when a module fixture did it on the test's behalf, or when the code
-    under test caught the TierViolation raised at that moment. Runs before module and session fixtures are
-    torn down, so a server stopped after the last test is not charged to it."""
+    under test caught the TierViolation raised at that moment. The watch ends here, before module and session
+    fixtures are torn down: the PostgreSQL server stopped after the last test is not charged to that test."""
     yield
+    _running[0] = None
     used = _used.pop(request.node.nodeid, {})
     if used:
         fixes = {"model": "mark it `slow`, or let it use the `stub_models` fixture if it is not about cues or "
