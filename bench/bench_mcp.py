@@ -117,7 +117,8 @@ def _cold_ask(db: Path, conversation: str, question: str) -> float:
     return time.perf_counter() - start
 
 
-def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch: str = "20") -> dict:
+def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch: str = "20", *,
+         cold_runs: int = COLD_RUNS) -> dict:
     from cuemem_cli.convert import convert_files
 
     messages = [{k: v for k, v in m.to_json().items() if k != "conversation"}
@@ -133,7 +134,7 @@ def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch
         in_process = bench_reconstruct.main(str(db), locomo, conversation)
         result["in_process_reconstruction"] = {"p50_ms": in_process["p50_ms"], "p95_ms": in_process["p95_ms"]}
         cold_recall, cold_ask = [], []
-        for i in range(COLD_RUNS):
+        for i in range(cold_runs):
             question = questions[i]
             cold_recall.append(asyncio.run(_cold_recall(db, conversation, question)))
             cold_ask.append(_cold_ask(db, conversation, question))

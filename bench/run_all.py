@@ -43,8 +43,8 @@ import report  # noqa: E402
 @dataclass(frozen=True)
 class Sizes:
     """What each benchmark is run on: the conversation measured alone, the synthetic cues and questions of
-    bench_million, the cold processes of bench_cli, the turns of bench_llm_calls, the probe counts of
-    bench_cells_real, the file sizes of bench_stream (none: its own) and bench_scale's sizes."""
+    bench_million, the cold processes of bench_cli and of bench_mcp, the turns of bench_llm_calls, the probe
+    counts of bench_cells_real, the file sizes of bench_stream (none: its own) and bench_scale's sizes."""
 
     conversation: str = "conv-26"
     million: str = "1000000"
@@ -54,10 +54,11 @@ class Sizes:
     probes: str = "8,16,32,64"
     stream: tuple[str, ...] = ()
     scale: bench_scale.Sizes = bench_scale.FULL
+    mcp_cold_runs: int = bench_mcp.COLD_RUNS
 
 
 FULL = Sizes()
-SMOKE = Sizes("maya-and-leo", "3000", "3", 1, 20, "2,4", ("600",), bench_scale.SMOKE)
+SMOKE = Sizes("maya-and-leo", "3000", "3", 1, 20, "2,4", ("600",), bench_scale.SMOKE, 1)
 
 
 def run(locomo: str, folder: Path, sizes: Sizes) -> dict:
@@ -80,7 +81,7 @@ def run(locomo: str, folder: Path, sizes: Sizes) -> dict:
         record("million", bench_million.main(sizes.million, sizes.queries))
         record("cells_real", bench_cells_real.main(db, locomo, sizes.probes))
         record("stream", bench_stream.main(*sizes.stream))
-        record("mcp", bench_mcp.main(locomo, conversation))
+        record("mcp", bench_mcp.main(locomo, conversation, cold_runs=sizes.mcp_cold_runs))
     meta = {"measured_at": datetime.now().isoformat(timespec="minutes"),
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                        f"Python {platform.python_version()}",
