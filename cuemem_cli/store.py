@@ -754,6 +754,45 @@ class Store:
         ).fetchone()
         return {"min": row[0], "mean": round(row[1], 2), "max": row[2]}
 
+    # ------------------------------------------------------------------ browse
+    # Only `cuemem browse` asks these (browse/pages.py); together so that they move as one.
+    def browse_conversations(self, search: str | None, name: str | None, offset: int,
+                             limit: int) -> tuple[int, list[dict[str, Any]]]:
+        """(how many conversations match, one page of them, most recently said first): each with its name,
+        `title` (the one its turns kept from an export, else None), first and last time, turn and cue
+        counts. `search` matches name or title (case-insensitive substring); `name` picks one conversation.
+        Counts come from the indexes, never a scan of another conversation's rows."""
+        matched = (
+            "WITH listed AS (SELECT c.id, c.name, c.created_at,"
+            "  (SELECT json_extract(t.extra, '$.title') FROM turns t WHERE t.conversation_id = c.id"
+            "    AND t.extra IS NOT NULL AND json_extract(t.extra, '$.title') IS NOT NULL"
+            "    ORDER BY t.position LIMIT 1) AS title,"
+            "  (SELECT min(t.time) FROM turns t WHERE t.conversation_id = c.id) AS first_time,"
+            "  (SELECT max(t.time) FROM turns t WHERE t.conversation_id = c.id) AS last_time"
+            " FROM conversations c WHERE ?2 IS NULL OR c.name = ?2),"
+            " matched AS (SELECT * FROM listed WHERE ?1 IS NULL OR instr(lower(name), lower(?1)) > 0"
+            "  OR instr(lower(coalesce(title, '')), lower(?1)) > 0)")
+        total = self.conn.execute(f"{matched} SELECT count(*) FROM matched", (search, name)).fetchone()[0]
+        rows = self.conn.execute(
+            f"{matched} SELECT name, title, first_time, last_time,"
+            " (SELECT count(*) FROM turns t WHERE t.conversation_id = matched.id),"
+            " (SELECT count(*) FROM cues q WHERE q.conversation_id = matched.id)"
+            " FROM matched ORDER BY coalesce(last_time, created_at) DESC, id DESC LIMIT ?3 OFFSET ?4",
+            (search, name, limit, offset)).fetchall()
+        keys = ("conversation", "title", "first_time", "last_time", "turns", "cues")
+        return total, [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """(turn id, BM25: higher is better) of turns in any conversation holding every one of `words`, each
+        word stemmed as the lexical index stems it, best first."""
+        if not words or limit <= 0:
+            return []
+        query = " ".join('"' + word.replace('"', '""') + '"' for word in words)
+        rows = self.conn.execute(
+            "SELECT rowid, -bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ? ORDER BY s DESC, rowid"
+            " LIMIT ?", (query, limit))
+        return [(r[0], float(r[1])) for r in rows]
+
     # ------------------------------------------------------- extraction cache
     def cached_triples(self, model: str, prompt_version: str, turn_hash: str) -> list[list[str]] | None:
         row = self.conn.execute(

@@ -700,6 +700,41 @@ class PostgresStore:
         return {"min": low, "mean": round(mean, 2), "max": high}
 
     # ------------------------------------------------------- extraction cache
+    # ------------------------------------------------------------------ browse
+    def browse_conversations(self, search: str | None, name: str | None, offset: int,
+                             limit: int) -> tuple[int, list[dict[str, Any]]]:
+        """As Store.browse_conversations."""
+        matched = (
+            "WITH listed AS (SELECT c.id, c.name, c.created_at,"
+            "  (SELECT t.extra::jsonb ->> 'title' FROM turns t WHERE t.conversation_id = c.id"
+            "    AND t.extra IS NOT NULL AND (t.extra::jsonb ->> 'title') IS NOT NULL"
+            "    ORDER BY t.position LIMIT 1) AS title,"
+            "  (SELECT min(t.time) FROM turns t WHERE t.conversation_id = c.id) AS first_time,"
+            "  (SELECT max(t.time) FROM turns t WHERE t.conversation_id = c.id) AS last_time"
+            " FROM conversations c WHERE %(name)s::text IS NULL OR c.name = %(name)s),"
+            " matched AS (SELECT * FROM listed WHERE %(q)s::text IS NULL OR strpos(lower(name), lower(%(q)s)) > 0"
+            "  OR strpos(lower(coalesce(title, '')), lower(%(q)s)) > 0)")
+        params = {"q": search, "name": name, "limit": limit, "offset": offset}
+        total = self._value(f"{matched} SELECT count(*) FROM matched", params)
+        rows = self._rows(
+            f"{matched} SELECT name, title, first_time, last_time,"
+            " (SELECT count(*) FROM turns t WHERE t.conversation_id = matched.id),"
+            " (SELECT count(*) FROM cues q WHERE q.conversation_id = matched.id)"
+            " FROM matched ORDER BY coalesce(last_time, created_at) DESC, id DESC LIMIT %(limit)s OFFSET %(offset)s",
+            params)
+        keys = ("conversation", "title", "first_time", "last_time", "turns", "cues")
+        return total, [dict(zip(keys, r, strict=True)) for r in rows]
+
+    def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """As Store.browse_search_turns; ranked by ts_rank (SQLite: BM25), the same turns found."""
+        if not words or limit <= 0:
+            return []
+        every = " && ".join([f"phraseto_tsquery('{TEXT_SEARCH}', cuemem_words(%s))"] * len(words))
+        rows = self._rows(
+            f"WITH q AS (SELECT {every} AS q) SELECT t.id, ts_rank(t.tsv, q.q) AS s FROM turns t, q"
+            " WHERE t.tsv @@ q.q ORDER BY s DESC, t.id LIMIT %s", (*words, limit))
+        return [(r[0], float(r[1])) for r in rows]
+
     def cached_triples(self, model: str, prompt_version: str, turn_hash: str) -> list[list[str]] | None:
         row = self._one("SELECT triples FROM extraction_cache WHERE model = %s AND prompt_version = %s"
                         " AND turn_hash = %s", (model, prompt_version, turn_hash))

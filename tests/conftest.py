@@ -14,7 +14,8 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["PAGER"] = ""  # a test that makes stdout claim to be a terminal never starts a real pager
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -201,20 +202,29 @@ def postgres_server():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_url(postgres_server):
-    """The URL of a new, empty database on the session's server, dropped after the test."""
+@contextmanager
+def new_pg_database(server: str) -> Iterator[str]:
+    """The URL of a new, empty database on `server`, dropped afterwards (for fixtures of any scope)."""
     import uuid
     from urllib.parse import urlsplit, urlunsplit
 
     import psycopg
 
     name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
+    with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
-    yield urlunsplit(urlsplit(postgres_server)._replace(path=f"/{name}"))
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pg_url(postgres_server):
+    """The URL of a new, empty database on the session's server, dropped after the test."""
+    with new_pg_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
