@@ -10,14 +10,17 @@ same pages in Chromium.
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -108,9 +111,10 @@ class Server:
         return orjson.loads(body)
 
 
-def start_server(db: str, folder: Path, *args: str) -> Server:
+def start_server(db: str, folder: Path, *args: str, extra_env: dict[str, str] | None = None) -> Server:
     process = subprocess.Popen([sys.executable, "-m", "cuemem_cli", "--db", db, "browse", "--no-open", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=folder)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**env(), **(extra_env or {})}, cwd=folder)
     line = process.stdout.readline() if process.stdout else ""
     if not line.startswith("http://"):
         process.kill()
@@ -295,6 +299,59 @@ def test_the_question_graph_draws_the_evidence_and_the_edges_one_hop_followed(se
     assert drawn == [by_source[e["source_id"]] for e in cli["evidence"]]  # chronological, as the evidence
     roles = re.findall(r'<a class="node ([a-z]+)"', page)
     assert roles == [e["via"] for e in cli["evidence"]]
+    via = dict(zip(drawn, roles, strict=True))
+    edges = [(int(a), int(b)) for a, b in re.findall(r'<path class="edge [a-z ]+" d="[^"]+" stroke-width="[^"]+" '
+                                                     r'data-src="(\d+)" data-dst="(\d+)"', page)]
+    brought = [i for i in drawn if via[i] in ("temporal", "semantic")]
+    assert brought and edges  # the edges that brought a turn in over the graph: one end found directly
+    assert all({via[a], via[b]} & {"anchor", "lexical"} and {via[a], via[b]} & {"temporal", "semantic"}
+               for a, b in edges)
+
+
+class _StubLLM(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint on 127.0.0.1: a reply with markup in it, or a refusal (400) when
+    the question says FAIL."""
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt = " ".join(str(m.get("content")) for m in body["messages"])
+        if "FAIL" in prompt:
+            status, reply = 400, {"error": {"message": "bad request", "type": "invalid_request_error"}}
+        else:
+            text = f"A beagle <script>window.__pwned = 'llm'</script> ({'Biscuit' if 'Biscuit' in prompt else '?'})"
+            status, reply = 200, {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                                  "choices": [{"index": 0, "finish_reason": "stop",
+                                               "message": {"role": "assistant", "content": text}}],
+                                  "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+        data = json.dumps(reply).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_with_a_model_the_box_shows_its_answer_as_text_and_its_failure_beside_the_evidence(sqlite_served):
+    stub = ThreadingHTTPServer(("127.0.0.1", 0), _StubLLM)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    llm_env = {"OPENAI_BASE_URL": f"http://127.0.0.1:{stub.server_port}/v1", "OPENAI_API_KEY": "test-key"}
+    server = start_server(sqlite_served.db, sqlite_served.folder, "--model", "openai/stub", extra_env=llm_env)
+    try:
+        answered = server.json("api/ask", q=QUESTIONS[0], c="maya-and-leo")
+        assert (answered["answer_kind"], answered["model"]) == ("llm", "openai/stub")
+        assert answered["answer"] == "A beagle <script>window.__pwned = 'llm'</script> (Biscuit)"  # it read evidence
+        page = server.html("ask?" + urlencode({"q": QUESTIONS[0], "c": "maya-and-leo"}))
+        assert "Answer · openai/stub" in page and "A beagle &lt;script&gt;" in page and "<script" not in page
+        failed = server.json("api/ask", q="FAIL: " + QUESTIONS[0], c="maya-and-leo")
+        assert "openai/stub failed" in failed["error"] and failed["answer"] is None and failed["evidence"]
+        page = server.html("ask?" + urlencode({"q": "FAIL: " + QUESTIONS[0], "c": "maya-and-leo"}))
+        assert "the model failed" in page and 'class="ev ' in page
+    finally:
+        stop(server)
+        stub.shutdown()
 
 
 # ------------------------------------------------------------- pages.py in-process: pagination, both backends

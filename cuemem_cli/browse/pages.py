@@ -27,6 +27,7 @@ SEARCH_HITS = 50  # turns a search shows, best first
 SEARCH_WORDS = 12  # words of a search kept (each one is a term every hit must hold)
 SELECTOR_CONVERSATIONS = 300  # the most recent conversations offered by the question box's selector
 GRAPH_NODES = 40  # turns drawn in a turn's neighbourhood (the strongest edges first); all are listed
+SEEDS = ("anchor", "lexical")  # evidence found directly, not over an edge: where a question's hop starts
 EVERY_RANK = 1_000_000  # a rank bound above any built edge's: every edge
 SNIPPET_CHARS = 320  # what a search hit shows of a long turn, around its first match
 
@@ -135,8 +136,9 @@ def turn(memory: Memory, turn_id: int) -> dict[str, Any]:
 def question(memory: Memory, text: str, conversation: str | None, model: str | None,
              answer: bool = True) -> dict[str, Any]:
     """What `cuemem ask` gives for `text`: `context` is `ask --json`'s object (`ask --context-only --json`'s
-    without `answer`), the evidence's turn ids for links, and a picture of the evidence as a graph (the
-    edges between evidence turns that one hop of the question followed)."""
+    without `answer`), the evidence's turn ids for links, and a picture of the evidence as a graph: every
+    evidence turn, and the edges of the question's one hop that brought a temporal or semantic turn in
+    from an anchor or lexical one (edges between two turns found directly would only hide those)."""
     settings = Settings()
     failure = None
     if answer:
@@ -154,8 +156,10 @@ def question(memory: Memory, text: str, conversation: str | None, model: str | N
         ids = _evidence_ids(memory, data)
         turns = store.turns_by_id([i for i in ids if i is not None])
         roles = {turn_id: ev["via"] for turn_id, ev in zip(ids, data["evidence"], strict=True) if turn_id in turns}
-        between = store.neighbours(list(roles), settings.window, settings.sem_k) if settings.graph else []
-    picture = draw([turns[i] for i in roles], between, roles)
+        seeds = [turn_id for turn_id, via in roles.items() if via in SEEDS]
+        hops = store.neighbours(seeds, settings.window, settings.sem_k) if settings.graph and seeds else []
+    brought = [hop for hop in hops if roles.get(hop[1], "anchor") not in SEEDS]  # the edges that brought one in
+    picture = draw([turns[i] for i in roles], brought, roles)
     return {"context": data, "turn_ids": ids, "error": failure, "graph": picture_json(picture), "picture": picture}
 
 

@@ -9,6 +9,7 @@ into inline SVG, each node a link to that turn's own neighbourhood: no JavaScrip
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -70,7 +71,9 @@ def draw(turns: Sequence[Turn], edges: Iterable[Sequence], roles: dict[int, str]
             key = (min(src, dst), max(src, dst), kind)
             best[key] = max(best.get(key, 0.0), float(weight))
     center = {turn_id for turn_id, role in roles.items() if role == "center"}
-    links = tuple(Link(a, b, kind, round(w, 4), _arc(x[a], x[b], above=kind == "semantic"), round(1 + 2.5 * w, 2),
+    widest = max(max(x.values(), default=0) - min(x.values(), default=0), 1)
+    links = tuple(Link(a, b, kind, round(w, 4), _arc(x[a], x[b], widest, above=kind == "semantic"),
+                       round(1 + 2.5 * w, 2),
                        aside=bool(center) and not {a, b} & center)
                   for (a, b, kind), w in sorted(best.items(), key=lambda item: item[0][2] == "semantic"))
     nodes = tuple(Node(t.id, x[t.id], roles.get(t.id, "semantic"), t.source_id, _tip(t)) for t in ordered)
@@ -78,13 +81,14 @@ def draw(turns: Sequence[Turn], edges: Iterable[Sequence], roles: dict[int, str]
     return Picture(width, HEIGHT, AXIS, LABELS, RADIUS, nodes, links, hidden)
 
 
-def _arc(x1: float, x2: float, above: bool) -> str:
-    """A quadratic curve from one node to the other, bowing above or below the line by its span."""
+def _arc(x1: float, x2: float, widest: float, above: bool) -> str:
+    """A quadratic curve from one node to the other, bowing above or below the line; its height grows with
+    the square root of its span (relative to the widest span drawn), so that long arcs stay apart."""
     left, right = sorted((x1, x2))
-    span = right - left
-    rise = min(AXIS - 14, 10 + 0.45 * span) if above else min(LABELS - AXIS - 12, 8 + 0.3 * span)
+    room = AXIS - 24 if above else LABELS - AXIS - 16
+    rise = 8 + room * math.sqrt((right - left) / widest)
     control = AXIS - 2 * rise if above else AXIS + 2 * rise  # a quadratic's peak is half its control's offset
-    return f"M {left} {AXIS} Q {(left + right) / 2} {control} {right} {AXIS}"
+    return f"M {left} {AXIS} Q {(left + right) / 2} {round(control, 1)} {right} {AXIS}"
 
 
 def _tip(turn: Turn) -> str:
