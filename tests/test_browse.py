@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
@@ -83,10 +84,10 @@ class Server:
     def root(self) -> str:
         return urlsplit(self.url).path  # /TOKEN/
 
-    def get(self, path: str, headers: dict[str, str] | None = None, method: str = "GET",
-            raw_path: bool = False) -> tuple[int, dict[str, str], bytes]:
+    def get(self, path: str, headers: dict[str, str] | None = None, method: str = "GET", raw_path: bool = False,
+            timeout: float = 120) -> tuple[int, dict[str, str], bytes]:
         """(status, headers, body) of a request for `path` under the token (or exactly `path`, raw_path)."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
             target = path if raw_path else self.root + path
             wanted = {"Host": f"127.0.0.1:{self.port}", **(headers or {})}
@@ -310,11 +311,17 @@ def test_the_question_graph_draws_the_evidence_and_the_edges_one_hop_followed(se
 
 class _StubLLM(BaseHTTPRequestHandler):
     """An OpenAI-compatible chat endpoint on 127.0.0.1: a reply with markup in it, or a refusal (400) when
-    the question says FAIL."""
+    the question says FAIL; a question that says SLOW is answered once the test lets it (`go_on`)."""
+
+    arrived: ClassVar[threading.Event] = threading.Event()
+    go_on: ClassVar[threading.Event] = threading.Event()
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         prompt = " ".join(str(m.get("content")) for m in body["messages"])
+        if "SLOW" in prompt:
+            _StubLLM.arrived.set()
+            _StubLLM.go_on.wait(60)
         if "FAIL" in prompt:
             status, reply = 400, {"error": {"message": "bad request", "type": "invalid_request_error"}}
         else:
@@ -349,7 +356,18 @@ def test_with_a_model_the_box_shows_its_answer_as_text_and_its_failure_beside_th
         assert "openai/stub failed" in failed["error"] and failed["answer"] is None and failed["evidence"]
         page = server.html("ask?" + urlencode({"q": "FAIL: " + QUESTIONS[0], "c": "maya-and-leo"}))
         assert "the model failed" in page and 'class="ev ' in page
+        slow: list = []
+        asking = threading.Thread(target=lambda: slow.append(server.json("api/ask", q="SLOW: " + QUESTIONS[0],
+                                                                         c="maya-and-leo")))
+        asking.start()
+        assert _StubLLM.arrived.wait(120)
+        status, _, listed = server.get("api/conversations", timeout=20)  # the model waits up to 60 s
+        assert status == 200 and orjson.loads(listed)["total"] == 3  # served while the model is still writing
+        _StubLLM.go_on.set()
+        asking.join(120)
+        assert slow and slow[0]["answer_kind"] == "llm"
     finally:
+        _StubLLM.go_on.set()
         stop(server)
         stub.shutdown()
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import hmac
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.resources import files
 from typing import Any
 from urllib.parse import urlencode
@@ -109,7 +110,8 @@ class BadRequest(CuememError):
 
 class Browser:
     """The pages over one open `Memory`: its models load once, on the first question, and a lock keeps
-    one request at a time on its database connection (Starlette runs these handlers in threads)."""
+    one request at a time on its database connection and embedder (Starlette runs these handlers in
+    threads); a model writing an answer holds neither, and other pages are served meanwhile."""
 
     def __init__(self, memory: Memory, model: str | None, db_shown: str):
         self.memory = memory
@@ -159,7 +161,7 @@ class Browser:
             if text:
                 try:
                     data["result"] = pages.question(self.memory, text, data["scope"]["chosen"] or None,
-                                                    self.model, answer=not only)
+                                                    self.model, answer=not only, unlocked=self._unlocked)
                 except CuememError as exc:  # e.g. no conversation chosen: shown beside the question box
                     data["error"] = exc
             return data
@@ -187,12 +189,22 @@ class Browser:
     def api_ask(self, request: Request) -> Response:
         """`cuemem ask --json`: the same, with the answer (the configured model's, else the offline one)."""
         def build() -> dict[str, Any]:
-            result = pages.question(self.memory, _question(request), _chosen(request) or None, self.model)
+            result = pages.question(self.memory, _question(request), _chosen(request) or None, self.model,
+                                    unlocked=self._unlocked)
             return {**result["context"], **({"error": result["error"]} if result["error"] else {})}
 
         return self._json(build)
 
     # ---------------------------------------------------------------- helpers
+    @contextmanager
+    def _unlocked(self) -> Iterator[None]:
+        """Inside a request that holds the lock: let other requests in while a model writes its answer."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+
     def _conversation(self, request: Request) -> dict[str, Any]:
         name = request.query_params.get("name")
         if not name:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import asdict
 from typing import Any
 
@@ -133,17 +135,23 @@ def turn(memory: Memory, turn_id: int) -> dict[str, Any]:
             "graph": picture_json(picture), "picture": picture}
 
 
-def question(memory: Memory, text: str, conversation: str | None, model: str | None,
-             answer: bool = True) -> dict[str, Any]:
+def question(memory: Memory, text: str, conversation: str | None, model: str | None, answer: bool = True,
+             unlocked: Callable[[], AbstractContextManager[Any]] = nullcontext) -> dict[str, Any]:
     """What `cuemem ask` gives for `text`: `context` is `ask --json`'s object (`ask --context-only --json`'s
     without `answer`), the evidence's turn ids for links, and a picture of the evidence as a graph: every
     evidence turn, and the edges of the question's one hop that brought a temporal or semantic turn in
-    from an anchor or lexical one (edges between two turns found directly would only hide those)."""
+    from an anchor or lexical one (edges between two turns found directly would only hide those).
+
+    A model's answer is written inside `unlocked()`: it reads neither the database nor the embedder, so a
+    server may serve other pages meanwhile (the offline answer embeds, and stays inside)."""
     settings = Settings()
     failure = None
     if answer:
+        aside = ExitStack()
         try:
-            result = memory.ask(text, conversation, settings, model=model, record_retrieval=False)
+            with aside:
+                result = memory.ask(text, conversation, settings, model=model, record_retrieval=False,
+                                    on_context=(lambda _: aside.enter_context(unlocked())) if model else None)
             context, reply = result.context, result.answer
         except LLMError as exc:  # the evidence is still worth showing, as `ask` does
             failure = exc.message
