@@ -3,7 +3,7 @@ goal: every page under a second; the question box costs what `ask` costs).
 
 It builds the memory through the real pipeline (`cuemem convert locomo` + `cuemem ingest`: spaCy cues,
 MiniLM vectors, the turn graph), shaped as a chat export: every LoCoMo session becomes its own
-conversation with a title ("conv-26 · session 3"), all ten conversations' sessions COPIES times under
+conversation with a title ("conv-26 · session 3 · copy 0"), all ten conversations' sessions COPIES times under
 new names (4 copies: 23,528 turns in 1,088 conversations). Building takes a while (the ingest of
 ~24,000 turns: tens of minutes on 2 cores); pass --db to time a memory built before (this script's,
 or any other: a SQLite file or a postgresql:// URL).
@@ -67,9 +67,9 @@ def build(db: str, locomo: Path, copies: int, folder: Path, limit: int | None = 
         for copy in range(copies):
             for line in converted:
                 message = json.loads(line)
-                session = message.get("session") or "?"
-                message["conversation"] = f"{message['conversation']}-s{session}-c{copy}"
-                message["title"] = f"{message['conversation'].rsplit('-c', 1)[0]} · session {session} · copy {copy}"
+                session, source = message.get("session") or "?", message["conversation"]
+                message["conversation"] = f"{source}-s{session}-c{copy}"
+                message["title"] = f"{source} · session {session} · copy {copy}"
                 out.write(json.dumps(message) + "\n")
                 turns += 1
     start = time.perf_counter()
