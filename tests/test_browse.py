@@ -139,25 +139,34 @@ def stop(server: Server) -> tuple[int, str]:
     return server.process.returncode, stderr
 
 
+@pytest.fixture(scope="module")
+def sqlite_memory(tmp_path_factory) -> str:
+    """The SQLite memory of this module's servers, built once."""
+    folder = tmp_path_factory.mktemp("browse-sqlite")
+    build_memory(str(folder / "memory.db"), folder)
+    return str(folder / "memory.db")
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def served(request, tmp_path_factory) -> Iterator[Server]:
     """A browse server on a built memory, per backend, for the module."""
-    folder = tmp_path_factory.mktemp(f"browse-{request.param}")
     if request.param == "sqlite":
-        yield from _serve(str(folder / "memory.db"), folder)
+        db = request.getfixturevalue("sqlite_memory")
+        yield from _serve(db, Path(db).parent)
         return
+    folder = tmp_path_factory.mktemp("browse-postgres")
     with new_pg_database(request.getfixturevalue("postgres_server")) as url:
+        build_memory(url, folder)
         yield from _serve(url, folder)
 
 
 @pytest.fixture(scope="module")
-def sqlite_served(tmp_path_factory) -> Iterator[Server]:
-    folder = tmp_path_factory.mktemp("browse-safety")
-    yield from _serve(str(folder / "memory.db"), folder)
+def sqlite_served(sqlite_memory) -> Iterator[Server]:
+    """A server of its own on the SQLite memory, for the checks that need no second backend."""
+    yield from _serve(sqlite_memory, Path(sqlite_memory).parent)
 
 
 def _serve(db: str, folder: Path) -> Iterator[Server]:
-    build_memory(db, folder)
     server = start_server(db, folder)
     try:
         yield server
@@ -205,6 +214,9 @@ def test_search_finds_turns_by_their_words_and_conversations_by_title(served):
     assert [c["conversation"] for c in by_title["conversations"]] == [HOSTILE]
     page = served.html("?" + urlencode({"q": "beagle"}))
     assert "<mark>beagle</mark>" in page.lower()
+    syntax = served.json("api/conversations", q='beagle" OR * NEAR(Biscuit) -"')  # words only, no search syntax:
+    assert all("near" in t["text"].lower() for t in syntax["turns"])  # NEAR is a word to find, like the others
+    assert served.json("api/conversations", q="?!")["turns"] == []
 
 
 def test_a_conversation_reads_in_order_with_each_turns_cues(served):
