@@ -67,9 +67,9 @@ def build(db: str, locomo: Path, copies: int, folder: Path, limit: int | None = 
         for copy in range(copies):
             for line in converted:
                 message = json.loads(line)
-                session, source = message.get("session") or "?", message["conversation"]
-                message["conversation"] = f"{source}-s{session}-c{copy}"
-                message["title"] = f"{source} · session {session} · copy {copy}"
+                session, origin = message.get("session") or "?", message["conversation"]
+                message["conversation"] = f"{origin}-s{session}-c{copy}"
+                message["title"] = f"{origin} · session {session} · copy {copy}"
                 out.write(json.dumps(message) + "\n")
                 turns += 1
     start = time.perf_counter()
