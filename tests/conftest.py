@@ -164,6 +164,25 @@ def fake_llm(monkeypatch):
     yield fake
 
 
+def chat_completion(model: str, text: str) -> dict:
+    """An OpenAI chat-completion response whose answer is `text`, for stub model endpoints."""
+    return {"id": "c1", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def send_json(handler, status: int, data: dict) -> None:
+    """Answer a request of a stub endpoint (an `http.server.BaseHTTPRequestHandler`) with `data`."""
+    import json
+
+    body = json.dumps(data).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 # ------------------------------------------------------------------ PostgreSQL
 @pytest.fixture(scope="session")
 def postgres_server():

@@ -28,7 +28,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import orjson
 import pytest
 
-from conftest import SAMPLES, new_pg_database
+from conftest import SAMPLES, chat_completion, new_pg_database, send_json
 
 pytest.importorskip("starlette", reason="`cuemem browse` needs the browse extra: pip install 'cuemem[browse]'")
 
@@ -335,19 +335,10 @@ class _StubLLM(BaseHTTPRequestHandler):
             _StubLLM.arrived.set()
             _StubLLM.go_on.wait(60)
         if "FAIL" in prompt:
-            status, reply = 400, {"error": {"message": "bad request", "type": "invalid_request_error"}}
-        else:
-            text = f"A beagle <script>window.__pwned = 'llm'</script> ({'Biscuit' if 'Biscuit' in prompt else '?'})"
-            status, reply = 200, {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                                  "choices": [{"index": 0, "finish_reason": "stop",
-                                               "message": {"role": "assistant", "content": text}}],
-                                  "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
-        data = json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            send_json(self, 400, {"error": {"message": "bad request", "type": "invalid_request_error"}})
+            return
+        text = f"A beagle <script>window.__pwned = 'llm'</script> ({'Biscuit' if 'Biscuit' in prompt else '?'})"
+        send_json(self, 200, chat_completion(body["model"], text))
 
     def log_message(self, *args):
         pass
