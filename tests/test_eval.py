@@ -124,7 +124,8 @@ def test_a_day_interrupted_by_another_pays_for_its_second_header():
 
 
 # ------------------------------------------------------------------ cache key
-@pytest.mark.parametrize("module", ["store.py", "migrations.py", "extract.py", "ingest.py"])
+@pytest.mark.parametrize("module", ["store.py", "store_sqlite.py", "store_postgres.py", "migrations.py", "extract.py",
+                                    "ingest.py"])
 def test_a_change_to_what_shapes_the_database_changes_the_cache_key(tmp_path, module):
     """The store and its migrations decide the rows a benchmark reads as much as the extractor does: a
     change to any of them must build a new database, not reuse one written by the old code."""
