@@ -506,28 +506,22 @@ def postgres_schema(url: str) -> dict[str, list]:
         }
 
 
-@pytest.fixture
-def fresh_pg_url(postgres_server):
-    """A second new database on the session's server, beside `pg_url`."""
-    import uuid
-    from urllib.parse import urlsplit, urlunsplit
-
-    import psycopg
-
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    yield urlunsplit(urlsplit(postgres_server)._replace(path=f"/{name}"))
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
 @pytest.mark.parametrize("bound", [True, False], ids=["bound", "never-ingested"])
-def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, fresh_pg_url, bound):
+def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, bound):
     """It records the names its schema already satisfied, turns its edge kinds into SQLite's codes, keeps
     every row, and ends with the schema a new database gets."""
+    import psycopg
+
     from cuemem_cli.stores import open_store
 
+    fresh = open_store(pg_url)
+    fresh.bind_embedder("m", DIM, "test")
+    fresh.close()
+    new_schema = postgres_schema(pg_url)
+    assert ("edges", "kind", "smallint", "NO", None, None) in new_schema["columns"]
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the same database, emptied for the old schema
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
     old_postgres_database(pg_url, bound)
     store = open_store(pg_url)
     names = [r[0] for r in store.conn.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
@@ -552,7 +546,4 @@ def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, f
         assert names == sorted(m.name for m in MIGRATIONS if not m.needs_dim)
         store.bind_embedder("m", DIM, "test")
     store.close()
-    fresh = open_store(fresh_pg_url)
-    fresh.bind_embedder("m", DIM, "test")
-    fresh.close()
-    assert postgres_schema(pg_url) == postgres_schema(fresh_pg_url)
+    assert postgres_schema(pg_url) == new_schema
