@@ -190,7 +190,8 @@ def test_two_processes_upgrading_one_database_leave_one_copy(tmp_path, monkeypat
     late.close()
     SQLiteStore.open(path).close()
     late_again = SQLiteStore(autocommit(path), str(path))  # seen == the file's migrations: this one copies
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, later, script("m901_more", "CREATE TABLE more (x)")])
+    more = script("m901_more", "CREATE TABLE more (x)")
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, later, more])
     late_again._migrate(seen=sorted(recorded(path)))
     assert (tmp_path / f"old.db.bak-schema{len(MIGRATIONS) + 1}").exists()
     late_again.close()
