@@ -1,6 +1,7 @@
 """Ingest of a whole chat history, as a user runs it: `cuemem --db DB ingest --from chatgpt EXPORT`.
 
     python bench/bench_history.py EXPORT.json [--db DB] [--out summary.json] [-- extra ingest options]
+    python bench/bench_history.py EXPORT.json --db DB --count-only   # only the counts below, no ingest
 
 EXPORT is a ChatGPT-shaped `conversations.json`, e.g. from `bench/corpus.py` (real ShareGPT chats). The
 ingest runs in its own process under `/usr/bin/time -v`; printed as JSON: wall seconds, turns/s, cues,
@@ -131,9 +132,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("export", type=Path, help="a ChatGPT-shaped conversations.json")
     parser.add_argument("--db", type=Path, help="the memory to ingest into (kept); default: a temporary one")
     parser.add_argument("--out", type=Path, help="also write the JSON summary here")
+    parser.add_argument("--count-only", action="store_true",
+                        help="no ingest: count what the memory --db holds (a build that was stopped, say)")
     parser.add_argument("extra", nargs="*", help="more `cuemem ingest` options, after --")
     args = parser.parse_args(argv)
-    if args.db:
+    if args.count_only:
+        if not args.db:
+            parser.error("--count-only needs --db")
+        result = {"db": str(args.db), "db_bytes": db_bytes(args.db), "memory": cue_sources(args.db)}
+    elif args.db:
         args.db.parent.mkdir(parents=True, exist_ok=True)
         result = measure(args.export, args.db, args.extra)
     else:
