@@ -5,8 +5,8 @@
 
 EXPORT is a ChatGPT-shaped `conversations.json`, e.g. from `bench/corpus.py` (real ShareGPT chats). The
 ingest runs in its own process under `/usr/bin/time -v`; printed as JSON: wall seconds, turns/s, cues,
-cues per turn, peak RSS, database bytes against the export's, the machine's load average before, during
-(highest of a sample every 5 s) and after, and what the stored cues come from:
+cues per turn, CPU seconds (user + system), peak RSS, database bytes against the export's, the machine's
+load average before, during (highest of a sample every 5 s) and after, and what the stored cues come from:
 - `cues_from_code`: cues whose turn holds a fenced code block (```) and whose subject and object (bar the
   turn's own speaker) all occur in the turn's code blocks but not all in its prose: cues made out of code. An estimate
   (a cue records its turn, not where in the turn it was found); `cues_on_turns_with_code` is the upper bound.
@@ -39,6 +39,12 @@ from cuemem_cli.store import Store
 def peak_rss_mb(time_v: str) -> float | None:
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", time_v)
     return round(int(found.group(1)) / 1024, 1) if found else None
+
+
+def cpu_seconds(time_v: str) -> float | None:
+    """User + system CPU seconds of the ingest: less sensitive than wall time to other work on the machine."""
+    found = [float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", time_v)]
+    return round(sum(found), 1) if len(found) == 2 else None
 
 
 def db_bytes(db: Path) -> int:
@@ -119,7 +125,7 @@ def measure(export: Path, db: Path, extra: list[str]) -> dict[str, Any]:
         "cues_added": report["cues"], "cues_per_turn_added": round(report["cues"] / added, 2) if added else None,
         "texts_embedded": report["texts_embedded"], "stage_seconds": report["stage_seconds"],
         "conversations_in_report": len(report["conversations"]),
-        "peak_rss_mb": peak_rss_mb(done.stderr),
+        "cpu_seconds": cpu_seconds(done.stderr), "peak_rss_mb": peak_rss_mb(done.stderr),
         "db_bytes": db_bytes(db), "db_over_export": round(db_bytes(db) / export.stat().st_size, 2),
         "memory": sources,
         "load_average": {"before": round(before[0], 2), "highest_during": round(sampler.highest, 2),
