@@ -13,9 +13,11 @@ cut off inside a conversation: the parser keeps every complete record (17,671 pi
 conversation, whose tail is missing. `--source FILE` reads another copy of the same format.
 
 What is real and what is made up:
-- the text of every message, who said it (user or assistant), the order, and which messages form one chat:
-  the split file cuts long chats into pieces `<id>_<start index>`, which are joined again here (in this
-  file every piece continues where the one before ended: no chat has a gap, `sharegpt_gaps` counts any).
+- the text of every message, who said it (user or assistant; ShareGPT's 41 `system` messages stay system
+  messages, which the importer skips as ChatGPT hides them), the order, and which messages form one chat:
+  the split file cuts long chats into pieces `<id>_<start index>`, which are joined again here (a piece
+  repeats the reply before it, kept once; in this file no message between pieces is missing, and
+  `sharegpt_gaps` would count any).
 - made up, deterministically from the seed: conversation and message ids (uuid5 of the ShareGPT id), times
   (ShareGPT has none: chats start 1-6 hours apart from 2023-01-02, a reply 5-60 s after its question, the
   next question 20 s-5 min later), and titles (the first user message's first 8 words or 60 characters, as
@@ -23,9 +25,9 @@ What is real and what is made up:
   `sharegpt_gaps` and `language` so a result can be traced back.
 
 Order and selection: the chats are shuffled once with `--seed`, then taken in that order while they match
-`--lang` (langid on the user's messages without code) until `--conversations` or `--messages` is reached;
-so for one seed and language, a smaller sample is a prefix of a larger one (the 500-chat file's chats are
-the first 500 of the large memory's). `--lang` takes langid codes (en; zh; a list: zh,ko,ja...), `other`
+`--lang` (langid on the user's messages without code, with the replies when the user wrote under 100
+letters) until `--conversations` or `--messages` is reached; so for one seed and language, a smaller sample
+is a prefix of a larger one (the 500-chat file's chats are the first 500 of the large memory's). `--lang` takes langid codes (en; zh; a list: zh,ko,ja...), `other`
 (not English) or `any`. langid calls ~0.6 % of these chats Latin (`la`): pasted logs, tables, markup, mostly
 English; they are in neither `en` nor a list of real languages. Chats without a visible message are kept, as
 they are in real exports.
