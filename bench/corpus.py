@@ -27,10 +27,11 @@ What is real and what is made up:
 Order and selection: the chats are shuffled once with `--seed`, then taken in that order while they match
 `--lang` (langid on the user's messages without code, with the replies when the user wrote under 100
 letters) until `--conversations` or `--messages` is reached; so for one seed and language, a smaller sample
-is a prefix of a larger one (the 500-chat file's chats are the first 500 of the large memory's). `--lang` takes langid codes (en; zh; a list: zh,ko,ja...), `other`
-(not English) or `any`. langid calls ~0.6 % of these chats Latin (`la`): pasted logs, tables, markup, mostly
-English; they are in neither `en` nor a list of real languages. Chats without a visible message are kept, as
-they are in real exports.
+is a prefix of a larger one (the 500-chat file's chats are the first 500 of the large memory's).
+
+`--lang` takes langid codes (en; zh; a list: zh,ko,ja...), `other` (not English) or `any`. langid calls
+~0.6 % of these chats Latin (`la`): pasted logs, tables, markup, mostly English; they are in neither `en` nor
+a list of real languages. Chats without a visible message are kept, as they are in real exports.
 """
 
 from __future__ import annotations
