@@ -241,7 +241,7 @@ def raw(path):
     """A plain connection to a database file (sqlite-vec loaded), for checks below the store's API."""
     import sqlite_vec
 
-    from cuemem_cli.store import sqlite3
+    from cuemem_cli.store_sqlite import sqlite3
 
     conn = sqlite3.connect(str(path), timeout=30)
     conn.enable_load_extension(True)
@@ -270,9 +270,9 @@ def db_path(tmp_path) -> Path:
 
 @pytest.fixture
 def store(db_path):
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
-    s = Store.open(db_path)
+    s = SQLiteStore.open(db_path)
     yield s
     s.close()
 
@@ -358,6 +358,25 @@ def fake_llm(monkeypatch):
     yield fake
 
 
+def chat_completion(model: str, text: str) -> dict:
+    """An OpenAI chat-completion response whose answer is `text`, for stub model endpoints."""
+    return {"id": "c1", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def send_json(handler, status: int, data: dict) -> None:
+    """Answer a request of a stub endpoint (an `http.server.BaseHTTPRequestHandler`) with `data`."""
+    import json
+
+    body = json.dumps(data).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
 # ------------------------------------------------------------------ PostgreSQL
 @pytest.fixture(scope="session")
 @tier("postgres")
@@ -397,20 +416,29 @@ def postgres_server():
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_url(postgres_server):
-    """The URL of a new, empty database on the session's server, dropped after the test."""
+@contextmanager
+def new_pg_database(server: str) -> Iterator[str]:
+    """The URL of a new, empty database on `server`, dropped afterwards (for fixtures of any scope)."""
     import uuid
     from urllib.parse import urlsplit, urlunsplit
 
     import psycopg
 
     name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
+    with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(f"CREATE DATABASE {name}")
-    yield urlunsplit(urlsplit(postgres_server)._replace(path=f"/{name}"))
-    with psycopg.connect(postgres_server, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def pg_url(postgres_server):
+    """The URL of a new, empty database on the session's server, dropped after the test."""
+    with new_pg_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -125,7 +125,8 @@ def test_a_day_interrupted_by_another_pays_for_its_second_header():
 
 
 # ------------------------------------------------------------------ cache key
-@pytest.mark.parametrize("module", ["store.py", "migrations.py", "extract.py", "ingest.py"])
+@pytest.mark.parametrize("module", ["store.py", "store_sqlite.py", "store_postgres.py", "migrations.py", "extract.py",
+                                    "ingest.py"])
 def test_a_change_to_what_shapes_the_database_changes_the_cache_key(tmp_path, module):
     """The store and its migrations decide the rows a benchmark reads as much as the extractor does: a
     change to any of them must build a new database, not reuse one written by the old code."""
@@ -242,15 +243,16 @@ def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_di
 
 def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_dir, embedder):
     """`no-context` and `mixed-context` need vectors of each turn alone, which the database no longer holds."""
-    from cuemem_cli.store import TURN_ALONE, TURN_WITH_PREVIOUS, Store
+    from cuemem_cli.store import TURN_ALONE, TURN_WITH_PREVIOUS
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "60", "--systems",
                         "cuemem,no-context,mixed-context", "--cache-dir", str(cache_dir))
     rows = {(r["system"], r["category"]): r for r in summary["rows"]}
     assert {"cuemem", "no-context", "mixed-context"} <= {system for system, _ in rows}
     database = Path(summary["database"])
-    original = Store.open(database, create=False)
-    copy = Store.open(database.with_suffix(".turn-alone.db"), create=False)
+    original = SQLiteStore.open(database, create=False)
+    copy = SQLiteStore.open(database.with_suffix(".turn-alone.db"), create=False)
     try:
         assert (original.turn_vector_text(), copy.turn_vector_text()) == (TURN_WITH_PREVIOUS, TURN_ALONE)
         assert original.all_turn_texts() == copy.all_turn_texts()

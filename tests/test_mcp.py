@@ -18,7 +18,7 @@ import pytest
 
 from cuemem_cli.store import TEMPORAL
 
-from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
+from conftest import CUEMEM, SAMPLES, assert_whole, chat_completion, child_env, raw, send_json
 from test_concurrency import assert_same, contents, run_serially
 
 pytest.importorskip("mcp")
@@ -276,15 +276,7 @@ class _StubLLM(BaseHTTPRequestHandler):
         _StubLLM.requests.append(body)
         prompt = " ".join(str(m.get("content")) for m in body["messages"])
         text = "Leo works at a bookstore." if "bookstore" in prompt else "I don't know."
-        reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, 200, chat_completion(body["model"], text))
 
     def log_message(self, *args):
         pass

@@ -59,7 +59,8 @@ def test_console_script_reports_the_distribution_version():
 @pytest.mark.subprocess
 def test_every_command_of_the_installed_script_has_help():
     _require_installed()
-    for command in ("ingest", "ask", "inspect-graph", "convert", "forget", "export", "import", "eval", "mcp"):
+    for command in ("ingest", "ask", "inspect-graph", "convert", "forget", "export", "import", "eval", "mcp",
+                    "browse"):
         out = subprocess.run([_script(), command, "--help"], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, (command, out.stderr)
         assert "Usage:" in out.stdout
