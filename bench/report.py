@@ -1,11 +1,13 @@
 """The one writer of bench/RESULTS.md: the page is rendered from the benchmarks' JSON results, never
 edited by hand and never written by a benchmark itself.
 
-- bench/results/<name>.json: what each benchmark of the suite measured (`save`, called by bench/run_all.py
-  and by each benchmark run on its own; `run_all.json` holds the run's date, machine and total time),
-  and quality.json (bench/quality.py);
+- bench/results/<name>.json: what each benchmark of the suite measured (`save`, called by bench/run_all.py;
+  `run_all.json` holds the run's date, machine and total time), the whole-history benchmarks' results when
+  they were run (history.json, browse.json: `run_all.py --history EXPORT --browse`), and quality.json
+  (bench/quality.py);
 - bench/results_notes.md: the sections written by hand (measurements of one-off experiments and what they
-  mean), placed between the speed table and the quality section;
+  mean), placed between the speed table and the whole-history sections;
+- bench/history_notes.md: the notes under the chat history's figures (what they are compared with);
 - bench/quality_notes.md: the notes under the quality tables.
 
     python bench/report.py      # render RESULTS.md again after editing a notes file; measures nothing
@@ -23,9 +25,10 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 PAGE = HERE / "RESULTS.md"
 NOTES = HERE / "results_notes.md"
+HISTORY_NOTES = HERE / "history_notes.md"
 QUALITY_NOTES = HERE / "quality_notes.md"
-HEADER = ("<!-- Rendered by bench/report.py from bench/results/*.json, bench/results_notes.md and "
-          "bench/quality_notes.md: edit those, then run `python bench/report.py`. -->")
+HEADER = ("<!-- Rendered by bench/report.py from bench/results/*.json, bench/results_notes.md, "
+          "bench/history_notes.md and bench/quality_notes.md: edit those, then run `python bench/report.py`. -->")
 
 
 def save(name: str, result: dict, folder: Path = RESULTS) -> Path:
@@ -43,12 +46,19 @@ def load(name: str, folder: Path = RESULTS) -> dict | None:
 
 def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
     """RESULTS.md from the results in `folder`: the speed table (run_all), the hand-written notes, the
-    quality section (quality.py). A part whose results are missing is left out."""
+    whole-history sections (a chat history's ingest, browse), the quality section (quality.py). A part
+    whose results are missing is left out."""
     parts = [HEADER, ""]
     run = load("run_all", folder)
     if run is not None:
         parts += speed_lines({name: load(name, folder) for name in SUITE} | run)
     parts += [NOTES.read_text(encoding="utf-8").strip(), ""]
+    history = load("history", folder)
+    if history is not None:
+        parts += ["", *history_lines(history)]
+    browse = load("browse", folder)
+    if browse is not None:
+        parts += ["", *browse_lines(browse)]
     quality = load("quality", folder)
     if quality is not None:
         parts += ["", *quality_lines(quality)]
@@ -208,6 +218,102 @@ def speed_lines(r: dict) -> list[str]:
         "`turn-only`); \"Ingest at scale\" below has the measurements.",
         "",
     ]
+
+
+# ------------------------------------------------------ whole-history benchmarks (run_all.py --history, --browse)
+WHOLE_HISTORY = ("history", "browse")
+
+
+def load_line(before: float, highest: float, after: float, cores: int) -> str:
+    """Whether the machine was idle while it ran: above 0.75 a core, the wall time is not a speed result."""
+    figures = f"load average {before:.1f} before, up to {highest:.1f} during, {after:.1f} after, on {cores} cores"
+    if highest <= 0.75 * cores:
+        return f"The machine was idle ({figures})."
+    return (f"**The machine was not idle** ({figures}), so the wall time below is not a speed result; re-run on "
+            "an idle machine. The counts, sizes and memory figures do not depend on the load.")
+
+
+def history_lines(h: dict) -> list[str]:
+    """A chat export's whole-history ingest (bench_history.py), then bench/history_notes.md."""
+    memory, load = h["memory"], h["load_average"]
+    stages = h["stage_seconds"]
+    low, high = min(load["before"], load["after"]), load["highest_during"]
+    existing = (f" into a memory already holding {h['turns_existing']:,} of its turns" if h["turns_existing"]
+                else "")
+    cpu = f"; {h['cpu_seconds']:,.0f} CPU seconds" if h.get("cpu_seconds") is not None else ""
+
+    def of_cues(part: int) -> str:
+        return f"{100 * part / memory['cues']:.1f} %" if memory["cues"] else "—"
+
+    code_turns = f"{100 * memory['turns_with_code'] / memory['turns']:.0f} %" if memory["turns"] else "—"
+    return [
+        "## A real chat history: ShareGPT chats as a ChatGPT export (issues 34 and 36)",
+        "",
+        "Real ChatGPT conversations shared by their users (ShareGPT; where it comes from, its licence and the "
+        "converter: bench/README.md, \"A real chat history\"), written as a ChatGPT export and ingested as a user "
+        f"would: `bench/bench_history.py` (`python bench/run_all.py --history EXPORT`) on `{Path(h['export']).name}`"
+        f"{existing}, finished {h['measured_at']}. "
+        + load_line(load["before"], high, load["after"], load["cores"]),
+        "",
+        f"| measure | `{Path(h['export']).name}` |",
+        "|---|---|",
+        f"| export | {h['conversations_in_report']:,} chats, {h['export_bytes']:,} B |",
+        f"| turns added | {h['turns_added']:,} ({h['turns_existing']:,} already stored), exit {h['exit_code']} |",
+        f"| wall time | {h['wall_seconds']:,.0f} s"
+        + (f", **at load {low:.0f}–{high:.0f}**" if high > 0.75 * load["cores"] else "")
+        + f" ({h['turns_per_second']} turns/s){cpu} |",
+        "| stage seconds (overlapping) | "
+        + ", ".join(f"{name.replace('+', ' + ')} {seconds:,.0f}" for name, seconds in stages.items()) + " |",
+        f"| cues | {h['cues_added']:,}: {h['cues_per_turn_added']:.1f} a turn ({h['texts_embedded']:,} texts "
+        "embedded) |",
+        f"| turns without a cue | {memory['turns_without_cues']:,} |",
+        f"| peak RSS | {h['peak_rss_mb']:,.0f} MB |",
+        f"| database | {h['db_bytes']:,} B: **{h['db_over_export']:.1f}× the export** |",
+        f"| conversations reported | {h['conversations_in_report']:,} |",
+        "",
+        "What the cues come from (`memory` in the result, counted from the whole database):",
+        f"- **Code**: {memory['turns_with_code']:,} of the {memory['turns']:,} turns hold a ``` fence "
+        f"({code_turns}); they carry {memory['cues_on_turns_with_code']:,} "
+        f"cues ({of_cues(memory['cues_on_turns_with_code'])} of all). Of those, {memory['cues_from_code']:,} "
+        f"({of_cues(memory['cues_from_code'])} of all cues) have subject and object inside the turn's code "
+        "blocks and not in its prose (`bench_history.from_code`).",
+        f"- **Padding turns**: {memory['padding_turns']:,} user turns only ask for more (`corpus.is_padding`); "
+        f"they carry {memory['cues_of_padding_turns']:,} cues in all.",
+        "",
+        HISTORY_NOTES.read_text(encoding="utf-8").strip(),
+        "",
+    ]
+
+
+def browse_lines(b: dict) -> list[str]:
+    """`cuemem browse`'s pages on a whole history (bench_browse.py): issue 37's goal, a second a page."""
+    import bench_browse
+
+    before, after, cores = b["load_before"][0], b["load_after"][0], b["cores"]
+    built = b.get("built")
+    memory = (f"a memory it built of {built['turns']:,} turns and {built['cues']:,} cues in "
+              f"{built['conversations']:,} conversations (ingest {built['ingest_seconds']} s)" if built
+              else f"the memory `--db` named ({b['memory']['conversations']:,} conversations)")
+    timed = b["conversation_timed"]
+    paged = f"{timed['pages']} page{'' if timed['pages'] == 1 else 's'}"
+    over = [name for name, timing in b["pages"].items() if bench_browse.over_goal(name, timing)]
+    lines = [
+        "## `cuemem browse` on a whole history (issue 37)",
+        "",
+        f"Measured by `bench/bench_browse.py` (`python bench/run_all.py --browse`) on {b['measured_at']}, on "
+        f"{memory}; the conversation paged through is `{timed['name']}` ({timed['turns']:,} turns, "
+        f"{paged}). Load average {before:.1f} before, {after:.1f} after, on {cores} cores"
+        + (": not idle, so the times are not results" if max(before, after) > 0.75 * cores else "")
+        + ". Every page under a second (the question box costs what `ask` costs): "
+        f"{yes(not over)}{' (over: ' + ', '.join(over) + ')' if over else ''}.",
+        "",
+        "| page | first ms | p50 ms | max ms | requests |",
+        "|---|---|---|---|---|",
+    ]
+    for name, timing in b["pages"].items():
+        lines.append(f"| {name} | {timing.get('first_ms', '—')} | {timing.get('p50_ms', '—')} | "
+                     f"{timing.get('max_ms', '—')} | {timing.get('requests', 1)} |")
+    return [*lines, ""]
 
 
 # ------------------------------------------------------------------ quality (bench/quality.py)

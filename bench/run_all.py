@@ -2,8 +2,14 @@
 bench/RESULTS.md from them (bench/report.py, its one writer): figures as measured, goals met or not.
 
     python bench/run_all.py [LOCOMO_JSON] [N_CUES]   # the suite (bench/run_all.sh): ~10–15 min on 2 idle cores
-    python bench/run_all.py --smoke FOLDER           # every benchmark of the suite, and quality.py, on a tiny
-                                                     # input; results and page in FOLDER (tests/test_bench.py)
+        [--history EXPORT]                           # then a whole chat history's ingest (bench_history.py)
+        [--browse]                                   # then browse's pages on 23,528 turns (bench_browse.py)
+    python bench/run_all.py --smoke FOLDER           # every benchmark of the suite, the two above and quality.py,
+                                                     # on a tiny input; results and page in FOLDER (test_bench.py)
+
+The two whole-history benchmarks run only when asked: each takes tens of minutes on 2 idle cores, and
+--history needs an export (one of real chats: bench/corpus.py, with the extra `cuemem[corpus]`). Without
+them their recorded results stay as they are and are rendered again with the dates they were measured on.
 
 The smoke run checks that each benchmark still runs and that its result still renders, so none rots
 between the rare full runs; its figures mean nothing and never reach bench/results/.
@@ -11,15 +17,17 @@ between the rare full runs; its figures mean nothing and never reach bench/resul
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
+import random
 import re
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -27,8 +35,10 @@ SAMPLES = HERE.parent / "sample_dialogues"
 DEFAULT_LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo10.json"
 sys.path.insert(0, str(HERE))
 
+import bench_browse  # noqa: E402
 import bench_cells_real  # noqa: E402
 import bench_cli  # noqa: E402
+import bench_history  # noqa: E402
 import bench_ingest  # noqa: E402
 import bench_llm_calls  # noqa: E402
 import bench_mcp  # noqa: E402
@@ -39,12 +49,12 @@ import bench_stream  # noqa: E402
 import report  # noqa: E402
 
 
-
 @dataclass(frozen=True)
 class Sizes:
     """What each benchmark is run on: the conversation measured alone, the synthetic cues and questions of
     bench_million, the cold processes of bench_cli and of bench_mcp, the turns of bench_llm_calls, the probe
-    counts of bench_cells_real, the file sizes of bench_stream (none: its own) and bench_scale's sizes."""
+    counts of bench_cells_real, the file sizes of bench_stream (none: its own), bench_scale's sizes and
+    bench_browse's (when it runs)."""
 
     conversation: str = "conv-26"
     million: str = "1000000"
@@ -55,14 +65,16 @@ class Sizes:
     stream: tuple[str, ...] = ()
     scale: bench_scale.Sizes = bench_scale.FULL
     mcp_cold_runs: int = bench_mcp.COLD_RUNS
+    browse: bench_browse.Sizes = bench_browse.FULL
 
 
 FULL = Sizes()
-SMOKE = Sizes("maya-and-leo", "3000", "3", 1, 20, "2,4", ("600",), bench_scale.SMOKE, 1)
+SMOKE = Sizes("maya-and-leo", "3000", "3", 1, 20, "2,4", ("600",), bench_scale.SMOKE, 1, bench_browse.SMOKE)
 
 
-def run(locomo: str, folder: Path, sizes: Sizes) -> dict:
-    """Each benchmark of the suite in turn (the order report.SUITE renders), each result saved as it comes."""
+def run(locomo: str, folder: Path, sizes: Sizes, history: str | None = None, browse: bool = False) -> dict:
+    """Each benchmark of the suite in turn (the order report.SUITE renders), each result saved as it comes;
+    then, when asked, the whole-history ones (report.WHOLE_HISTORY): the ingest of `history` and browse."""
     started = time.perf_counter()
     conversation = sizes.conversation
     results: dict = {}
@@ -82,6 +94,10 @@ def run(locomo: str, folder: Path, sizes: Sizes) -> dict:
         record("cells_real", bench_cells_real.main(db, locomo, sizes.probes))
         record("stream", bench_stream.main(*sizes.stream))
         record("mcp", bench_mcp.main(locomo, conversation, cold_runs=sizes.mcp_cold_runs))
+        if history:
+            record("history", bench_history.main([history]))
+        if browse:
+            record("browse", bench_browse.run(Path(locomo), sizes.browse))
     meta = {"measured_at": datetime.now().isoformat(timespec="minutes"),
             "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                        f"Python {platform.python_version()}",
@@ -90,8 +106,18 @@ def run(locomo: str, folder: Path, sizes: Sizes) -> dict:
     return results | meta
 
 
-def main(locomo: str = str(DEFAULT_LOCOMO), million: str = FULL.million) -> None:
-    run(locomo, report.RESULTS, replace(FULL, million=million))
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("locomo", nargs="?", default=str(DEFAULT_LOCOMO), help="LoCoMo's locomo10.json")
+    parser.add_argument("million", nargs="?", default=FULL.million, help="bench_million's cues (1000000)")
+    parser.add_argument("--history", metavar="EXPORT", help="also ingest this ChatGPT-shaped export (bench_history)")
+    parser.add_argument("--browse", action="store_true", help="also time browse on 23,528 turns (bench_browse)")
+    parser.add_argument("--smoke", metavar="FOLDER", help="everything on a tiny input, recorded in FOLDER")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        smoke(args.smoke)
+        return
+    run(args.locomo, report.RESULTS, replace(FULL, million=args.million), args.history, args.browse)
     report.render()
 
 
@@ -123,17 +149,38 @@ def tiny_locomo(path: Path) -> Path:
     return path
 
 
+def tiny_export(path: Path) -> Path:
+    """The sample dialogues as a ChatGPT export (bench/corpus.py's shape), a chat per session: the smoke
+    run's history. A dialogue between two people is written as the first speaker's chat with the second."""
+    from corpus import Chat, export
+
+    rows = [json.loads(line) for f in sorted(SAMPLES.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    chats: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    first: dict[str, str] = {}
+    for row in rows:
+        speaker = first.setdefault(row["conversation"], row["speaker"])
+        role = row.get("role") or ("user" if row["speaker"] == speaker else "assistant")
+        chats.setdefault((row["conversation"], row["session"]), []).append((role, row["text"]))
+    rng = random.Random(0)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    written = [export(Chat(f"{name}-{session}", messages, 0), "en", start + timedelta(days=day), rng)
+               for day, ((name, session), messages) in enumerate(chats.items())]
+    path.write_text(json.dumps(written), encoding="utf-8")
+    return path
+
+
 def smoke(folder: str) -> None:
-    """The suite and quality.py on the sample dialogues, recorded and rendered inside `folder`."""
+    """The suite, the whole-history benchmarks and quality.py on the sample dialogues, recorded and
+    rendered inside `folder`."""
     import quality
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     locomo = str(tiny_locomo(out / "tiny_locomo.json"))
-    run(locomo, out / "results", SMOKE)
+    run(locomo, out / "results", SMOKE, str(tiny_export(out / "tiny_export.json")), browse=True)
     quality.run(locomo, out / "results", ["--cache-dir", str(out / "eval-cache")])
     report.render(out / "results", out / "RESULTS.md")
 
 
 if __name__ == "__main__":
-    smoke(sys.argv[2]) if sys.argv[1:2] == ["--smoke"] else main(*sys.argv[1:])
+    main()
