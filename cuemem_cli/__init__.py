@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import defaults  # noqa: F401  (registers the built-in extractors, embedders and answerers)
+
 __version__ = "0.1.0"
 __all__ = ["Answer", "Context", "Evidence", "Memory", "Result", "Settings", "__version__"]
 

@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from . import config
+from .cli_output import fail, plain
 from .errors import CuememError
 from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EVIDENCE_SHOWN,
                      DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M)
@@ -62,23 +63,6 @@ class State:
 
 
 state = State()
-
-
-def fail(exc: CuememError) -> typer.Exit:
-    from .render import err
-
-    err.print(f"[bold red]error:[/bold red] {_plain(exc.message)}")
-    if exc.hint:
-        err.print(f"[dim]hint:[/dim] {_plain(exc.hint)}")
-    return typer.Exit(exc.exit_code)
-
-
-def _plain(text: str) -> str:
-    """Messages quote input (file names, ids, conversation names): no control character or markup of
-    theirs reaches the terminal."""
-    from .render import escape
-
-    return escape(text)
 
 
 def _memory(create: bool = False, **kwargs):
@@ -511,7 +495,7 @@ def forget(
             raise CuememError(
                 f"not forgetting {report.summary()}: nobody confirmed (standard input is not a terminal)",
                 "add --yes to confirm, or --dry-run to only count")
-        err.print(f"About to forget {_plain(report.summary())}.")
+        err.print(f"About to forget {plain(report.summary())}.")
         return typer.confirm("Forget them? This cannot be undone", default=False, err=True)
 
     try:
@@ -523,11 +507,11 @@ def forget(
     if json_out:
         write_json(report.to_json())
     elif report.dry_run:
-        err.print(f"would forget {_plain(report.summary())} (dry run: nothing changed)")
+        err.print(f"would forget {plain(report.summary())} (dry run: nothing changed)")
     elif report.cancelled:
         err.print("nothing forgotten")
     elif report.applied:
-        err.print(f"forgot {_plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""))
+        err.print(f"forgot {plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""))
     else:
         err.print("nothing matches: nothing forgotten" + ("; file scrubbed" if report.vacuumed else ""))
     if report.vacuumed and config.db_url(state.db) is None:
@@ -535,7 +519,7 @@ def forget(
         backups = sorted(str(p) for p in db.parent.glob(f"{db.name}.bak-schema*"))
         if backups:
             err.print(f"[yellow]note:[/yellow] backups made before schema upgrades still hold old data: "
-                      f"{_plain(', '.join(backups))}; delete them if you no longer need them")
+                      f"{plain(', '.join(backups))}; delete them if you no longer need them")
 
 
 # ---------------------------------------------------------- export, import
@@ -558,7 +542,7 @@ def export(
             if output:
                 with open_private_output(output) as fh:
                     count = write_export(records, fh)
-                err.print(f"exported {count} turns to {_plain(output)}")
+                err.print(f"exported {count} turns to {plain(output)}")
             else:
                 sys.stdout.flush()
                 write_export(records, sys.stdout.buffer)

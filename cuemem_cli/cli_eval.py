@@ -16,6 +16,7 @@ from typing import Any
 import typer
 
 from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_TOP_M, EMBEDDER_HELP
+from .cli_output import fail
 from .errors import CuememError
 
 EXIT_INTERRUPTED = 130
@@ -97,7 +98,6 @@ def _split(values: list[str] | str | None) -> tuple[str, ...]:
 
 
 def _run(options: dict[str, Any], dataset: str) -> None:
-    from .cli import fail
     from .evaluate.runner import EvalConfig, run
     from .evaluate.systems import DEFAULT_SYSTEMS
 

@@ -341,11 +341,9 @@ def stream_chunks(chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 @functools.cache
-def _handler_class():
-    """Defined on first use: subclassing litellm.CustomLLM needs litellm, which takes seconds to import."""
-    from .llm import litellm
-
-    lib = litellm()
+def _handler_class(lib: Any):
+    """Defined on first use: subclassing litellm.CustomLLM needs litellm, which takes seconds to import
+    (llm.py imports it and hands it over, so this module never imports llm.py back)."""
     base: Any = lib.CustomLLM  # a class known only at run time
 
     class LocalHandler(base):
@@ -378,5 +376,5 @@ def register(lib: Any, model: str) -> None:
     if any(item.get("provider") == PROVIDER for item in lib.custom_provider_map):
         return
     lib.custom_provider_map = [*lib.custom_provider_map,
-                               {"provider": PROVIDER, "custom_handler": _handler_class()()}]
+                               {"provider": PROVIDER, "custom_handler": _handler_class(lib)()}]
     lib.utils.custom_llm_setup()

