@@ -437,9 +437,7 @@ def extract(
         raise typer.BadParameter("only --pending is supported: it retries failed extractions", param_hint="--pending")
     try:
         with _memory() as memory:
-            from .extract_llm import retry_pending
-
-            report = retry_pending(memory, extract_model, conversation)
+            report = memory.extract_pending(extract_model, conversation)
     except CuememError as exc:
         raise fail(exc) from exc
     if json_out:

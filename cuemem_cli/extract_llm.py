@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from .errors import CuememError, LLMError, UnknownConversation
+from .errors import LLMError
 from .records import Triple
 from .timeparse import format_human
 
@@ -143,29 +143,3 @@ class LLMExtractor:
             self.failures.append(exc.message)
             return {}
         return parse_reply(reply.text, {f"T{i}" for i in range(1, len(turns) + 1)})
-
-
-def retry_pending(memory, model: str | None, conversation: str | None) -> dict[str, Any]:
-    """`cuemem extract --pending`: extract again for pending turns and link them into the graph."""
-    from .ingest import IngestReport, Ingestor
-
-    store = memory.store
-    cid = None
-    if conversation is not None:
-        cid = store.conversation_id(conversation)
-        if cid is None:
-            raise UnknownConversation(conversation, store.conversation_names())
-    pending = [turn for turn, _ in store.pending_turns(cid)]
-    chosen = model or store.get_meta("extract_model")
-    if not pending:
-        return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0, "extraction_failures": []}
-    if not chosen:
-        raise CuememError("no extraction model recorded for these turns", "pass --extract-model MODEL")
-    extractor = LLMExtractor(chosen, store=store)
-    results = extractor.extract(pending)
-    report = IngestReport()
-    Ingestor(store, extractor, memory.embedder()).complete_pending(pending, results, report)
-    still = [f"{t.conversation}/{t.source_id}" for t, r in zip(pending, results, strict=True) if r is None]
-    return {"completed": len(pending) - len(still), "still_pending": still, "model": chosen,
-            "calls": extractor.calls, "cues": report.cues, "semantic_edges": report.semantic_edges,
-            "extraction_failures": extractor.failures}

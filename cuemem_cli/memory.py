@@ -213,6 +213,33 @@ class Memory:
 
         return import_file(self, path, progress)
 
+    def extract_pending(self, model: str | None = None, conversation: str | None = None) -> dict[str, Any]:
+        """`cuemem extract --pending`: extract again for the turns an LLM extractor left pending (a failed
+        call), then give them their cues and link them into the graph as an ingest would have."""
+        from .errors import UnknownConversation
+        from .extract_llm import LLMExtractor
+
+        store = self.store
+        cid = None
+        if conversation is not None:
+            cid = store.conversation_id(conversation)
+            if cid is None:
+                raise UnknownConversation(conversation, store.conversation_names())
+        pending = [turn for turn, _ in store.pending_turns(cid)]
+        chosen = model or store.get_meta("extract_model")
+        if not pending:
+            return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0, "extraction_failures": []}
+        if not chosen:
+            raise CuememError("no extraction model recorded for these turns", "pass --extract-model MODEL")
+        extractor = LLMExtractor(chosen, store=store)
+        results = extractor.extract(pending)
+        report = IngestReport()
+        Ingestor(store, extractor, self.embedder()).complete_pending(pending, results, report)
+        still = [f"{t.conversation}/{t.source_id}" for t, r in zip(pending, results, strict=True) if r is None]
+        return {"completed": len(pending) - len(still), "still_pending": still, "model": chosen,
+                "calls": extractor.calls, "cues": report.cues, "semantic_edges": report.semantic_edges,
+                "extraction_failures": extractor.failures}
+
 
 class _StoreWhenUsed:
     """`memory.store`, opened only when first used: an extractor is made (and may refuse its options)
