@@ -131,9 +131,11 @@ def main(
 # ------------------------------------------------------------------ ingest
 @app.command()
 def ingest(
-    files: list[str] = typer.Argument(..., help="Message JSONL file, or - for standard input; with --from, "
-                                                "one or more export files (or a directory of them).",
-                                      metavar="FILE..."),
+    files: list[str] = typer.Argument(..., help="Message JSONL files, read in the order given: - for standard "
+                                                "input, a folder for its *.jsonl files; gzip and zip are read "
+                                                "as they are. With --from, export files (or their folders or "
+                                                ".zip).",
+                                      metavar="FILE"),
     from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
                                            help="Convert from this format first (as `cuemem convert FORMAT`): "
                                                 "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
@@ -159,7 +161,7 @@ def ingest(
                                       "reported as conflicts and kept."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file.
+    """Store dialogues: turns, cues, cue vectors and graph edges, in the database (--db).
 
     \b
     Input: JSONL, one message per line, e.g.
@@ -182,8 +184,6 @@ def ingest(
     from .convert import CONVERTERS
     from .render import ingest_progress
 
-    if from_format is None and len(files) > 1:
-        raise typer.BadParameter("one JSONL file at a time (several files need --from FORMAT)", param_hint="FILE")
     if from_format is not None and from_format not in CONVERTERS:
         raise typer.BadParameter(f"{from_format!r} is not one of {', '.join(CONVERTERS)}", param_hint="--from")
     if all_branches and from_format != "chatgpt":
@@ -193,7 +193,7 @@ def ingest(
     try:
         with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
                      mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
-            report = memory.ingest_file(files if from_format else files[0], conversation, skip_invalid,
+            report = memory.ingest_file(files, conversation, skip_invalid,
                                         progress=progress, window=window, sem_k=sem_k, replace=replace,
                                         from_format=from_format, all_branches=all_branches)
     except CuememError as exc:

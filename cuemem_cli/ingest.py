@@ -1,8 +1,9 @@
 """Read message JSONL, then store turns → cues → vectors → edges in atomic batches.
 
 Input is read twice: a first pass validates every line (so a bad line anywhere rejects the whole run
-before anything is written), a second pass ingests. Standard input is spooled to a temporary file
-for that, so memory stays flat whatever the input size.
+before anything is written), a second pass ingests. Where the input comes from (files, standard input,
+gzip, zip, folders, several of them in order) is sources.py's business; standard input and compressed
+input are spooled to temporary files for the two passes, so memory stays flat whatever the input size.
 
 Each batch commits in one transaction; a crash loses at most the batch in flight, and rerunning the
 same command skips what is already stored (turn identity: conversation + `id`, else a hash of time,
@@ -12,14 +13,11 @@ speaker and text), so the result is the same as one clean run.
 from __future__ import annotations
 
 import hashlib
-import io
-import sys
-import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import orjson
@@ -29,14 +27,16 @@ from .config import BUILD_SEM_K, BUILD_WINDOW
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
+from .sources import Input, lines_of
 from .statements import cue_text, statement_cues
 from .store import TURN_ALONE, NewTurn, Store
+from .text import is_blank, plural
 from .timeparse import parse_time
 from .vectors import roundtrip
 
 BATCH_TURNS = 256
 SHOWN_INVALID = 10  # bad lines listed in the error that rejects an input
-_BOM = b"\xef\xbb\xbf"
+FORMAT_HINT = "each line must be one JSON object with a 'text' (docs/input-formats.md)"
 
 _FIELD_ALIASES = {
     "text": ("text", "content", "message", "utterance"),
@@ -115,15 +115,15 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise InputError(path, line, f"not valid JSON ({exc.args[0].split(':')[0]})",
-                         "each line must be one JSON object; see 'Input format' in the README") from None
+        raise _json_error(raw, exc, path, line) from None
     if not isinstance(record, dict):
-        raise InputError(path, line, f"expected a JSON object, got {type(record).__name__}")
+        raise InputError(path, line, f"expected a JSON object, got {type(record).__name__}", FORMAT_HINT)
     key, text = _pick(record, "text")
     if text is not None and not isinstance(text, str):
         raise InputError(path, line, f"'{key}' must be a string, not {_type_name(text)}")
-    if text is None or not text.strip():
-        raise InputError(path, line, "missing or empty 'text' (or 'content')",
+    if text is None or is_blank(text):
+        what = "missing" if text is None else "empty" if not text.strip() else "invisible (zero-width characters only)"
+        raise InputError(path, line, f"'{key}' is {what}: a message needs text",
                          "every message needs its text; use --skip-invalid to skip such lines")
     if len(text) > MAX_TURN_CHARS:
         raise InputError(path, line,
@@ -160,41 +160,34 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     )
 
 
-def open_input(path: str) -> tuple[IO[bytes], str]:
-    """A re-readable binary handle on FILE or on standard input (`-`), and its display name."""
-    if path == "-":
-        spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open to the caller, who closes it
-        stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())
-        while chunk := stdin.read(1 << 20):
-            spool.write(chunk)
-        spool.seek(0)
-        return spool, "<stdin>"
-    try:
-        return open(path, "rb"), path
-    except OSError as exc:
-        raise CuememError(f"cannot read {path}: {exc.strerror}") from None
+def _json_error(raw: bytes | str, exc: orjson.JSONDecodeError, path: str, line: int) -> InputError:
+    """A line that is not JSON; one that stops inside its object (a file cut short, or one message spread
+    over several lines) is said to be cut off, not reported by the parser's last complaint."""
+    body = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
+    if exc.pos >= len(body) or exc.msg.startswith("unexpected end of data"):
+        return InputError(path, line, "the line is cut off: its JSON object does not end on it",
+                          "was the file cut short, or is a message spread over several lines? Each message must"
+                          " be one whole JSON object on one line (docs/input-formats.md)")
+    return InputError(path, line, f"not valid JSON ({exc.msg})", FORMAT_HINT)
 
 
-def _parsed(handle: IO[bytes], name: str, conversation: str | None) -> Iterator[Message | InputError]:
-    """Each non-blank line's Message, or its InputError. A UTF-8 byte order mark before the first
-    line (Windows editors write one) is not part of it."""
-    handle.seek(0)
-    for number, raw in enumerate(handle, start=1):
-        if number == 1:
-            raw = raw.removeprefix(_BOM)
-        try:
-            message = parse_line(raw, name, number, conversation)
-        except InputError as exc:
-            yield exc
-            continue
-        if message is not None:
-            yield message
+def _parsed(source: Input, conversation: str | None) -> Iterator[Message | InputError]:
+    """Each non-blank line's Message, or its InputError, part after part."""
+    for part in source.parts:
+        for number, raw in lines_of(part):
+            try:
+                message = parse_line(raw, part.name, number, conversation)
+            except InputError as exc:
+                yield exc
+                continue
+            if message is not None:
+                yield message
 
 
-def read_messages(handle: IO[bytes], name: str, conversation: str | None, report: IngestReport | None = None,
+def read_messages(source: Input, conversation: str | None, report: IngestReport | None = None,
                   skip_invalid: bool = False) -> Iterator[Message]:
     """Messages in input order; with `skip_invalid`, bad lines are recorded in `report` instead."""
-    for item in _parsed(handle, name, conversation):
+    for item in _parsed(source, conversation):
         if isinstance(item, InputError):
             if not skip_invalid:
                 raise item
@@ -204,26 +197,33 @@ def read_messages(handle: IO[bytes], name: str, conversation: str | None, report
         yield item
 
 
-def validate(handle: IO[bytes], name: str, conversation: str | None, skip_invalid: bool) -> IngestReport:
+def validate(source: Input, conversation: str | None, skip_invalid: bool) -> IngestReport:
     """First pass over the whole input: every bad line is found, not only the first. Without
     `skip_invalid` any bad line rejects the input with an error listing them (the first
-    `SHOWN_INVALID`, and how many more)."""
+    `SHOWN_INVALID`, and how many more). An input without a single message (empty, blank lines only,
+    or, with `skip_invalid`, nothing but bad lines) is refused too: there is nothing to store, and a
+    new database file would be left behind empty."""
     report = IngestReport()
     first: InputError | None = None
-    for item in _parsed(handle, name, conversation):
+    for item in _parsed(source, conversation):
         if isinstance(item, InputError):
             report.invalid.append(item.message)
             first = first or item
         else:
             report.lines += 1
-    if first is not None and not skip_invalid:
-        count = len(report.invalid)
+    count = len(report.invalid)
+    if first is not None and (not skip_invalid or report.lines == 0):
         shown = "; ".join(report.invalid[:SHOWN_INVALID])
         more = f"; … and {count - SHOWN_INVALID} more" if count > SHOWN_INVALID else ""
-        lines = "line" if count == 1 else "lines"
         hint = first.hint if count == 1 and first.hint else \
             "fix them, or pass --skip-invalid to store the valid lines and list the others"
-        raise CuememError(f"{name}: {count} invalid {lines} (nothing stored): {shown}{more}", hint)
+        if report.lines == 0 and skip_invalid:
+            hint = f"no line is a message cuemem can store; {FORMAT_HINT}"
+        raise CuememError(f"{source.name}: {plural(count, 'invalid line')} (nothing stored): {shown}{more}", hint)
+    if report.lines == 0:
+        raise CuememError(f"{source.name}: no messages: the input is empty or holds only blank lines",
+                          'give one JSON object per line, e.g. {"conversation": "notes", "text": "I moved to '
+                          'Denver."} (docs/input-formats.md)')
     return report
 
 

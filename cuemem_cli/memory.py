@@ -20,10 +20,11 @@ import orjson
 from .config import is_postgres_url
 from .convert import converted_input
 from .errors import CuememError, StoreError
-from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
+from .ingest import Ingestor, IngestReport, parse_line, read_messages, validate
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct, resolve_conversation
 from .registry import bind_extractor, make_answerer, make_extractor
+from .sources import open_input
 from .store import Store, now_iso
 from .stores import open_store
 from .timeparse import parse_time
@@ -103,19 +104,16 @@ class Memory:
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
                     sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
                     all_branches: bool = False) -> IngestReport:
-        """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
-        line whose id is stored with another text replaces that turn (else it is reported as a conflict).
-        With `from_format`, `path` is one or more export files, converted (convert.py) before validation."""
+        """Validate the whole input first; then write it in atomic batches. `path` is one or more message JSONL
+        files, `-` (standard input), folders (their `*.jsonl` files) or gzip/zip files (sources.open_input),
+        read in the order given; with `from_format`, export files, converted (convert.py) before validation.
+        `replace`: a line whose id is stored with another text replaces that turn (else it is reported as a
+        conflict)."""
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
-        if from_format is None:
-            if len(paths) != 1:
-                raise CuememError("several files can be ingested at once only with from_format (ingest --from)")
-            handle, name = open_input(paths[0])
-        else:
-            handle, name = converted_input(from_format, paths, all_branches)
-        with handle:
-            report = validate(handle, name, conversation, skip_invalid)
-            messages = read_messages(handle, name, conversation, None, skip_invalid)
+        source = open_input(paths) if from_format is None else converted_input(from_format, paths, all_branches)
+        with source:
+            report = validate(source, conversation, skip_invalid)
+            messages = read_messages(source, conversation, None, skip_invalid)
             return self._ingestor(window, sem_k, replace).run(messages, report, progress)
 
     def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
