@@ -22,6 +22,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_dialogues"
 LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+# What a test that needs LoCoMo says when it is missing: where the file comes from and where it goes.
+LOCOMO_MISSING = (f"LoCoMo data not found at {LOCOMO}: these tests read the LoCoMo benchmark's locomo10.json "
+                  "(CC BY-NC 4.0), data/locomo10.json of the GitHub repository snap-research/locomo; put it at "
+                  "../shared/data/locomo10.json beside this repository")
 
 
 @pytest.fixture(autouse=True)
@@ -120,7 +124,7 @@ def cli(runner):
 @pytest.fixture
 def locomo_path() -> Path:
     if not LOCOMO.exists():
-        pytest.skip(f"LoCoMo data not found at {LOCOMO} (it lives in ../shared beside the repo)")
+        pytest.skip(LOCOMO_MISSING)
     return LOCOMO
 
 

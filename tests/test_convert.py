@@ -18,8 +18,9 @@ from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
 
+from conftest import LOCOMO, LOCOMO_MISSING
+
 REPO = Path(__file__).resolve().parents[1]
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLES = REPO / "sample_dialogues"
 SAMPLE_FILES = sorted(SAMPLES.glob("*.jsonl"))
@@ -34,7 +35,7 @@ def convert(fmt: str, data: Any) -> list[Message]:
 @pytest.fixture(scope="module")
 def locomo_messages() -> list[Message]:
     if not LOCOMO.exists():
-        pytest.skip(f"LoCoMo data not found at {LOCOMO}")
+        pytest.skip(LOCOMO_MISSING)
     return convert("locomo", load_json(LOCOMO))
 
 
