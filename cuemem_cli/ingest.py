@@ -122,9 +122,9 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     if text is not None and not isinstance(text, str):
         raise InputError(path, line, f"'{key}' must be a string, not {_type_name(text)}")
     if text is None or is_blank(text):
-        what = "missing" if text is None else "empty" if not text.strip() else "invisible (zero-width characters only)"
-        raise InputError(path, line, f"'{key}' is {what}: a message needs text",
-                         "every message needs its text; use --skip-invalid to skip such lines")
+        problem = ("missing or empty 'text' (or 'content')" if not text or not text.strip()
+                   else f"'{key}' is invisible (zero-width characters only): a message needs text")
+        raise InputError(path, line, problem, "every message needs its text; use --skip-invalid to skip such lines")
     if len(text) > MAX_TURN_CHARS:
         raise InputError(path, line,
                          f"'{key}' is {len(text):,} characters long; a turn holds at most {MAX_TURN_CHARS:,}",
