@@ -25,7 +25,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, NamedTuple, cast
 
 from .errors import CuememError
@@ -74,8 +74,9 @@ class Input:
 
 def open_input(paths: Sequence[str], members: Sequence[str] = ("*.jsonl",), what: str = ".jsonl files") -> Input:
     """Every path's parts, in the order given: a file, `-` (standard input, once), a folder (its files
-    matching `members` (or those names + `.gz`), recursively, in path order, hidden ones left out) or a
-    zip archive (its matching members, in path order); gzip is decompressed wherever it appears. `what`
+    matching `members` (or those names + `.gz`), recursively, in path order compared name by name, hidden
+    ones left out) or a zip archive (its matching members, in the same order); gzip is decompressed wherever
+    it appears. `what`
     names the members in the error for a folder or archive that has none. What every part is, is checked
     here, before anything is read for real."""
     if list(paths).count(STDIN) > 1:
@@ -177,7 +178,8 @@ def _zip_members(opener: Opener, name: str, members: Sequence[str], what: str) -
     with _reading(name), opener() as raw, zipfile.ZipFile(raw) as archive:
         entries = [info.filename for info in archive.infolist()
                    if not info.is_dir() and not info.filename.startswith("__MACOSX/")]
-    chosen = sorted(entry for entry in entries if _matches(Path(entry).name, members))
+    chosen = sorted((entry for entry in entries if _matches(Path(entry).name, members)),
+                    key=lambda entry: PurePosixPath(entry).parts)  # as a folder's files: name by name
     if not chosen:
         held = ", ".join(entries[:5]) + (", …" if len(entries) > 5 else "")
         hint = ("a ChatGPT or Claude.ai export: ingest it with --from chatgpt or --from claude"

@@ -175,7 +175,7 @@ def test_a_folder_is_its_jsonl_files_in_path_order(cli, db_path, tmp_path):
     (folder / ".draft.jsonl").write_text("{not read either")  # hidden
     result = cli("--db", str(db_path), "ingest", str(folder), "--json")
     assert result.exit_code == 0, result.stderr
-    assert [sid for _, sid, _ in stored(db_path)] == ["mar", "jan", "feb"]  # 2024/03 < 2024-01 < 2024-02 ('/' < '-')
+    assert [sid for _, sid, _ in stored(db_path)] == ["mar", "jan", "feb"]  # name by name: "2024" < "2024-01.jsonl"
     empty = tmp_path / "empty"
     empty.mkdir()
     result = cli("--db", str(tmp_path / "e.db"), "ingest", str(empty))
@@ -200,12 +200,13 @@ def test_gzip_is_read_by_its_bytes_and_a_zip_by_its_jsonl_members(cli, db_path, 
     archive = tmp_path / "chats.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("README.txt", "not read")
+        z.writestr("b-later.jsonl", jsonl({"conversation": "c", "id": "4", "text": "He sleeps all day."}))
         z.writestr("b/later.jsonl", jsonl({"conversation": "c", "id": "3", "text": "He ate my sandwich."}))
         z.writestr("a.jsonl", lines)
     zipped = tmp_path / "z.db"
     result = cli("--db", str(zipped), "ingest", str(archive))
     assert result.exit_code == 0, result.stderr
-    assert [sid for _, sid, _ in stored(zipped)] == ["1", "2", "3"]
+    assert [sid for _, sid, _ in stored(zipped)] == ["1", "2", "3", "4"]  # as a folder's: "b" < "b-later.jsonl"
 
 
 def test_a_chat_export_zip_without_from_says_to_use_from(cli, db_path, tmp_path):
