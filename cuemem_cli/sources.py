@@ -18,7 +18,9 @@ from __future__ import annotations
 import fnmatch
 import gzip
 import io
+import os
 import shutil
+import stat
 import sys
 import tempfile
 import zipfile
@@ -142,10 +144,7 @@ def _shown(path: str) -> str:
 def _parts_of(path: str, members: Sequence[str], what: str, spools: list[IO[bytes]]) -> list[Part]:
     if path == STDIN:
         stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())
-        spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the Input
-        spools.append(spool)
-        shutil.copyfileobj(stdin, spool, 1 << 20)
-        return _decoded(_rewound(spool), STDIN_NAME, members, what)
+        return _decoded(_spooled(stdin, spools), STDIN_NAME, members, what)
     where = Path(path)
     if where.is_dir():
         files = sorted(p for p in where.rglob("*") if p.is_file() and _matches(p.name, members)
@@ -154,12 +153,22 @@ def _parts_of(path: str, members: Sequence[str], what: str, spools: list[IO[byte
             raise CuememError(f"{path}: no {what} in this folder", f"name the files, or a folder that holds {what}")
         return [part for file in files for part in _parts_of(str(file), members, what, spools)]
     try:
-        open(where, "rb").close()
+        with open(where, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # a pipe (`<(zcat …)`) reads once only
+                return _decoded(_spooled(handle, spools), path, members, what)
     except FileNotFoundError:
         raise CuememError(f"{path}: no such file", "check the path") from None
     except OSError as exc:
         raise CuememError(f"cannot read {path}: {exc.strerror or exc}") from None
     return _decoded(lambda: open(where, "rb"), path, members, what)
+
+
+def _spooled(stream: IO[bytes], spools: list[IO[bytes]]) -> Opener:
+    """A stream that can be read once (standard input, a pipe), kept in a temporary file for each pass."""
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the Input, through `spools`
+    spools.append(spool)
+    shutil.copyfileobj(stream, spool, 1 << 20)
+    return _rewound(spool)
 
 
 def _decoded(opener: Opener, name: str, members: Sequence[str], what: str) -> list[Part]:

@@ -209,6 +209,25 @@ def test_gzip_is_read_by_its_bytes_and_a_zip_by_its_jsonl_members(cli, db_path, 
     assert [sid for _, sid, _ in stored(zipped)] == ["1", "2", "3", "4"]  # as a folder's: "b" < "b-later.jsonl"
 
 
+def test_a_pipe_given_as_a_file_is_read_whole(cli, db_path, tmp_path):
+    """`cuemem ingest <(zcat chat.jsonl.gz)`: a named pipe can be read once only, but ingest reads its
+    input twice (validate, then store); it is kept aside like standard input, not read short."""
+    import os
+    import threading
+
+    lines = jsonl(*({"conversation": "c", "id": str(i), "text": f"Message number {i} " + "x" * 200}
+                    for i in range(40))).encode()  # more than the first bytes read to tell what a file is
+    fifo = tmp_path / "chat.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(lines,))
+    writer.start()
+    result = cli("--db", str(db_path), "ingest", str(fifo), "--json")
+    writer.join(timeout=60)
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["turns_added"] == 40
+    assert [sid for _, sid, _ in stored(db_path)] == [str(i) for i in range(40)]
+
+
 def test_a_chat_export_zip_without_from_says_to_use_from(cli, db_path, tmp_path):
     import zipfile
 
