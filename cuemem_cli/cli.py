@@ -147,7 +147,8 @@ def ingest(
                                       metavar="FILE"),
     from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
                                            help="Convert from this format first (as `cuemem convert FORMAT`): "
-                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
+                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval; "
+                                                "jsonl is cuemem's own (the default)."),
     all_branches: bool = typer.Option(False, "--all-branches",
                                       help="With --from chatgpt: every edited or regenerated branch, not only the "
                                            "kept one."),
@@ -193,8 +194,10 @@ def ingest(
     from .convert import CONVERTERS
     from .render import ingest_progress
 
+    if from_format == "jsonl":  # what a user who has read "several files need --from" tries first
+        from_format = None
     if from_format is not None and from_format not in CONVERTERS:
-        raise typer.BadParameter(f"{from_format!r} is not one of {', '.join(CONVERTERS)}", param_hint="--from")
+        raise typer.BadParameter(f"{from_format!r} is not one of jsonl, {', '.join(CONVERTERS)}", param_hint="--from")
     if all_branches and from_format != "chatgpt":
         raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
                                  param_hint="--all-branches")

@@ -149,6 +149,9 @@ def test_several_files_are_read_in_the_order_given_and_a_name_is_one_conversatio
     other = tmp_path / "other.db"
     assert cli("--db", str(other), "ingest", str(b), str(a)).exit_code == 0
     assert [sid for conv, sid, _ in stored(other) if conv == "trip"] == ["2", "0", "1"]  # the order given
+    named = tmp_path / "named.db"  # cuemem's own format by name, as a user may well try
+    assert cli("--db", str(named), "ingest", "--from", "jsonl", str(a), str(b)).exit_code == 0
+    assert stored(named) == stored(db_path)
 
 
 def test_a_bad_line_in_any_file_stores_nothing_and_names_its_file(cli, db_path, tmp_path):
