@@ -2,8 +2,8 @@
 
 Input is read twice: a first pass validates every line (so a bad line anywhere rejects the whole run
 before anything is written), a second pass ingests. Where the input comes from (files, standard input,
-gzip, zip, folders, several of them in order) is sources.py's business; standard input and compressed
-input are spooled to temporary files for the two passes, so memory stays flat whatever the input size.
+gzip, zip, folders, several of them in order) is sources.py's business: files are opened afresh for each
+pass and standard input is kept in a temporary file, so memory stays flat whatever the input size.
 
 Each batch commits in one transaction; a crash loses at most the batch in flight, and rerunning the
 same command skips what is already stored (turn identity: conversation + `id`, else a hash of time,
@@ -164,7 +164,11 @@ def _json_error(raw: bytes | str, exc: orjson.JSONDecodeError, path: str, line: 
     """A line that is not JSON; one that stops inside its object (a file cut short, or one message spread
     over several lines) is said to be cut off, not reported by the parser's last complaint."""
     body = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
-    if exc.pos >= len(body) or exc.msg.startswith("unexpected end of data"):
+    try:  # without its line break, a cut line ends the parse at the end of the data, not at the break
+        orjson.loads(body)
+    except orjson.JSONDecodeError as bare:
+        exc = bare
+    if exc.msg.startswith("unexpected end of data"):
         return InputError(path, line, "the line is cut off: its JSON object does not end on it",
                           "was the file cut short, or is a message spread over several lines? Each message must"
                           " be one whole JSON object on one line (docs/input-formats.md)")

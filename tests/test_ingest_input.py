@@ -338,7 +338,8 @@ def test_converters_skip_invisible_messages_as_they_skip_empty_ones(cli, tmp_pat
 
 def test_a_cut_off_line_is_said_to_be_cut_off(cli, db_path, tmp_path):
     path = tmp_path / "chat.jsonl"
-    path.write_bytes(jsonl({"conversation": "c", "text": "fine"}).encode() + b'{"conversation": "c", "text": "I mov\n')
+    path.write_bytes(jsonl({"conversation": "c", "text": "fine"}).encode()
+                     + '{"conversation": "c", "text": "Ich bin nach Zürich gez\n'.encode())  # ü: 2 bytes, 1 character
     result = cli("--db", str(db_path), "ingest", str(path))
     assert result.exit_code == 1
     message = " ".join(result.stderr.split())
