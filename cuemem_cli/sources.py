@@ -10,7 +10,7 @@ with one message saying what it is and what to do, never reported as a file of i
 
 Each part is opened afresh for each pass over it (ingest reads its input twice: validated, then stored),
 so a folder of thousands of files never holds thousands of open files, and memory stays flat. Only
-standard input is kept, in a temporary file, since it cannot be read twice.
+standard input and pipes (`<(zcat …)`) are kept, in temporary files, since they cannot be read twice.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, NamedTuple, cast
@@ -78,9 +79,8 @@ def open_input(paths: Sequence[str], members: Sequence[str] = ("*.jsonl",), what
     """Every path's parts, in the order given: a file, `-` (standard input, once), a folder (its files
     matching `members` (or those names + `.gz`), recursively, in path order compared name by name, hidden
     ones left out) or a zip archive (its matching members, in the same order); gzip is decompressed wherever
-    it appears. `what`
-    names the members in the error for a folder or archive that has none. What every part is, is checked
-    here, before anything is read for real."""
+    it appears. `what` names the members in the error for a folder or archive that has none. What every
+    part is, is checked here, before anything is read for real."""
     if list(paths).count(STDIN) > 1:
         raise CuememError("standard input (-) can be read only once", "name it once among the files")
     source = Input([], "")
@@ -122,19 +122,14 @@ def display_stem(name: str) -> str:
     return Path(Path(name).name.removesuffix(".gz")).stem
 
 
-class _reading:
+@contextmanager
+def _reading(name: str) -> Iterator[None]:
     """Read errors of a part (damage found only as it is decompressed) as one message naming it."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, exc, tb) -> None:
-        if exc is not None and isinstance(exc, _READ_ERRORS):
-            raise CuememError(f"{self.name}: cannot be read ({exc})",
-                              "it is cut short or damaged: copy or download it again") from None
+    try:
+        yield
+    except _READ_ERRORS as exc:
+        raise CuememError(f"{name}: cannot be read ({exc})", "it is cut short or damaged: copy or download it again"
+                          ) from None
 
 
 def _shown(path: str) -> str:
