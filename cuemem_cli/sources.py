@@ -190,10 +190,10 @@ def _zip_members(opener: Opener, name: str, members: Sequence[str], what: str) -
                 if any(Path(entry).name == "conversations.json" for entry in entries) else f"it should hold {what}")
         raise CuememError(f"{name}: a zip archive without {what} (it holds {held or 'nothing'})", hint)
     return [part for entry in chosen
-            for part in _decoded(_member_opener(opener, entry), f"{name}/{entry}", members, what)]
+            for part in _decoded(_member_opener(opener, entry, f"{name}/{entry}"), f"{name}/{entry}", members, what)]
 
 
-def _member_opener(archive: Opener, entry: str) -> Opener:
+def _member_opener(archive: Opener, entry: str, shown: str) -> Opener:
     def opener() -> IO[bytes]:
         raw = archive()
         try:
@@ -201,7 +201,7 @@ def _member_opener(archive: Opener, entry: str) -> Opener:
             return _Closing(zipped.open(entry), zipped, raw)
         except RuntimeError as exc:  # an encrypted member
             raw.close()
-            raise CuememError(f"{entry}: cannot be read from its archive ({exc})",
+            raise CuememError(f"{shown}: cannot be read from its archive ({exc})",
                               "unpack the archive yourself and give the folder") from None
         except BaseException:
             raw.close()
@@ -282,7 +282,7 @@ _NOT_TEXT: list[tuple[bytes, str, str]] = [
 def _refuse_non_text(head: bytes, name: str) -> None:
     for magic, what, hint in _NOT_TEXT:
         if head.startswith(magic):
-            raise CuememError(f"{name}: {what}", hint.replace("FILE", name))
+            raise CuememError(f"{name}: {what}", hint if name == STDIN_NAME else hint.replace("FILE", name))
     if head[257:262] == b"ustar":
         raise CuememError(f"{name}: a tar archive", f"unpack it (tar -xf {name}) and give the folder")
     if b"\x00" in head and not head.lstrip(_BOM + b" \t\r\n").startswith((b"{", b"[")):
