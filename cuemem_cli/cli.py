@@ -194,7 +194,7 @@ def ingest(
     from .convert import CONVERTERS
     from .render import ingest_progress
 
-    if from_format == "jsonl":  # what a user who has read "several files need --from" tries first
+    if from_format == "jsonl":  # cuemem's own format, named: the default
         from_format = None
     if from_format is not None and from_format not in CONVERTERS:
         raise typer.BadParameter(f"{from_format!r} is not one of jsonl, {', '.join(CONVERTERS)}", param_hint="--from")
