@@ -36,7 +36,8 @@ from cuemem_cli import vectors as vec
 from cuemem_cli.config import DEFAULT_TOP_M
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.statements import without_names
-from cuemem_cli.store import NewTurn, Store
+from cuemem_cli.store import NewTurn
+from cuemem_cli.store_sqlite import SQLiteStore
 
 DIM = 384
 CANDIDATES = (500, 1000, 2000)  # bit-search candidates rescored
@@ -61,7 +62,7 @@ def timed(fn):
 
 def main(db: str, locomo: str = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"),
          n: str = "1000000", step: str = "16") -> dict:
-    source = Store.open(db, readonly=True)
+    source = SQLiteStore.open(db, readonly=True)
     names = source.conversation_names()
     real = np.vstack([source.conversation_vectors(source.conversation_id(c), DIM)[3] for c in names])
     speakers = {s for c in names for s in source.speakers(source.conversation_id(c))}
@@ -83,7 +84,7 @@ def main(db: str, locomo: str = str(Path(__file__).resolve().parents[2] / "share
 
 
 def measure_bit(path: Path, matrix: np.ndarray, queries: np.ndarray, truth: list[set[int]], k: int) -> dict:
-    store = Store.open(path)  # only for its connection, which loads sqlite-vec
+    store = SQLiteStore.open(path)  # only for its connection, which loads sqlite-vec
     conn = store.conn
     conn.execute(f"CREATE VIRTUAL TABLE bits USING vec0(embedding bit[{DIM}])")
     conn.execute("CREATE TABLE codes (id INTEGER PRIMARY KEY, code BLOB NOT NULL)")
@@ -132,7 +133,7 @@ def measure_bit(path: Path, matrix: np.ndarray, queries: np.ndarray, truth: list
 
 def measure_cells(path: Path, matrix: np.ndarray, queries: np.ndarray, truth: list[set[int]], k: int,
                   model_id: str) -> dict:
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     store.bind_embedder(model_id, DIM, "copied")
     t0 = time.perf_counter()
     with store.transaction():

@@ -21,11 +21,12 @@ from cuemem_cli import cells
 from cuemem_cli.config import DEFAULT_TOP_M
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.statements import without_names
-from cuemem_cli.store import NewTurn, Store
+from cuemem_cli.store import NewTurn
+from cuemem_cli.store_sqlite import SQLiteStore
 
 
 def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:
-    source = Store.open(db, readonly=True)
+    source = SQLiteStore.open(db, readonly=True)
     parts = [source.conversation_vectors(source.conversation_id(name), 384)[3] for name in source.conversation_names()]
     speakers = {s for name in source.conversation_names() for s in source.speakers(source.conversation_id(name))}
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))
@@ -36,7 +37,7 @@ def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:
 
 
 def measure(path: Path, embedder, matrix: np.ndarray, speakers: set[str], locomo: str, probes: str) -> dict:
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     store.bind_embedder(embedder.model_id, 384, "copied")
     with store.transaction():
         cid = store.conversation_id("all-locomo", create=True)

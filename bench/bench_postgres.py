@@ -118,13 +118,13 @@ def knn(server: str, n: int, dim: int = 384, queries: int = 30) -> dict:
     import psycopg
     from psycopg.types import TypeInfo
 
-    from cuemem_cli.store_postgres import _register_vector
+    from cuemem_cli.store_postgres import register_vector
 
     url = new_database(server)
     rng = np.random.default_rng(0)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        _register_vector(conn)
+        register_vector(conn)
         TypeInfo.fetch(conn, "vector").register(conn)  # by name, for COPY's set_types
         conn.execute(f"CREATE TABLE v (id bigint PRIMARY KEY, conversation_id bigint, embedding vector({dim}))")
         conn.execute("CREATE INDEX ON v(conversation_id)")

@@ -16,12 +16,12 @@ import time
 
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.reconstruct import reconstruct
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.view import drop_view
 
 
 def main(db: str, locomo: str, conversation: str = "conv-26") -> dict:
-    store = Store.open(db)
+    store = SQLiteStore.open(db)
     embedder = get_embedder(spec_for(store.get_meta("embedding_model")))
     questions = [q["question"] for c in json.load(open(locomo)) if c["sample_id"] == conversation for q in c["qa"]]
     first = []

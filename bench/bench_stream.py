@@ -71,13 +71,13 @@ def one(lines: int) -> dict:
 def measure(folder: Path, lines: int) -> dict:
     from cuemem_cli.ingest import Ingestor, read_messages, validate
     from cuemem_cli.sources import open_input
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     source = folder / "in.jsonl"
     write_jsonl(source, lines)
     before = peak_rss_kb()
     start = time.perf_counter()
-    store = Store.open(folder / "m.db")
+    store = SQLiteStore.open(folder / "m.db")
     with open_input([str(source)]) as parts:
         report = validate(parts, None, False)
         report = Ingestor(store, OneCue(), HashEmbedder()).run(read_messages(parts, None, None, False), report)

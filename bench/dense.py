@@ -38,7 +38,7 @@ from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.evaluate.metrics import content_tokens
 from cuemem_cli.reconstruct import Settings, context_tokens, excerpt_turn, fill_budget, reconstruct, turn_cost
 from cuemem_cli.statements import without_names
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.view import conversation_source
 
 
@@ -47,7 +47,7 @@ class Fills:
 
     def __init__(self, db: str, locomo: str, ways: list[tuple[int, int]]):
         self.dataset = load_locomo(locomo)
-        self.store = Store.open(db, create=False)
+        self.store = SQLiteStore.open(db, create=False)
         self.embedder = get_embedder(spec_for(self.store.get_meta("embedding_model")), quick_start=True)
         self.ways = ways
         self.names = ["whole", *(f"{after}:{limit}" for after, limit in ways)]

@@ -53,7 +53,7 @@ def raw(path):
     """A plain connection to a database file (sqlite-vec loaded), for checks below the store's API."""
     import sqlite_vec
 
-    from cuemem_cli.store import sqlite3
+    from cuemem_cli.store_sqlite import sqlite3
 
     conn = sqlite3.connect(str(path), timeout=30)
     conn.enable_load_extension(True)
@@ -82,9 +82,9 @@ def db_path(tmp_path) -> Path:
 
 @pytest.fixture
 def store(db_path):
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
-    s = Store.open(db_path)
+    s = SQLiteStore.open(db_path)
     yield s
     s.close()
 

@@ -138,12 +138,12 @@ def test_a_model_of_another_width_sizes_the_vector_tables_and_is_reused_by_ask(c
     import orjson
 
     from conftest import SAMPLES
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     spec = f"sentence-transformers:{narrow_model}"
     result = cli("--db", str(db_path), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--embedder", spec, "--json")
     assert result.exit_code == 0, result.stderr
-    store = Store.open(db_path, create=False)
+    store = SQLiteStore.open(db_path, create=False)
     try:
         assert store.get_meta("embedding_dim") == "128"
         cid = store.conversation_id("maya-and-leo")

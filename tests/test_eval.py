@@ -124,7 +124,8 @@ def test_a_day_interrupted_by_another_pays_for_its_second_header():
 
 
 # ------------------------------------------------------------------ cache key
-@pytest.mark.parametrize("module", ["store.py", "migrations.py", "extract.py", "ingest.py"])
+@pytest.mark.parametrize("module", ["store.py", "store_sqlite.py", "store_postgres.py", "migrations.py", "extract.py",
+                                    "ingest.py"])
 def test_a_change_to_what_shapes_the_database_changes_the_cache_key(tmp_path, module):
     """The store and its migrations decide the rows a benchmark reads as much as the extractor does: a
     change to any of them must build a new database, not reuse one written by the old code."""
@@ -220,7 +221,7 @@ def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, c
     ingest = orjson.loads(result.stdout)["ingest"]
     assert sorted(ingest["superseded_removed"]) == sorted([legacy.name, older.name]) and ingest["cached"]
     assert ingest["superseded_bytes"] >= 4 * database.stat().st_size + 1000
-    assert "2 cached database(s) built by another version" in result.stderr
+    assert "removed 2 cached databases built by another version" in result.stderr
     assert not any(p.exists() for p in (older, older.with_suffix(".turn-vectors"), legacy,
                                         legacy.with_suffix(".turn-alone.db"), Path(f"{legacy}.bak-schema4")))
     assert database.exists() and all(p.exists() for p in kept)
@@ -237,14 +238,15 @@ def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_di
 
 def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_dir, embedder):
     """`no-context` and `mixed-context` need vectors of each turn alone, which the database no longer holds."""
-    from cuemem_cli.store import TURN_ALONE, TURN_WITH_PREVIOUS, Store
+    from cuemem_cli.store import TURN_ALONE, TURN_WITH_PREVIOUS
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem,no-context,mixed-context",
                         "--cache-dir", str(cache_dir))
     rows = {(r["system"], r["category"]): r for r in summary["rows"]}
     assert {"cuemem", "no-context", "mixed-context"} <= {system for system, _ in rows}
     database = Path(summary["database"])
-    original, copy = Store.open(database, create=False), Store.open(database.with_suffix(".turn-alone.db"), create=False)
+    original, copy = SQLiteStore.open(database, create=False), SQLiteStore.open(database.with_suffix(".turn-alone.db"), create=False)
     try:
         assert (original.turn_vector_text(), copy.turn_vector_text()) == (TURN_WITH_PREVIOUS, TURN_ALONE)
         assert original.all_turn_texts() == copy.all_turn_texts()

@@ -78,11 +78,11 @@ def test_window_two_and_k_two(store):
 
 
 def test_graph_does_not_depend_on_batching(tmp_path):
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     texts = ["a", "b", "c", "d", "c", "a", "b", "d"]
-    one = build(Store.open(tmp_path / "one.db"), texts, window=2, sem_k=3, batch=100)
-    many = build(Store.open(tmp_path / "many.db"), texts, window=2, sem_k=3, batch=3)
+    one = build(SQLiteStore.open(tmp_path / "one.db"), texts, window=2, sem_k=3, batch=100)
+    many = build(SQLiteStore.open(tmp_path / "many.db"), texts, window=2, sem_k=3, batch=3)
     assert one == many
 
 
@@ -98,10 +98,10 @@ def test_incremental_ingest_links_new_turns_to_old(store):
 
 def test_released_indexes_reload_to_the_same_graph(tmp_path):
     """Batches that alternate conversations drop and reload each conversation's vectors: same edges."""
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     def edges(path, batch):
-        store = Store.open(path)
+        store = SQLiteStore.open(path)
         messages = [Message(conv, text, source_id=f"{conv}{i}")
                     for i, text in enumerate(["a", "b", "c", "d"]) for conv in ("x", "y")]
         Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=2).run(
@@ -121,10 +121,10 @@ def test_graph_does_not_depend_on_block_size(tmp_path, monkeypatch):
     """Blocks shrink as a conversation's history grows (graph.MAX_BLOCK_CELLS): one similarity per block
     gives the same edges as the default."""
     from cuemem_cli import graph
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     texts = ["a", "b", "c", "d", "c", "a", "b", "d"]
-    default = build(Store.open(tmp_path / "default.db"), texts, window=2, sem_k=3, batch=100)
+    default = build(SQLiteStore.open(tmp_path / "default.db"), texts, window=2, sem_k=3, batch=100)
     monkeypatch.setattr(graph, "MAX_BLOCK_CELLS", 1)
-    tiny = build(Store.open(tmp_path / "tiny.db"), texts, window=2, sem_k=3, batch=100)
+    tiny = build(SQLiteStore.open(tmp_path / "tiny.db"), texts, window=2, sem_k=3, batch=100)
     assert default == tiny and any(kind == "semantic" for _, _, kind, _, _ in default)

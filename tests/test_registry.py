@@ -101,7 +101,7 @@ def test_an_installed_package_registers_by_entry_point(cli, chat_file, db_path, 
 
 
 def test_a_database_refuses_a_second_extractor_unless_mixing_is_asked_for(cli, chat_file, db_path, tmp_path):
-    from cuemem_cli.store import Store
+    from cuemem_cli.store_sqlite import SQLiteStore
 
     registry.register_extractor("keywords", make_keywords)
     assert cli("--db", str(db_path), "ingest", str(chat_file)).exit_code == 0
@@ -111,14 +111,14 @@ def test_a_database_refuses_a_second_extractor_unless_mixing_is_asked_for(cli, c
     refused = cli("--db", str(db_path), "ingest", str(more), "--extractor", "keywords")
     assert refused.exit_code == 1
     assert "holds cues from the spacy extractor" in refused.stderr and "--mix-extractors" in refused.stderr
-    store = Store.open(db_path)
+    store = SQLiteStore.open(db_path)
     assert store.turn_count() == 3 and store.get_meta("extractor") == "spacy"
     store.close()
 
     mixed = cli("--db", str(db_path), "ingest", str(more), "--extractor", "keywords", "--mix-extractors")
     assert mixed.exit_code == 0, mixed.stderr
     assert cues_of(cli, db_path, "4") == {("Maya", "mentions", "Denver")}
-    store = Store.open(db_path)
+    store = SQLiteStore.open(db_path)
     assert store.turn_count() == 4 and store.get_meta("extractor") == "keywords,spacy"
     store.close()
     assert cli("--db", str(db_path), "ingest", str(chat_file), "--extractor", "keywords").exit_code == 0  # now both

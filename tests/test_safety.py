@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import REPO, SAMPLES, assert_whole, raw
 from cuemem_cli.ingest import BATCH_TURNS, IngestReport, Ingestor, parse_line
 from cuemem_cli.records import Message
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 BIG_TURNS = 300  # two batches: 256 + 44
@@ -32,7 +32,7 @@ def messages(path, conversation=None) -> list[Message]:
 
 
 def ingest(path, batch: list[Message], embedder, extractor) -> IngestReport:
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     try:
         return Ingestor(store, extractor, embedder).run(batch, IngestReport(lines=len(batch)))
     finally:
@@ -102,7 +102,7 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     # The clean single run (the same Ingestor, models and batches the CLI uses, and its extractor record).
     clean = root / "clean.db"
     shutil.copy2(base, clean)
-    store = Store.open(clean)
+    store = SQLiteStore.open(clean)
     bind_extractor(store, "spacy")
     with open_input([str(big)]) as source:
         Ingestor(store, spacy_extractor, embedder).run(read_messages(source, None), IngestReport())
@@ -227,7 +227,7 @@ def test_ask_never_crosses_conversations(twins, embedder, question):
 
 
 def test_isolation_holds_at_every_layer(twins, embedder, cli):
-    store = Store.open(twins)
+    store = SQLiteStore.open(twins)
     alice, bob = store.conversation_id("alice"), store.conversation_id("bob")
     members = {alice: {t.id for t in store.turns(alice)}, bob: {t.id for t in store.turns(bob)}}
     rng = random.Random(26)
@@ -309,7 +309,7 @@ def test_a_file_that_is_not_ours_is_refused_and_left_untouched(cli, tmp_path, co
     notes = tmp_path / "notes.db"
     notes.write_bytes(b"my precious notes\n" * 50)
     newer = tmp_path / "newer.db"
-    store = Store.open(newer)
+    store = SQLiteStore.open(newer)
     store.conn.execute("INSERT INTO _migrations VALUES ('m999_from_the_future', 'now')")
     store.close()
     for path, message in ((notes, "not a SQLite database"), (newer, "newer cuemem")):

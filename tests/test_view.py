@@ -9,7 +9,8 @@ import pytest
 
 from cuemem_cli import Memory, view
 from cuemem_cli.reconstruct import reconstruct
-from cuemem_cli.store import NewTurn, Store
+from cuemem_cli.store import NewTurn
+from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.view import ConversationView, StoreConversation, conversation_source
 
 MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
@@ -40,7 +41,7 @@ def test_first_question_reads_sql_second_builds_the_view(memory):
 
 def test_view_gives_the_same_contexts_as_sql(memory):
     for question in QUESTIONS:
-        fresh = Store.open(memory.store.path)  # a new store object: its first question goes to SQL
+        fresh = SQLiteStore.open(memory.store.path)  # a new store object: its first question goes to SQL
         try:
             by_sql = reconstruct(fresh, memory.embedder(), question, "maya-and-leo")
             assert isinstance(conversation_source(fresh, fresh.conversation_id("maya-and-leo"), 384), ConversationView)
@@ -71,7 +72,7 @@ def test_a_commit_by_another_connection_drops_the_view(memory):
     cid = store.conversation_id("maya-and-leo")
     conversation_source(store, cid, 384)
     assert isinstance(conversation_source(store, cid, 384), ConversationView)
-    other = Store.open(store.path)
+    other = SQLiteStore.open(store.path)
     try:
         with other.transaction():
             other.insert_turns([NewTurn(cid, 1000, "late", "A late turn.", "h", None, None, "Leo", None, {})])
