@@ -6,6 +6,7 @@ Exit codes: 0 success; 1 an error cuemem explains (bad input, missing model, …
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Any
@@ -82,6 +83,25 @@ def fail(exc: CuememError) -> typer.Exit:
     return typer.Exit(exc.exit_code)
 
 
+class _Warnings(logging.Handler):
+    """The library's warnings (a bookkeeping write skipped on a read-only memory or a full disk) as one
+    `warning:` line on stderr, as errors are printed."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from .render import err
+
+        err.print(f"[bold yellow]warning:[/bold yellow] {_plain(record.getMessage())}")
+
+
+def _show_warnings() -> None:
+    logger = logging.getLogger("cuemem_cli")
+    if not any(isinstance(handler, _Warnings) for handler in logger.handlers):
+        logger.addHandler(_Warnings(logging.WARNING))
+    # psycopg warns that it abandoned a statement pipeline after a server error, which cuemem's own error
+    # message reports (a full disk): one message, not two
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
+
+
 def _plain(text: str) -> str:
     """Messages quote input (file names, ids, conversation names): no control character or markup of
     theirs reaches the terminal."""
@@ -135,6 +155,7 @@ def main(
                                  callback=_version, is_eager=True),
 ) -> None:
     state.db = db
+    _show_warnings()
 
 
 # ------------------------------------------------------------------ ingest

@@ -142,6 +142,7 @@ class _ImportIngestor(Ingestor):
 def import_file(memory, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
     """Validate the whole export first (nothing is written if a line is bad, or if it holds no turn); then
     ingest it in batches. `path` may be gzipped, or a zip archive or folder of export files."""
+    memory.check_writable()
     with open_input([path]) as source:
         report = IngestReport()
         for _ in read_export(source):

@@ -161,6 +161,7 @@ def retry_pending(memory, model: str | None, conversation: str | None) -> dict[s
         return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0, "extraction_failures": []}
     if not chosen:
         raise CuememError("no extraction model recorded for these turns", "pass --extract-model MODEL")
+    store.check_writable()  # before any model is paid for results that could not be stored
     extractor = LLMExtractor(chosen, store=store)
     results = extractor.extract(pending)
     report = IngestReport()

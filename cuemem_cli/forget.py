@@ -186,6 +186,8 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
     if selection.is_empty() and not vacuum:
         raise CuememError("nothing selected to forget",
                           "pass --conversation, --session, --turn, --before, --decay or --lru (see --help)")
+    if not dry_run:  # a memory that cannot be written says so before anyone is asked to confirm
+        store.check_writable()
     ids: list[int]
     if selection.is_empty():
         ids, report = [], ForgetReport(dry_run=dry_run)

@@ -24,7 +24,7 @@ import orjson
 
 from . import cells
 from .config import BUILD_SEM_K, BUILD_WINDOW
-from .errors import CuememError, InputError
+from .errors import CuememError, InputError, StoreError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
 from .sources import Input, lines_of
@@ -327,6 +327,7 @@ class Ingestor:
         self.window, self.sem_k = self._graph_settings(window, sem_k)
         self._conversations: dict[str, _Conversation] = {}
         self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
+        self._committed = 0  # report.turns_added as of the last batch committed
 
     def _graph_settings(self, window: int | None, sem_k: int | None) -> tuple[int, int]:
         stored_w = self.store.get_meta("graph_window")
@@ -378,6 +379,7 @@ class Ingestor:
         self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
         background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed")
         embedding: Future[_Prepared] | None = None  # the batch being embedded; stored before the next one
+        self._committed = before = report.turns_added
         try:
             batch: list[Message] = []
             for message in messages:
@@ -391,6 +393,13 @@ class Ingestor:
                 embedding = self._next_batch(batch, embedding, background, report)
             if embedding is not None:
                 self._store_prepared(embedding.result(), report)
+        except StoreError as exc:  # a full disk, a lost server: say what the batches before it stored
+            stored = self._committed - before
+            if not stored:
+                raise
+            raise type(exc)(f"{exc.message}; {plural(stored, 'new turn')} of this input had been stored before "
+                            "it, in whole batches", f"{exc.hint or 'fix that'}; the same command run again skips "
+                            "what is stored") from exc
         finally:
             background.shutdown(wait=True, cancel_futures=True)
         if progress:
@@ -502,6 +511,7 @@ class Ingestor:
         with self.store.transaction():
             self._sync()
             self._store_batch(self._sort_out(prepared.fresh, report), report)
+        self._committed = report.turns_added
         self._release_indexes({item.message.conversation for item in prepared.fresh})
         report.add_time("store+graph", time.perf_counter() - t0)
 

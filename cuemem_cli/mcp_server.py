@@ -194,22 +194,12 @@ class MemoryTools:
         return report
 
     def flush_used(self) -> None:
-        """Record the turns used since the last flush, each with the time of its latest use."""
+        """Record the turns used since the last flush, each with the time of its latest use (Memory.record_used:
+        where the memory cannot take the write, the marks are dropped and that is logged once)."""
         used, self._used = self._used, {}
         self._flushed = time.monotonic()
-        if not used:
-            return
-        store = self.memory.store
-        with store.transaction():
-            for conversation, turns in used.items():
-                cid = store.conversation_id(conversation)
-                if cid is None:  # forgotten meanwhile
-                    continue
-                by_time: dict[str, list[str]] = {}
-                for source_id, when in turns.items():
-                    by_time.setdefault(when, []).append(source_id)
-                for when, source_ids in by_time.items():
-                    store.mark_retrieved(cid, source_ids, when)
+        if used:
+            self.memory.record_used(used)
 
     # --------------------------------------------------------------- helpers
     def _note_used(self, context: Context) -> None:
@@ -218,7 +208,7 @@ class MemoryTools:
         if time.monotonic() - self._flushed >= USED_FLUSH_SECONDS:
             try:
                 self.flush_used()
-            except CuememError as exc:  # the database stayed busy: the answer stands, these marks are lost
+            except CuememError as exc:  # another storage fault (an I/O error): the answer stands, these marks are lost
                 logging.getLogger(__name__).warning("could not record used turns: %s", exc.message)
 
     def _require(self, conversation: str):

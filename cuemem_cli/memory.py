@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,10 @@ import orjson
 
 from .config import is_postgres_url
 from .convert import converted_input
-from .errors import CuememError, StoreError
+from .errors import CuememError, DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from .ingest import Ingestor, IngestReport, parse_line, read_messages, validate
 from .records import Answer, Context, Message
-from .reconstruct import Settings, reconstruct, resolve_conversation
+from .reconstruct import Settings, reconstruct
 from .registry import bind_extractor, make_answerer, make_extractor
 from .sources import open_input
 from .store import Store, now_iso
@@ -53,6 +54,7 @@ class Memory:
         self._extract_model = extract_model
         self._mix_extractors = mix_extractors
         self._store: Store | None = None
+        self._told_unrecorded = False  # said once that this memory could not record the turns answers used
 
     # ----------------------------------------------------------- resources
     @property
@@ -87,6 +89,12 @@ class Memory:
                 return False
         return True
 
+    def check_writable(self) -> None:
+        """Raise now the error a write would meet (ReadOnlyStore, DiskFull), before models load and input is
+        read for nothing; a memory not created yet has nothing to refuse."""
+        if self._exists():
+            self.store.check_writable()
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
@@ -109,6 +117,7 @@ class Memory:
         read in the order given; with `from_format`, export files, converted (convert.py) before validation.
         `replace`: a line whose id is stored with another text replaces that turn (else it is reported as a
         conflict)."""
+        self.check_writable()  # a memory that cannot be written says so before the input is read
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
         source = open_input(paths) if from_format is None else converted_input(from_format, paths, all_branches)
         with source:
@@ -141,6 +150,7 @@ class Memory:
         created; the database's settings are then recorded in one write transaction: all, or none."""
         if (window is not None and window < 0) or (sem_k is not None and sem_k < 0):
             raise CuememError("--window and --sem-k must be ≥ 0")
+        self.check_writable()
         embedder = self.embedder()
         extractor = make_extractor(self._extractor_name, self._extract_model, _StoreWhenUsed(self))
         store = self.store
@@ -174,12 +184,34 @@ class Memory:
                                     on_token=on_token)
         context = self.context(question, conversation, settings, as_of)
         if record_retrieval and context.evidence:
-            cid, _ = resolve_conversation(self.store, context.conversation)
-            with self.store.transaction():
-                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
+            self.record_used({context.conversation: dict.fromkeys((e.source_id for e in context.evidence), now_iso())})
         if on_context is not None:
             on_context(context)
         return Result(context, answer_with(context))
+
+    def record_used(self, used: Mapping[str, Mapping[str, str]]) -> None:
+        """Record when turns were last used by an answer (conversation → turn id → time), which forget --lru
+        and --decay go by. Bookkeeping: a read must not fail for it, so where the write cannot be made (a
+        read-only memory, a full disk, a write lock held too long) it is skipped, and that is said once per
+        Memory (a warning on the `cuemem_cli` logger, which the CLI prints on stderr)."""
+        try:
+            store = self.store
+            with store.transaction():
+                for conversation, turns in used.items():
+                    cid = store.conversation_id(conversation)
+                    if cid is None:  # forgotten meanwhile
+                        continue
+                    by_time: dict[str, list[str]] = {}
+                    for source_id, when in turns.items():
+                        by_time.setdefault(when, []).append(source_id)
+                    for when, source_ids in by_time.items():
+                        store.mark_retrieved(cid, source_ids, when)
+        except (ReadOnlyStore, DiskFull, StoreBusy) as exc:
+            if not self._told_unrecorded:
+                self._told_unrecorded = True
+                logging.getLogger(__name__).warning(
+                    "%s; answers still come, but the turns they use are not recorded as used (forget --lru and "
+                    "--decay go by that)", exc.message)
 
     def conversations(self) -> list[str]:
         return self.store.conversation_names()
