@@ -11,7 +11,8 @@ method here, so a changed query or a third backend is written once.
 
 Shared SQL is written in the form both accept (SQLite ≥ 3.39, PostgreSQL): named parameters `:name`,
 `ON CONFLICT … DO UPDATE`, `RETURNING`, `IS NOT DISTINCT FROM`, `CAST`. The dialect fills in the rest:
-how a list of ids is bound and tested, greatest/least, the stored form of a vector.
+how a list of ids is bound and tested, greatest/least, finding a substring, reading a JSON field, the
+stored form of a vector.
 """
 
 from __future__ import annotations
@@ -174,6 +175,11 @@ class Store(Protocol):
     def cached_triples(self, model: str, prompt_version: str, turn_hash: str) -> list[list[str]] | None: ...
     def cache_triples(self, model: str, prompt_version: str, turn_hash: str, triples: list[list[str]]) -> None: ...
 
+    # -------------------------------------------------------------------- browse
+    def browse_conversations(self, search: str | None, name: str | None, offset: int,
+                             limit: int) -> tuple[int, list[dict[str, Any]]]: ...
+    def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]: ...
+
     # ------------------------------------------------------ forget, scrub, export
     def forget_selection(self, conversation_id: int | None, session: str | None, source_ids: Sequence[str] | None,
                          before: str | None, decay_cutoff: str | None, lru: int | None) -> list[tuple[int, str]]: ...
@@ -190,6 +196,7 @@ class Dialect(ABC):
     greatest: ClassVar[str]  # the larger of two values: max(a, b) in SQLite, greatest(a, b) in PostgreSQL
     least: ClassVar[str]
     table_exists: ClassVar[str]  # a query with :name that returns a row when that table exists
+    find: ClassVar[str]  # where text a holds b (0: nowhere): instr(a, b) in SQLite, strpos(a, b) in PostgreSQL
 
     def sql(self, query: str) -> str:
         """A shared query (`:name` parameters) as the driver takes it."""
@@ -202,6 +209,10 @@ class Dialect(ABC):
     @abstractmethod
     def not_within(self, expr: str, param: str) -> str:
         """SQL true when `expr` is none of the list bound as `param`."""
+
+    @abstractmethod
+    def json_text(self, expr: str, key: str) -> str:
+        """SQL for the value under `key` of the JSON object held as text in `expr` (NULL when absent)."""
 
     @abstractmethod
     def array(self, values: Iterable[int | str]) -> Any:
@@ -290,6 +301,12 @@ class SQLStore(ABC):
     def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
         """Lexical turn search in one conversation: (turn id, BM25 score, higher is better), best first.
         `query` is what reconstruct.fts_query writes: quoted words OR-ed."""
+
+    @abstractmethod
+    def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """Turns of any conversation holding every one of `words` (each stemmed as the full-text index
+        stems it): (turn id, score, higher is better), best first. The turns found are the same on every
+        backend; the score is the backend's own (`cuemem browse` only orders by it)."""
 
     @abstractmethod
     def _index_turns(self, rows: Sequence[tuple[int, str]]) -> None:
@@ -762,6 +779,37 @@ class SQLStore(ABC):
             SELECT coalesce(min(d), 0), coalesce(avg(d), 0.0), coalesce(max(d), 0) FROM deg
             """, cid=conversation_id)[0]  # an aggregate: one row always
         return {"min": low, "mean": round(float(mean), 2), "max": high}
+
+    # ------------------------------------------------------------------ browse
+    # Only `cuemem browse` asks this (browse/pages.py); its memory-wide search, browse_search_turns, is each
+    # backend's own full text.
+    def browse_conversations(self, search: str | None, name: str | None, offset: int,
+                             limit: int) -> tuple[int, list[dict[str, Any]]]:
+        """(how many conversations match, one page of them, most recently said first): each with its name,
+        `title` (the one its turns kept from an export, else None), first and last time, turn and cue
+        counts. `search` matches name or title (case-insensitive substring); `name` picks one conversation.
+        Counts come from the indexes, never a scan of another conversation's rows."""
+        d = self.dialect
+        title = d.json_text("t.extra", "title")
+        found = f"{d.find}(lower(name), lower(:q)) > 0 OR {d.find}(lower(coalesce(title, '')), lower(:q)) > 0"
+        matched = (
+            "WITH listed AS (SELECT c.id, c.name, c.created_at,"
+            f"  (SELECT {title} FROM turns t WHERE t.conversation_id = c.id"
+            f"    AND t.extra IS NOT NULL AND {title} IS NOT NULL ORDER BY t.position LIMIT 1) AS title,"
+            "  (SELECT min(t.time) FROM turns t WHERE t.conversation_id = c.id) AS first_time,"
+            "  (SELECT max(t.time) FROM turns t WHERE t.conversation_id = c.id) AS last_time"
+            " FROM conversations c" + ("" if name is None else " WHERE c.name = :name") + "),"
+            " matched AS (SELECT * FROM listed" + ("" if search is None else f" WHERE {found}") + ")")
+        params = {"q": search, "name": name}
+        total = self._value(f"{matched} SELECT count(*) FROM matched", **params)
+        rows = self._rows(
+            f"{matched} SELECT name, title, first_time, last_time,"
+            " (SELECT count(*) FROM turns t WHERE t.conversation_id = matched.id),"
+            " (SELECT count(*) FROM cues q WHERE q.conversation_id = matched.id)"
+            " FROM matched ORDER BY coalesce(last_time, created_at) DESC, id DESC LIMIT :limit OFFSET :offset",
+            **params, limit=limit, offset=offset)
+        keys = ("conversation", "title", "first_time", "last_time", "turns", "cues")
+        return total, [dict(zip(keys, r, strict=True)) for r in rows]
 
     # ------------------------------------------------------- extraction cache
     def cached_triples(self, model: str, prompt_version: str, turn_hash: str) -> list[list[str]] | None:

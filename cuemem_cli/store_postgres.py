@@ -78,6 +78,7 @@ class PostgresDialect(Dialect):
     name = "postgres"
     greatest, least = "greatest", "least"
     table_exists = "SELECT 1 WHERE to_regclass(:name) IS NOT NULL"
+    find = "strpos"
 
     def sql(self, query: str) -> str:
         return _pyformat(query)
@@ -87,6 +88,9 @@ class PostgresDialect(Dialect):
 
     def not_within(self, expr: str, param: str) -> str:
         return f"{expr} <> ALL(:{param})"
+
+    def json_text(self, expr: str, key: str) -> str:
+        return f"CAST({expr} AS jsonb) ->> '{key}'"
 
     def array(self, values: Iterable[int | str]) -> list[int | str]:
         return [v if isinstance(v, str) else int(v) for v in values]
@@ -430,6 +434,18 @@ class PostgresStore(SQLStore):
             FROM hits h JOIN df USING (i) CROSS JOIN stats s
             GROUP BY h.id ORDER BY score DESC, h.id LIMIT :limit
             """, words=words, cid=conversation_id, limit=limit)
+        return [(r[0], float(r[1])) for r in rows]
+
+    def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """Each word a phrase of the lexemes the text search configuration makes of it, AND-ed; ranked by
+        ts_rank (SQLite: BM25), which orders the hits and nothing else."""
+        if not words or limit <= 0:
+            return []
+        every = " && ".join(f"phraseto_tsquery('{TEXT_SEARCH}', cuemem_words(:w{i}))" for i in range(len(words)))
+        rows = self._rows(
+            f"WITH q AS (SELECT {every} AS q) SELECT t.id, ts_rank(t.tsv, q.q) AS s FROM turns t, q"
+            " WHERE t.tsv @@ q.q ORDER BY s DESC, t.id LIMIT :limit",
+            limit=limit, **{f"w{i}": word for i, word in enumerate(words)})
         return [(r[0], float(r[1])) for r in rows]
 
     def _index_turns(self, rows: Sequence[tuple[int, str]]) -> None:

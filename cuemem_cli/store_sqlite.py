@@ -143,12 +143,16 @@ class SQLiteDialect(Dialect):
     name = "sqlite"
     greatest, least = "max", "min"
     table_exists = "SELECT 1 FROM sqlite_master WHERE name = :name"
+    find = "instr"
 
     def within(self, expr: str, param: str) -> str:
         return f"{expr} IN (SELECT value FROM json_each(:{param}))"
 
     def not_within(self, expr: str, param: str) -> str:
         return f"{expr} NOT IN (SELECT value FROM json_each(:{param}))"
+
+    def json_text(self, expr: str, key: str) -> str:
+        return f"json_extract({expr}, '$.{key}')"
 
     def array(self, values: Iterable[int | str]) -> str:
         return orjson.dumps([v if isinstance(v, str) else int(v) for v in values]).decode()
@@ -430,6 +434,16 @@ class SQLiteStore(SQLStore):
             " WHERE turns_fts MATCH ? AND t.conversation_id = ? ORDER BY s DESC LIMIT ?",
             (query, conversation_id, limit),
         )
+        return [(r[0], float(r[1])) for r in rows]
+
+    def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """Every word a quoted FTS5 string (so no word is search syntax), AND-ed; BM25 over the whole file."""
+        if not words or limit <= 0:
+            return []
+        query = " ".join('"' + word.replace('"', '""') + '"' for word in words)
+        rows = self.conn.execute(
+            "SELECT rowid, -bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ? ORDER BY s DESC, rowid"
+            " LIMIT ?", (query, limit))
         return [(r[0], float(r[1])) for r in rows]
 
     def _index_turns(self, rows: Sequence[tuple[int, str]]) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
+from conftest import PYTHON
 from test_packaging import _script
 
 
@@ -78,6 +78,7 @@ def _bash_completions(words: str, env: dict[str, str]) -> list[str]:
     return [line for line in done.stdout.splitlines() if line]
 
 
+@pytest.mark.subprocess  # the installed `cuemem` script, and bash
 def test_bash_completion_from_the_documented_variable(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path)}
     source = subprocess.run([_script()], capture_output=True, text=True, timeout=60,
@@ -91,6 +92,7 @@ def test_bash_completion_from_the_documented_variable(tmp_path):
     assert typer_style.stdout == source.stdout  # Typer's own spelling works too
 
 
+@pytest.mark.subprocess  # the installed `cuemem` script
 def test_install_and_show_completion(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path)}
     shown = subprocess.run([_script(), "--show-completion", "bash"], capture_output=True, text=True, env=env,
@@ -104,6 +106,7 @@ def test_install_and_show_completion(tmp_path):
     assert f"source '{script}'" in (tmp_path / ".bashrc").read_text()
 
 
+@pytest.mark.subprocess  # a fresh interpreter, whose imports are what is measured
 @pytest.mark.parametrize("argv", [["--help"], ["ask", "--help"], ["-V"]])
 def test_help_loads_no_heavy_library(argv):
     """`cuemem --help` stays under a second (STYLE.md) by importing none of the engine's libraries; the time
@@ -112,6 +115,6 @@ def test_help_loads_no_heavy_library(argv):
             f"r = CliRunner().invoke(app, {argv!r})\nassert r.exit_code == 0, r.output\n"
             "heavy = sorted(m for m in ('litellm', 'spacy', 'onnxruntime', 'torch', 'numpy', 'pysqlite3', 'orjson',"
             " 'cuemem_cli.memory') if m in sys.modules)\nprint(','.join(heavy) or 'none')\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([*PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "none"

@@ -22,11 +22,15 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 import orjson
 import pytest
 
-from conftest import SAMPLES, assert_whole, raw
+from conftest import SAMPLES, assert_whole, raw, stand_in_models, tier
 
 SAMPLE = SAMPLES / "maya_and_leo.jsonl"  # 84 turns, conversation maya-and-leo
 OTHER = SAMPLES / "assistant_chat.jsonl"
 QUESTION = "Where does Maya live now?"
+
+# Storage faults, not cues or vectors: stand-in models throughout (tests/README.md), so a test is in the tier of
+# what else it needs: `subprocess` to mount (small_disk, read_only_view), `postgres` for a server; else fast.
+pytestmark = pytest.mark.usefixtures("stub_models")
 
 
 def _cannot(reason: str) -> None:
@@ -56,6 +60,7 @@ def mounts():
 
 
 @pytest.fixture
+@tier("subprocess")  # mount and umount
 def small_disk(tmp_path, mounts):
     """A factory: a new folder with a tmpfs of `size` mounted on it; `outside` puts it outside pytest's
     folders, which other users (a PostgreSQL server's) cannot enter."""
@@ -80,6 +85,7 @@ def small_disk(tmp_path, mounts):
 
 
 @pytest.fixture
+@tier("subprocess")  # mount and umount
 def read_only_view(tmp_path, mounts):
     """A factory: a read-only bind mount of a folder (what a backup, a container layer or a shared
     read-only folder look like)."""
@@ -118,13 +124,15 @@ def fill(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def memory_file(tmp_path_factory) -> Path:
-    """The sample dialogue ingested once (closed: no -wal or -shm beside it); tests copy it."""
+    """The sample dialogue ingested once with the stand-in models (closed: no -wal or -shm beside it); tests
+    copy it."""
     from typer.testing import CliRunner
 
     from cuemem_cli.cli import app
 
     db = tmp_path_factory.mktemp("memory") / "memory.db"
-    result = CliRunner().invoke(app, ["--db", str(db), "ingest", str(SAMPLE)], catch_exceptions=False)
+    with stand_in_models():
+        result = CliRunner().invoke(app, ["--db", str(db), "ingest", str(SAMPLE)], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     assert sorted(p.name for p in db.parent.iterdir()) == ["memory.db"]
     return db
@@ -231,7 +239,7 @@ def test_a_memory_on_a_disk_too_full_for_its_index_is_read_and_not_written(cli, 
     assert turn_count(db) == 84
 
 
-def test_an_ingest_stopped_by_a_full_disk_keeps_its_whole_batches_and_says_how_many(small_disk, embedder):
+def test_an_ingest_stopped_by_a_full_disk_keeps_its_whole_batches_and_says_how_many(small_disk):
     """Batches commit one by one: those before the full disk stay, whole; the error counts them, and the
     same input given again adds only the rest."""
     from cuemem_cli.errors import DiskFull
@@ -242,7 +250,7 @@ def test_an_ingest_stopped_by_a_full_disk_keeps_its_whole_batches_and_says_how_m
     messages = [parse_line(orjson.dumps({"conversation": "shop", "speaker": "Ann" if i % 2 else "Bob", "id": str(i),
                                          "text": f"On day {i} I bought {i} apples and a notebook at the market."}),
                            "<messages>", i + 1, None) for i in range(3000)]  # far more than 1 MB holds
-    with Memory(disk / "memory.db", embedder=embedder) as memory, pytest.raises(DiskFull) as caught:
+    with Memory(disk / "memory.db") as memory, pytest.raises(DiskFull) as caught:
         memory.writer().run(messages, IngestReport(lines=len(messages)), batch_turns=16)
     said = re.search(r"; (\d+) new turns? of this input had been stored before it, in whole batches$",
                      caught.value.message)
@@ -254,7 +262,7 @@ def test_an_ingest_stopped_by_a_full_disk_keeps_its_whole_batches_and_says_how_m
     assert _mount("-o", "remount,size=20m", str(disk)) is None  # room again
     assert turn_count(disk / "memory.db") == stored
     assert_whole(disk / "memory.db")
-    with Memory(disk / "memory.db", embedder=embedder) as memory:
+    with Memory(disk / "memory.db") as memory:
         report = memory.writer().run(messages[:stored + 20], IngestReport(lines=stored + 20), batch_turns=16)
     assert (report.turns_existing, report.turns_added) == (stored, 20)
 
@@ -464,7 +472,6 @@ def _with_user(url: str, user: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}@{parts.netloc.rsplit('@', 1)[-1]}"))
 
 
-@pytest.mark.slow  # ingests the sample dialogue into PostgreSQL
 def test_a_read_only_postgres_memory_is_read_and_writes_are_refused(cli, pg_url, postgres_server):
     """A database whose server starts every transaction read-only, and a role that may only SELECT."""
     import psycopg
@@ -504,7 +511,6 @@ def test_a_read_only_postgres_memory_is_read_and_writes_are_refused(cli, pg_url,
             admin.execute(f"DROP ROLE {reader}")
 
 
-@pytest.mark.slow  # ingests the sample dialogue into PostgreSQL
 def test_a_full_postgres_disk_is_one_clear_error_and_keeps_the_memory(cli, pg_url, postgres_server, small_disk):
     """cuemem's tables in a tablespace on a small tmpfs, filled: the server's own 'No space left on device'
     becomes one line and a hint; what was stored stays, and reads still answer."""

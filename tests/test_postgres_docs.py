@@ -38,7 +38,9 @@ def _bin_dir() -> str:
     raise AssertionError  # not reached
 
 
-@pytest.mark.slow  # starts a PostgreSQL server and ingests the sample dialogue
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.subprocess  # starts a PostgreSQL server by the documented commands and ingests the sample dialogue
 def test_the_documented_server_commands_work_as_written():
     lines = _documented_block()
     assert lines[0] == "pip install -q '.[pgserver]'"  # what CI has done already: the only line not run here

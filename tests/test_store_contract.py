@@ -69,6 +69,16 @@ def fill(store, conversations=("a", "b")) -> dict[str, int]:
     return ids
 
 
+def titled(store, name: str, title: str, times: list[str]) -> int:
+    """A conversation whose turns kept an export's title in `extra` (all but its first turn), said at `times`."""
+    with store.transaction():
+        cid = store.conversation_id(name, create=True)
+        store.insert_turns([NewTurn(cid, pos, f"x{pos}", f"Turn {pos} of {name}.", f"h{name}{pos}", None, time,
+                                    "Maya", None, {"title": title} if pos else {}, "done")
+                            for pos, time in enumerate(times)])
+    return cid
+
+
 @pytest.fixture
 def both(tmp_path, pg_url):
     stores = (open_store(str(tmp_path / "memory.db")), open_store(pg_url))
@@ -316,7 +326,53 @@ def test_scrub_after_a_forget_keeps_what_remains(any_store):
     any_store.scrub()
     assert any_store.conversation_names() == ["b"]
     assert len(any_store.knn_cues(ids["b"], unit(np.random.default_rng(1), 1)[0], 100)) == 2 * len(TEXTS)
-    assert {t for t, _ in any_store.search_turns_fts(ids["b"], '"dogs"', 10)} <= {t.id for t in any_store.turns(ids["b"])}
+    found = {t for t, _ in any_store.search_turns_fts(ids["b"], '"dogs"', 10)}
+    assert found <= {t.id for t in any_store.turns(ids["b"])}
+
+
+def test_browse_lists_conversations_most_recent_first_with_their_titles(any_store):
+    fill(any_store)
+    titled(any_store, "chat-1", "Trip to Denver", ["2023-06-01T09:00:00", "2023-06-02T09:00:00"])
+    with any_store.transaction():
+        any_store.conversation_id("empty", create=True)  # no turn said: listed by when it was created (now)
+    total, rows = any_store.browse_conversations(None, None, 0, 10)
+    assert total == 4 and [r["conversation"] for r in rows] == ["empty", "chat-1", "b", "a"]  # a tie: newer first
+    assert rows[0] == {"conversation": "empty", "title": None, "first_time": None, "last_time": None,
+                       "turns": 0, "cues": 0}
+    assert rows[1] == {"conversation": "chat-1", "title": "Trip to Denver", "first_time": "2023-06-01T09:00:00",
+                       "last_time": "2023-06-02T09:00:00", "turns": 2, "cues": 0}
+    assert rows[3] == {"conversation": "a", "title": None, "first_time": "2023-05-01T10:00:00",
+                       "last_time": "2023-05-04T10:00:00", "turns": len(TEXTS), "cues": 2 * len(TEXTS)}
+    assert any_store.browse_conversations(None, None, 1, 2) == (4, rows[1:3])
+
+    def names(search, name=None):
+        total, rows = any_store.browse_conversations(search, name, 0, 10)
+        assert total == len(rows)
+        return [r["conversation"] for r in rows]
+
+    assert names("denVER") == ["chat-1"]  # the title, whatever the case
+    assert names("CHAT") == ["chat-1"] and names("a") == ["chat-1", "a"]  # the name
+    assert names("%") == [] and names("_") == []  # a substring, not a pattern
+    assert names(None, "a") == ["a"] and names(None, "nope") == [] and names("denver", "a") == []
+
+
+def test_browse_search_finds_turns_of_every_conversation_holding_every_word(any_store):
+    fill(any_store)
+
+    def found(*words, limit=50):
+        hits = any_store.browse_search_turns(list(words), limit)
+        scores = [s for _, s in hits]
+        assert scores == sorted(scores, reverse=True)  # best first
+        turns = any_store.turns_by_id([t for t, _ in hits])
+        return sorted((turns[t].conversation, turns[t].source_id) for t, _ in hits)
+
+    assert found("dog") == [(c, t) for c in "ab" for t in ("t0", "t1", "t8")]  # stemmed, in both conversations
+    assert found("Biscuit", "pepper") == [(c, t) for c in "ab" for t in ("t2", "t9")]  # every word
+    assert found("biscuit", "hiking") == []
+    assert found("Pepper", "AND") == found("pepper", "and") == found("biscuit", "pepper")  # a word, not syntax
+    assert found('biscuit"') == found("biscuit")
+    assert len(found("dog", limit=2)) == 2
+    assert found() == [] and found("dog", limit=0) == []
 
 
 def test_every_protocol_method_has_a_contract_test():
@@ -410,6 +466,21 @@ def test_both_backends_select_the_same_turns_to_forget(both):
     with sqlite.transaction(), postgres.transaction():
         _same(sqlite.delete_turns(doomed), postgres.delete_turns(doomed))
     _same(sqlite.conversation_stats(), postgres.conversation_stats())
+
+
+def test_both_backends_browse_the_same_conversations_and_find_the_same_turns(both):
+    sqlite, postgres = both
+    _same(fill(sqlite), fill(postgres))
+    for store in both:
+        titled(store, "chat-1", "Trip to Denver", ["2023-06-01T09:00:00", "2023-06-02T09:00:00"])
+        titled(store, "chat-2", "Dogs in the park", ["2023-04-01T09:00:00"])
+    for args in [(None, None, 0, 10), (None, None, 1, 2), ("DENVER", None, 0, 10), ("chat", None, 0, 1),
+                 ("a", None, 0, 10), (None, "chat-2", 0, 1), ("zz", None, 0, 10)]:
+        _same(sqlite.browse_conversations(*args), postgres.browse_conversations(*args))
+    for words in (["dogs"], ["painting"], ["biscuit", "pepper"], ["denver", "june"], ["turn", "chat"], ["of"],
+                  ["watercolors", "dog"]):
+        want, got = sqlite.browse_search_turns(words, 50), postgres.browse_search_turns(words, 50)
+        assert sorted(t for t, _ in got) == sorted(t for t, _ in want), words  # the scores are each backend's
 
 
 def test_postgres_refuses_a_database_with_other_tables(pg_url):
