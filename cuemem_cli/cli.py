@@ -6,6 +6,7 @@ Exit codes: 0 success; 1 an error cuemem explains (bad input, missing model, …
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from . import config
+from . import cli_help, config
 from .cli_output import fail, plain
 from .errors import CuememError
 from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_BUDGET, DEFAULT_EVIDENCE_SHOWN,
@@ -21,7 +22,16 @@ from .config import (ASK_SEM_K, ASK_WINDOW, BUILD_SEM_K, BUILD_WINDOW, DEFAULT_B
 
 
 class _Group(TyperGroup):
-    """The top-level command group: a reader that stops early (`cuemem ask … | head -1`) ends us quietly."""
+    """The top-level command group: a reader that stops early (`cuemem ask … | head -1`) ends us quietly;
+    help and completion as cli_help.py says."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        cli_help.tidy(self)
+
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        cli_help.completion_instruction(os.environ, prog_name, complete_var)
+        super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def invoke(self, ctx: Any) -> Any:  # typer's own (vendored) click Context
         try:
@@ -45,8 +55,8 @@ app = typer.Typer(
     help="Long-term memory for conversations: cues → turn graph → compact evidence for any LLM.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
-    add_completion=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 convert_app = typer.Typer(help="Convert benchmark and chat exports to cuemem's message JSONL (stdout).",
                           no_args_is_help=True)
@@ -63,6 +73,25 @@ class State:
 
 
 state = State()
+
+
+class _Warnings(logging.Handler):
+    """The library's warnings (a bookkeeping write skipped on a read-only memory or a full disk) as one
+    `warning:` line on stderr, as errors are printed."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from .render import err
+
+        err.print(f"[bold yellow]warning:[/bold yellow] {plain(record.getMessage())}")
+
+
+def _show_warnings() -> None:
+    logger = logging.getLogger("cuemem_cli")
+    if not any(isinstance(handler, _Warnings) for handler in logger.handlers):
+        logger.addHandler(_Warnings(logging.WARNING))
+    # psycopg warns that it abandoned a statement pipeline after a server error, which cuemem's own error
+    # message reports (a full disk): one message, not two
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 
 def _memory(create: bool = False, **kwargs):
@@ -106,21 +135,25 @@ def _version(value: bool) -> None:
 def main(
     db: str | None = typer.Option(None, "--db", help="Database file, or a postgresql:// URL (default: $CUEMEM_DB, "
                                   "else the per-user data dir).", metavar="PATH"),
-    version: bool = typer.Option(False, "--version", help="Print cuemem's version and exit.", callback=_version,
-                                 is_eager=True),
+    version: bool = typer.Option(False, "--version", "-V", help="Print cuemem's version and exit.",
+                                 callback=_version, is_eager=True),
 ) -> None:
     state.db = db
+    _show_warnings()
 
 
 # ------------------------------------------------------------------ ingest
 @app.command()
 def ingest(
-    files: list[str] = typer.Argument(..., help="Message JSONL file, or - for standard input; with --from, "
-                                                "one or more export files (or a directory of them).",
-                                      metavar="FILE..."),
+    files: list[str] = typer.Argument(..., help="Message JSONL files, read in the order given: - for standard "
+                                                "input, a folder for its *.jsonl files; gzip and zip are read "
+                                                "as they are. With --from, export files (or their folders or "
+                                                ".zip).",
+                                      metavar="FILE"),
     from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
                                            help="Convert from this format first (as `cuemem convert FORMAT`): "
-                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval."),
+                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval; "
+                                                "jsonl is cuemem's own (the default)."),
     all_branches: bool = typer.Option(False, "--all-branches",
                                       help="With --from chatgpt: every edited or regenerated branch, not only the "
                                            "kept one."),
@@ -143,7 +176,7 @@ def ingest(
                                       "reported as conflicts and kept."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
 ) -> None:
-    """Store a dialogue: turns, cues, cue vectors and graph edges, in one SQLite file.
+    """Store dialogues: turns, cues, cue vectors and graph edges, in the database (--db).
 
     \b
     Input: JSONL, one message per line, e.g.
@@ -166,10 +199,10 @@ def ingest(
     from .convert import CONVERTERS
     from .render import ingest_progress
 
-    if from_format is None and len(files) > 1:
-        raise typer.BadParameter("one JSONL file at a time (several files need --from FORMAT)", param_hint="FILE")
+    if from_format == "jsonl":  # cuemem's own format, named: the default
+        from_format = None
     if from_format is not None and from_format not in CONVERTERS:
-        raise typer.BadParameter(f"{from_format!r} is not one of {', '.join(CONVERTERS)}", param_hint="--from")
+        raise typer.BadParameter(f"{from_format!r} is not one of jsonl, {', '.join(CONVERTERS)}", param_hint="--from")
     if all_branches and from_format != "chatgpt":
         raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
                                  param_hint="--all-branches")
@@ -177,7 +210,7 @@ def ingest(
     try:
         with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
                      mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
-            report = memory.ingest_file(files if from_format else files[0], conversation, skip_invalid,
+            report = memory.ingest_file(files, conversation, skip_invalid,
                                         progress=progress, window=window, sem_k=sem_k, replace=replace,
                                         from_format=from_format, all_branches=all_branches)
     except CuememError as exc:
@@ -257,11 +290,12 @@ def ask(
 
     shown = {"evidence": False}
 
-    def show_evidence(context, lines_after: int = 0) -> None:
-        """Before a streamed answer (from Memory.ask) or before a printed one, once."""
+    def show_evidence(context, lines_after: int = 0, reader: str | None = "model") -> None:
+        """Before a streamed answer (from Memory.ask) or before a printed one, once. `reader`: who read
+        all the evidence (render_evidence)."""
         if not shown["evidence"]:
             shown["evidence"] = True
-            show(lambda: render_evidence(context, top), lines_after)
+            show(lambda: render_evidence(context, top, reader), lines_after)
             render_timings(context)
 
     failure: LLMError | None = None
@@ -294,7 +328,8 @@ def ask(
         if printed is not None and sys.stdout.isatty():
             panel = printed
             panel_lines = captured(lambda: render_answer(panel)).count("\n")
-        show_evidence(context, panel_lines)
+        show_evidence(context, panel_lines, None if answer is None else "offline" if answer.kind == "extractive"
+                      else "model")
         if streamed["any"]:
             sys.stdout.write("\n")
         elif printed is not None:
@@ -321,14 +356,23 @@ def inspect_graph(
     conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
     turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
                                                          "(with dot or graphml: its neighbourhood graph)."),
-    fmt: str = typer.Option("table", "--format", help="table, json, dot (Graphviz) or graphml (Gephi)."),
+    fmt: str = typer.Option("table", "--format", metavar="FORMAT",
+                            help="table, json, dot (Graphviz) or graphml (Gephi)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout (the same as --format json)."),
 ) -> None:
-    """Show what memory holds: per-conversation counts, one turn's neighbourhood, or the whole graph."""
+    """Show what memory holds: per-conversation counts, one turn's neighbourhood, or the whole graph.
+
+    In a pipe or a file the tables are tab-separated values, every value whole (--json for all counts)."""
     from . import inspect_graph as inspector
     from .render import graph_dot, graph_graphml, out, render_graph_summary, render_turn, write_json
 
     if fmt not in ("table", "json", "dot", "graphml"):
         raise typer.BadParameter("use table, json, dot or graphml", param_hint="--format")
+    if json_out:
+        if fmt not in ("table", "json"):
+            raise typer.BadParameter(f"--json prints JSON, --format {fmt} asks for {fmt}: give one of them",
+                                     param_hint="--json")
+        fmt = "json"
     try:
         with _memory() as memory:
             store = memory.store
@@ -388,7 +432,8 @@ def convert_longmemeval(file: str = typer.Argument(..., help="LongMemEval JSON (
 
 @convert_app.command("openai")
 def convert_openai(
-    files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin."),
+    files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin.",
+                                      metavar="FILE"),
 ) -> None:
     """OpenAI chat-completions `messages` → JSONL (unnamed conversations: FILE_STEM-SHA256PREFIX)."""
     _convert("openai", files)
@@ -396,8 +441,8 @@ def convert_openai(
 
 @convert_app.command("chatgpt")
 def convert_chatgpt(
-    files: list[str] = typer.Argument(..., help="ChatGPT export conversations.json (or its unpacked folder); "
-                                                "- for stdin."),
+    files: list[str] = typer.Argument(..., help="ChatGPT export: the .zip, its conversations.json or its "
+                                                "unpacked folder; - for stdin.", metavar="FILE"),
     all_branches: bool = typer.Option(False, "--all-branches",
                                       help="Every edited or regenerated branch, not only the one kept (current_node)."),
 ) -> None:
@@ -407,8 +452,8 @@ def convert_chatgpt(
 
 @convert_app.command("claude")
 def convert_claude(
-    files: list[str] = typer.Argument(..., help="Claude.ai export conversations.json (or its unpacked folder); "
-                                                "- for stdin."),
+    files: list[str] = typer.Argument(..., help="Claude.ai export: the .zip, its conversations.json or its "
+                                                "unpacked folder; - for stdin.", metavar="FILE"),
 ) -> None:
     """Claude.ai data export → JSONL (conversation = its uuid, title kept; human → user)."""
     _convert("claude", files)
@@ -416,7 +461,8 @@ def convert_claude(
 
 @convert_app.command("claude-code")
 def convert_claude_code(
-    files: list[str] = typer.Argument(..., help="Session .jsonl files, or folders of them (~/.claude/projects)."),
+    files: list[str] = typer.Argument(..., help="Session .jsonl files, or folders of them (~/.claude/projects).",
+                                      metavar="FILE"),
 ) -> None:
     """Claude Code session transcripts → JSONL (conversation = sessionId; user and assistant text only)."""
     _convert("claude-code", files)
@@ -432,6 +478,7 @@ def extract(
 ) -> None:
     """Re-run cue extraction for pending turns and link them into the graph."""
     from .render import err, write_json
+    from .text import plural
 
     if not pending:
         raise typer.BadParameter("only --pending is supported: it retries failed extractions", param_hint="--pending")
@@ -443,7 +490,8 @@ def extract(
     if json_out:
         write_json(report)
     else:
-        err.print(f"completed {report['completed']} pending turns; {len(report['still_pending'])} still pending")
+        err.print(f"completed {plural(report['completed'], 'pending turn')}; {len(report['still_pending'])} still "
+                  "pending")
     if report["still_pending"]:
         raise typer.Exit(EXIT_PARTIAL)
 
@@ -491,9 +539,9 @@ def forget(
             return True
         if not forgetting.stdin_is_terminal():
             raise CuememError(
-                f"not forgetting {report.summary()}: nobody confirmed (standard input is not a terminal)",
-                "add --yes to confirm, or --dry-run to only count")
-        err.print(f"About to forget {plain(report.summary())}.")
+                f"nothing forgotten: nobody confirmed (standard input is not a terminal); it would forget "
+                f"{report.summary(done=False)}", "add --yes to confirm, or --dry-run to only count")
+        err.print(f"About to forget {plain(report.summary(done=False))}.")
         return typer.confirm("Forget them? This cannot be undone", default=False, err=True)
 
     try:
@@ -505,7 +553,7 @@ def forget(
     if json_out:
         write_json(report.to_json())
     elif report.dry_run:
-        err.print(f"would forget {plain(report.summary())} (dry run: nothing changed)")
+        err.print(f"would forget {plain(report.summary(done=False))} (dry run: nothing changed)")
     elif report.cancelled:
         err.print("nothing forgotten")
     elif report.applied:
@@ -526,21 +574,22 @@ def export(
     conversation: str | None = typer.Option(
         None, "--conversation", "-c", help="Export one conversation (default: all)."),
     output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
-                                      help="Write to a new file (created 0600) instead of stdout."),
+                                      help="Write to a new file (created 0600) instead of stdout; - is stdout."),
 ) -> None:
     """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
     from contextlib import closing
 
     from .export import open_private_output, write_export
     from .render import err
+    from .text import plural
 
     try:
         # closing: a reader that stops early leaves the records' read snapshot to end before the store does
         with _memory() as memory, closing(memory.export(conversation)) as records:
-            if output:
+            if output and output != "-":
                 with open_private_output(output) as fh:
                     count = write_export(records, fh)
-                err.print(f"exported {count} turns to {plain(output)}")
+                err.print(f"exported {plural(count, 'turn')} to {plain(output)}")
             else:
                 sys.stdout.flush()
                 write_export(records, sys.stdout.buffer)

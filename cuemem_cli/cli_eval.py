@@ -148,23 +148,25 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 
 def _report(summary: dict[str, Any], out: Path | None) -> None:
     from .render import err, escape
+    from .text import plural
 
     ingest = summary["ingest"]
-    err.print(f"[dim]database {escape(summary['database'])}: {len(ingest['cached'])} conversations cached, "
-              f"{len(ingest['ingested'])} ingested ({ingest['turns_added']} turns, {ingest['cues']} cues, "
-              f"{ingest['seconds']} s)[/dim]")
+    err.print(f"[dim]database {escape(summary['database'])}: {plural(len(ingest['cached']), 'conversation')} "
+              f"cached, {len(ingest['ingested'])} ingested ({plural(ingest['turns_added'], 'turn')}, "
+              f"{plural(ingest['cues'], 'cue')}, {ingest['seconds']} s)[/dim]")
     if ingest["superseded_removed"]:
-        err.print(f"[dim]removed {len(ingest['superseded_removed'])} cached database(s) built by another version of "
-                  f"the ingest code, which this one never reads: {ingest['superseded_bytes'] / 1e6:.0f} MB freed[/dim]")
+        err.print(f"[dim]removed {plural(len(ingest['superseded_removed']), 'cached database')} built by another "
+                  f"version of the ingest code, which this one never reads: {ingest['superseded_bytes'] / 1e6:.0f} MB "
+                  "freed[/dim]")
     if ingest["pending"]:
-        err.print(f"[yellow]{len(ingest['pending'])} turns pending (their LLM extraction failed); retry with "
+        err.print(f"[yellow]{plural(len(ingest['pending']), 'turn')} pending (their LLM extraction failed); retry with "
                   f"cuemem --db {escape(summary['database'])} extract --pending[/yellow]")
     problems = summary["evidence_problems"]
     for p in problems[:12]:
         err.print(f"[yellow]evidence[/yellow] {escape(p['question_id'])}: {escape(repr(p['evidence']))} "
                   f"{p['problem']}, {escape(p['action'])}")
     if len(problems) > 12:
-        err.print(f"[yellow]… {len(problems) - 12} more evidence notes in the summary[/yellow]")
+        err.print(f"[yellow]… {plural(len(problems) - 12, 'more evidence note')} in the summary[/yellow]")
     if summary["interrupted"]:
         err.print(f"[yellow]interrupted after {summary['questions']} of {summary['questions_selected']} questions; "
                   "the results cover those[/yellow]")

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
 from .errors import CuememError, InputError
 from .records import Message
+from .sources import STDIN, STDIN_NAME, Input, display_stem, open_input, read_all
+from .text import is_blank
 from .timeparse import parse_time
 
 
@@ -38,7 +39,6 @@ class Options:
 
 Converter = Callable[[Any, Options], Iterator[Message]]
 
-_BOM = b"\xef\xbb\xbf"
 _LOCOMO_SESSION = re.compile(r"session_(\d+)")
 _OPENAI_SKIPPED_ROLES = frozenset({"system", "developer", "tool", "function"})
 _OPENAI_TEXT_PARTS = ("text", "input_text", "output_text")  # a tuple: `in` must not hash odd JSON
@@ -47,55 +47,38 @@ _JSON_HINT = "the file must be one JSON document, or JSONL (one JSON value per l
 
 
 def load_json(path: str | Path) -> Any:
-    """Read a JSON file. JSONL (one JSON value per line) is returned as the list of its values.
+    """Read a JSON file (also gzipped, or the one JSON file in a zip archive). JSONL (one JSON value per
+    line) is returned as the list of its values.
 
     A `.jsonl` name always means JSONL. Otherwise a file that is not one JSON document
     but whose first line is one is read as JSONL too (chat exports often are, whatever
     their name); if the first line is not JSON either, the error of the whole-document
     parse is reported, since its line number is the useful one.
     """
-    return _parse_json(Path(path), _read(Path(path)))
+    with open_input([str(path)], *_JSON_FILES) as source:
+        if len(source.parts) != 1:
+            raise CuememError(f"{source.name}: holds several JSON files", "name the one to read")
+        part = source.parts[0]
+        return _parse_json(part.name, read_all(part))
 
 
-def _read(path: Path) -> bytes:
-    """The file's bytes (standard input for `-`), without a UTF-8 byte order mark."""
-    if str(path) == "-":
-        stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
-        data = stdin.read() if stdin is not None else sys.stdin.read().encode()
-        return data.removeprefix(_BOM)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CuememError(f"{path}: no such file", hint="check the path") from None
-    except IsADirectoryError:
-        raise CuememError(f"{path}: is a directory, expected a JSON file") from None
-    except OSError as exc:
-        raise CuememError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return data.removeprefix(_BOM)
-
-
-def _parse_json(path: Path, data: bytes) -> Any:
-    if path.suffix.lower() == ".jsonl":
-        return _load_lines(path, data)
+def _parse_json(name: str, data: bytes) -> Any:
+    if not data.strip():
+        raise InputError(name, 1, "the file is empty", hint=_JSON_HINT)
+    if name.lower().removesuffix(".gz").endswith(".jsonl"):
+        return _load_lines(name, data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if _first_line_is_json(data):
-            return _load_lines(path, data)
-        raise InputError(
-            _display(path), exc.lineno, f"invalid JSON at column {exc.colno}: {exc.msg}", hint=_JSON_HINT
-        ) from None
+            return _load_lines(name, data)
+        raise InputError(name, exc.lineno, f"invalid JSON at column {exc.colno}: {exc.msg}", hint=_JSON_HINT) from None
 
 
-def _display(path: Path) -> str:
-    return "<stdin>" if str(path) == "-" else str(path)
-
-
-def source_tag(path: str | Path, data: bytes) -> str:
+def source_tag(name: str, data: bytes) -> str:
     """`<file stem>-<first 8 hex of sha256(bytes)>` (`stdin-…` for standard input): the name of
     conversations an export leaves unnamed, distinct for distinct files."""
-    stem = "stdin" if str(path) == "-" else Path(path).stem
-    return f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}"
+    return f"{display_stem(name)}-{hashlib.sha256(data).hexdigest()[:8]}"
 
 
 def _first_line_is_json(data: bytes) -> bool:
@@ -107,11 +90,11 @@ def _first_line_is_json(data: bytes) -> bool:
     return True
 
 
-def _load_lines(path: Path, data: bytes) -> list[Any]:
-    return [value for _, value in _numbered_lines(path, data)]
+def _load_lines(name: str, data: bytes) -> list[Any]:
+    return [value for _, value in _numbered_lines(name, data)]
 
 
-def _numbered_lines(path: Path, data: bytes) -> list[tuple[int, Any]]:
+def _numbered_lines(name: str, data: bytes) -> list[tuple[int, Any]]:
     """(line number, value) of each non-blank JSONL line; invalid JSON is an error at its line."""
     values = []
     for number, raw in enumerate(data.split(b"\n"), 1):
@@ -121,7 +104,7 @@ def _numbered_lines(path: Path, data: bytes) -> list[tuple[int, Any]]:
             values.append((number, orjson.loads(raw)))
         except orjson.JSONDecodeError as exc:
             message = f"invalid JSON at column {exc.colno}: {exc.msg}"
-            raise InputError(_display(path), number, message, hint="each line must be one JSON value") from None
+            raise InputError(name, number, message, hint="each line must be one JSON value") from None
     return values
 
 
@@ -155,7 +138,7 @@ def locomo(data: Any, options: Options = Options()) -> Iterator[Message]:
                 caption = turn.get("blip_caption")
                 if caption:
                     text = f"{text} [shares a photo: {caption}]".lstrip()
-                if not text.strip():
+                if is_blank(text):
                     continue
                 yield Message(
                     conversation=conversation_id,
@@ -197,7 +180,7 @@ def longmemeval(data: Any, options: Options = Options()) -> Iterator[Message]:
                 if not isinstance(turn, dict) or "role" not in turn:
                     raise _shape_error("longmemeval", where, "expected messages with 'role' and 'content'")
                 text = turn.get("content")
-                if not isinstance(text, str) or not text.strip():
+                if not isinstance(text, str) or is_blank(text):
                     continue
                 extra = {"has_answer": turn["has_answer"]} if "has_answer" in turn else {}
                 yield Message(
@@ -232,7 +215,7 @@ def openai(data: Any, options: Options = Options()) -> Iterator[Message]:
             if role in _OPENAI_SKIPPED_ROLES:
                 continue
             text = _openai_text("openai", where, message.get("content"))
-            if not text.strip():
+            if is_blank(text):
                 continue
             raw_time = next((message[key] for key in _OPENAI_TIME_KEYS if message.get(key) is not None), None)
             yield Message(
@@ -281,7 +264,7 @@ def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
             if message is None:
                 continue
             text, role = _chatgpt_visible(message, f"{where} message {node_id}")
-            if not text.strip():
+            if is_blank(text):
                 continue
             raw_time = message.get("create_time")
             raw_time = raw_time if raw_time is not None else fallback
@@ -373,7 +356,7 @@ def _chatgpt_visible(message: Any, where: str) -> tuple[str, str]:
             text = part.get("text")
             part_kind = str(part.get("content_type") or "attachment")
             texts.append(text if isinstance(text, str) else _CHATGPT_PLACEHOLDERS.get(part_kind, f"[{part_kind}]"))
-    return "\n".join(t for t in texts if t.strip()), role
+    return "\n".join(t for t in texts if not is_blank(t)), role
 
 
 def _author_name(message: dict[str, Any]) -> str | None:
@@ -407,11 +390,11 @@ def claude(data: Any, options: Options = Options()) -> Iterator[Message]:
             text = message.get("text")
             if text is not None and not isinstance(text, str):
                 raise _shape_error("claude", message_where, "'text' must be a string")
-            if not text or not text.strip():
+            if not text or is_blank(text):
                 blocks = _expect_list("claude", message_where, message.get("content") or [], "'content' as a list")
                 text = "\n".join(b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-                                 and isinstance(b.get("text"), str) and b["text"].strip())
-            if not text.strip():
+                                 and isinstance(b.get("text"), str) and not is_blank(b["text"]))
+            if is_blank(text):
                 continue
             role = {"human": "user"}.get(str(message["sender"]), str(message["sender"]))
             raw_time = message.get("created_at")
@@ -461,7 +444,7 @@ def _claude_code_event(event: Any, where: str) -> Iterator[Message]:
     if not isinstance(message, dict):
         raise _shape_error("claude-code", where, "'message' must be an object with 'role' and 'content'")
     text = _claude_code_text(message.get("content"), where)
-    if not text.strip():
+    if is_blank(text):
         return
     role = str(message.get("role") or event["type"])
     raw_time = event.get("timestamp")
@@ -484,7 +467,7 @@ def _claude_code_text(content: Any, where: str) -> str:
     for block in blocks:
         if not isinstance(block, dict):
             continue
-        if block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+        if block.get("type") == "text" and isinstance(block.get("text"), str) and not is_blank(block["text"]):
             lines.append(block["text"])
             has_text = True
         elif block.get("type") == "tool_use":
@@ -525,7 +508,7 @@ def _openai_text(fmt: str, where: str, content: Any) -> str:
                 text = part.get("text")
                 if isinstance(text, str):
                     parts.append(text)
-        return "\n".join(part for part in parts if part.strip())
+        return "\n".join(part for part in parts if not is_blank(part))
     raise _shape_error(fmt, where, "'content' must be a string or a list of parts")
 
 
@@ -556,50 +539,54 @@ CONVERTERS: dict[str, Converter] = {
     "claude-code": claude_code,
 }
 _LINE_FORMATS = frozenset({"claude-code"})  # read line by line, so errors name the line
-_EXPORT_FILE = "conversations.json"  # what a ChatGPT or Claude.ai export folder holds
+# What a folder or zip archive given to a converter stands for: (member names, what they are called).
+_JSON_FILES = (("*.json", "*.jsonl"), "JSON files")
+_MEMBERS = {
+    "chatgpt": (("conversations.json",), "conversations.json"),  # a ChatGPT or Claude.ai export
+    "claude": (("conversations.json",), "conversations.json"),
+    "claude-code": (("*.jsonl",), ".jsonl files"),  # ~/.claude/projects: a folder per project
+}
 
 
 def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Iterator[Message]:
     """Messages of every file, in order; `-` is standard input. A shape error names the file.
 
-    A directory stands for its `conversations.json` (an unpacked ChatGPT or Claude.ai export), or for
-    claude-code for every `*.jsonl` below it (`~/.claude/projects` holds a folder per project),
-    in name order."""
+    A folder or a zip archive (the form ChatGPT and Claude.ai deliver their exports in) stands for its
+    `conversations.json` (chatgpt, claude), its `*.jsonl` files (claude-code) or its JSON files (the
+    others), found at any depth, in path order; gzip is read as it is (sources.open_input)."""
     if fmt not in CONVERTERS:
         raise CuememError(f"unknown format {fmt!r}", f"formats: {', '.join(CONVERTERS)}")
-    for path in (file for given in paths for file in _expand(fmt, Path(given))):
-        data = _read(path)
-        options = Options(tag=source_tag(path, data), all_branches=all_branches, source=_display(path))
-        value = _numbered_lines(path, data) if fmt in _LINE_FORMATS else _parse_json(path, data)
-        try:
-            yield from CONVERTERS[fmt](value, options)
-        except InputError:
-            raise
-        except CuememError as exc:
-            raise CuememError(f"{_display(path)}: {exc.message}", exc.hint) from None
+    members, what = _MEMBERS.get(fmt, _JSON_FILES)
+    for path in paths:
+        with open_input([path], members, what) as source:
+            for part in source.parts:
+                data = read_all(part)
+                options = Options(tag=source_tag(part.name, data), all_branches=all_branches, source=part.name)
+                value = _numbered_lines(part.name, data) if fmt in _LINE_FORMATS else _parse_json(part.name, data)
+                try:
+                    yield from CONVERTERS[fmt](value, options)
+                except InputError:
+                    raise
+                except CuememError as exc:
+                    raise CuememError(f"{part.name}: {exc.message}", exc.hint) from None
 
 
-def _expand(fmt: str, path: Path) -> list[Path]:
-    if str(path) == "-" or not path.is_dir():
-        return [path]
-    if fmt in _LINE_FORMATS:
-        files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-        if not files:
-            raise CuememError(f"{path}: no .jsonl files in this directory", "name the session files or their folder")
-        return files
-    return [path / _EXPORT_FILE]
-
-
-def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> tuple[IO[bytes], str]:
-    """The files converted to message JSONL in a temporary file, and a name for messages: what
-    `ingest --from` validates and stores like any JSONL input. Converting everything first means a
-    malformed file is refused before anything is written."""
-    spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open to the caller, who closes it
+def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> Input:
+    """The files converted to message JSONL in a temporary file: what `ingest --from` validates and
+    stores like any JSONL input. Converting everything first means a malformed file is refused before
+    anything is written; an export without a single message is refused too."""
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the Input returned
+    count = 0
     try:
         for message in convert_files(fmt, paths, all_branches):
             spool.write(orjson.dumps(message.to_json()) + b"\n")
+            count += 1
     except BaseException:
         spool.close()
         raise
-    spool.seek(0)
-    return spool, f"{', '.join(_display(Path(p)) for p in paths)} (as {fmt})"
+    name = f"{', '.join(STDIN_NAME if p == STDIN else p for p in paths)} (as {fmt})"
+    if count == 0:
+        spool.close()
+        raise CuememError(f"{name}: no messages: the export holds no message with text",
+                          "system, tool and empty messages are skipped; is it the right file and --from format?")
+    return Input.of_spool(spool, name)

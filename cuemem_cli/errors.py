@@ -35,7 +35,21 @@ class LLMError(CuememError):
 
 
 class StoreError(CuememError):
-    """The database file cannot be used as a cuemem store."""
+    """The database cannot be used as asked: not a cuemem store, damaged, unreachable, or a storage fault
+    (the store layer turns its driver's errors into these, with a hint)."""
+
+
+class StoreBusy(StoreError):
+    """Another process held the database's write lock for longer than cuemem waits."""
+
+
+class DiskFull(StoreError):
+    """A write found no space left; the transaction it was part of was rolled back."""
+
+
+class ReadOnlyStore(StoreError):
+    """The memory can be read but not written (a read-only mount or folder, a read-only server or role,
+    or opened read-only on purpose); nothing was changed."""
 
 
 class UnknownConversation(CuememError):

@@ -22,8 +22,9 @@ from typing import IO, Any
 import orjson
 
 from .errors import CuememError, InputError, UnknownConversation
-from .ingest import Ingestor, IngestReport, open_input, read_messages, source_id_of
+from .ingest import Ingestor, IngestReport, read_messages, source_id_of
 from .records import Message, Triple
+from .sources import Input, open_input
 from .store import Store
 
 CUES = "cues"
@@ -100,18 +101,19 @@ def parse_cues(value: Any, path: str, line: int) -> list[Triple] | None:
     return triples
 
 
-def read_export(handle: IO[bytes], name: str,
-                on_cues: Callable[[Message, list[Triple] | None], None] | None = None) -> Iterator[Message]:
-    """Messages of an export file without their `cues` field, which goes to `on_cues` instead."""
-    for message in read_messages(handle, name, None):
-        if CUES not in message.extra:
-            raise InputError(name, message.line, "no 'cues' field: this is not a cuemem export",
-                             "import reads what `cuemem export` writes; ingest message JSONL with `cuemem ingest`")
-        triples = parse_cues(message.extra[CUES], name, message.line)
-        stripped = replace(message, extra={k: v for k, v in message.extra.items() if k != CUES})
-        if on_cues is not None:
-            on_cues(stripped, triples)
-        yield stripped
+def read_export(source: Input, on_cues: Callable[[Message, list[Triple] | None], None] | None = None
+                ) -> Iterator[Message]:
+    """Messages of an export without their `cues` field, which goes to `on_cues` instead."""
+    for part in source.parts:
+        for message in read_messages(Input([part], part.name), None):
+            if CUES not in message.extra:
+                raise InputError(part.name, message.line, "no 'cues' field: this is not a cuemem export",
+                                 "import reads what `cuemem export` writes; ingest message JSONL with `cuemem ingest`")
+            triples = parse_cues(message.extra[CUES], part.name, message.line)
+            stripped = replace(message, extra={k: v for k, v in message.extra.items() if k != CUES})
+            if on_cues is not None:
+                on_cues(stripped, triples)
+            yield stripped
 
 
 class StoredCues:
@@ -138,12 +140,16 @@ class _ImportIngestor(Ingestor):
 
 
 def import_file(memory, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
-    """Validate the whole export first (nothing is written if a line is bad); then ingest it in batches."""
-    handle, name = open_input(path)
-    with handle:
+    """Validate the whole export first (nothing is written if a line is bad, or if it holds no turn); then
+    ingest it in batches. `path` may be gzipped, or a zip archive or folder of export files."""
+    memory.check_writable()
+    with open_input([path]) as source:
         report = IngestReport()
-        for _ in read_export(handle, name):
+        for _ in read_export(source):
             report.lines += 1
+        if report.lines == 0:
+            raise CuememError(f"{source.name}: no turns: the export is empty",
+                              "import reads what `cuemem export` writes: one turn per line")
         cues = StoredCues()
-        messages = read_export(handle, name, cues.remember)
+        messages = read_export(source, cues.remember)
         return _ImportIngestor(memory.store, cues, memory.embedder()).run(messages, report, progress)

@@ -40,6 +40,7 @@ from typing import Any
 
 from .errors import CuememError, UnknownConversation
 from .store import TURN_WITH_PREVIOUS, Store, now_iso
+from .text import plural
 from .timeparse import parse_time
 
 
@@ -76,14 +77,20 @@ class ForgetReport:
     cancelled: bool = False
     vacuumed: bool = False
 
-    def summary(self) -> str:
+    def summary(self, done: bool = True) -> str:
+        """What is forgotten, as "forgot …" ends (`done`) or as "would forget …", a prompt and a refusal end:
+        a conversation left empty is removed, or would be."""
         per = ", ".join(f"{name}: {n}" for name, n in self.conversations.items())
-        text = (f"{self.turns} turns ({per or 'none'}), {self.cues} cues, {self.vectors} cue vectors, "
-                f"{self.edges} edges")
-        if self.conversations_removed:
-            text += f"; conversation(s) emptied and removed: {', '.join(self.conversations_removed)}"
+        text = (f"{plural(self.turns, 'turn')} ({per or 'none'}), {plural(self.cues, 'cue')}, "
+                f"{plural(self.vectors, 'cue vector')}, {plural(self.edges, 'edge')}")
+        removed = self.conversations_removed
+        if removed:
+            which = f"the conversation {removed[0]}" if len(removed) == 1 else \
+                f"the {len(removed)} conversations {', '.join(removed)}"
+            text += f"; {which}, {'now empty, removed' if done else 'left empty, would be removed'}"
         if self.turn_vectors_renewed:
-            text += f"; {self.turn_vectors_renewed} following turn(s) embedded again without the forgotten text"
+            text += (f"; {plural(self.turn_vectors_renewed, 'following turn')} "
+                     f"{'embedded' if done else 'would be embedded'} again without the forgotten text")
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -179,6 +186,8 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
     if selection.is_empty() and not vacuum:
         raise CuememError("nothing selected to forget",
                           "pass --conversation, --session, --turn, --before, --decay or --lru (see --help)")
+    if not dry_run:  # a memory that cannot be written says so before anyone is asked to confirm
+        store.check_writable()
     ids: list[int]
     if selection.is_empty():
         ids, report = [], ForgetReport(dry_run=dry_run)

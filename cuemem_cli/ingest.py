@@ -1,8 +1,9 @@
 """Read message JSONL, then store turns → cues → vectors → edges in atomic batches.
 
 Input is read twice: a first pass validates every line (so a bad line anywhere rejects the whole run
-before anything is written), a second pass ingests. Standard input is spooled to a temporary file
-for that, so memory stays flat whatever the input size.
+before anything is written), a second pass ingests. Where the input comes from (files, standard input,
+gzip, zip, folders, several of them in order) is sources.py's business: files are opened afresh for each
+pass and standard input is kept in a temporary file, so memory stays flat whatever the input size.
 
 Each batch commits in one transaction; a crash loses at most the batch in flight, and rerunning the
 same command skips what is already stored (turn identity: conversation + `id`, else a hash of time,
@@ -12,31 +13,30 @@ speaker and text), so the result is the same as one clean run.
 from __future__ import annotations
 
 import hashlib
-import io
-import sys
-import tempfile
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 import orjson
 
 from . import cells
 from .config import BUILD_SEM_K, BUILD_WINDOW
-from .errors import CuememError, InputError
+from .errors import CuememError, InputError, StoreError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .records import Message, Triple, Turn
+from .sources import Input, lines_of
 from .statements import cue_text, statement_cues
 from .store import TURN_ALONE, NewTurn, Store
+from .text import is_blank, plural
 from .timeparse import parse_time
 from .vectors import roundtrip
 
 BATCH_TURNS = 256
 SHOWN_INVALID = 10  # bad lines listed in the error that rejects an input
-_BOM = b"\xef\xbb\xbf"
+FORMAT_HINT = "each line must be one JSON object with a 'text' (docs/input-formats.md)"
 
 _FIELD_ALIASES = {
     "text": ("text", "content", "message", "utterance"),
@@ -115,16 +115,16 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     try:
         record = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise InputError(path, line, f"not valid JSON ({exc.args[0].split(':')[0]})",
-                         "each line must be one JSON object; see 'Input format' in the README") from None
+        raise _json_error(raw, exc, path, line) from None
     if not isinstance(record, dict):
-        raise InputError(path, line, f"expected a JSON object, got {type(record).__name__}")
+        raise InputError(path, line, f"expected a JSON object, got {type(record).__name__}", FORMAT_HINT)
     key, text = _pick(record, "text")
     if text is not None and not isinstance(text, str):
         raise InputError(path, line, f"'{key}' must be a string, not {_type_name(text)}")
-    if text is None or not text.strip():
-        raise InputError(path, line, "missing or empty 'text' (or 'content')",
-                         "every message needs its text; use --skip-invalid to skip such lines")
+    if text is None or is_blank(text):
+        problem = ("missing or empty 'text' (or 'content')" if not text or not text.strip()
+                   else f"'{key}' is invisible (zero-width characters only): a message needs text")
+        raise InputError(path, line, problem, "every message needs its text; use --skip-invalid to skip such lines")
     if len(text) > MAX_TURN_CHARS:
         raise InputError(path, line,
                          f"'{key}' is {len(text):,} characters long; a turn holds at most {MAX_TURN_CHARS:,}",
@@ -160,41 +160,38 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     )
 
 
-def open_input(path: str) -> tuple[IO[bytes], str]:
-    """A re-readable binary handle on FILE or on standard input (`-`), and its display name."""
-    if path == "-":
-        spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open to the caller, who closes it
-        stdin = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else io.BytesIO(sys.stdin.read().encode())
-        while chunk := stdin.read(1 << 20):
-            spool.write(chunk)
-        spool.seek(0)
-        return spool, "<stdin>"
-    try:
-        return open(path, "rb"), path
-    except OSError as exc:
-        raise CuememError(f"cannot read {path}: {exc.strerror}") from None
+def _json_error(raw: bytes | str, exc: orjson.JSONDecodeError, path: str, line: int) -> InputError:
+    """A line that is not JSON; one that stops inside its object (a file cut short, or one message spread
+    over several lines) is said to be cut off, not reported by the parser's last complaint."""
+    body = raw.rstrip(b"\r\n") if isinstance(raw, bytes) else raw.rstrip("\r\n")
+    try:  # without its line break, a cut line ends the parse at the end of the data, not at the break
+        orjson.loads(body)
+    except orjson.JSONDecodeError as bare:
+        exc = bare
+    if exc.msg.startswith("unexpected end of data"):
+        return InputError(path, line, "the line is cut off: its JSON object does not end on it",
+                          "was the file cut short, or is a message spread over several lines? Each message must"
+                          " be one whole JSON object on one line (docs/input-formats.md)")
+    return InputError(path, line, f"not valid JSON ({exc.msg})", FORMAT_HINT)
 
 
-def _parsed(handle: IO[bytes], name: str, conversation: str | None) -> Iterator[Message | InputError]:
-    """Each non-blank line's Message, or its InputError. A UTF-8 byte order mark before the first
-    line (Windows editors write one) is not part of it."""
-    handle.seek(0)
-    for number, raw in enumerate(handle, start=1):
-        if number == 1:
-            raw = raw.removeprefix(_BOM)
-        try:
-            message = parse_line(raw, name, number, conversation)
-        except InputError as exc:
-            yield exc
-            continue
-        if message is not None:
-            yield message
+def _parsed(source: Input, conversation: str | None) -> Iterator[Message | InputError]:
+    """Each non-blank line's Message, or its InputError, part after part."""
+    for part in source.parts:
+        for number, raw in lines_of(part):
+            try:
+                message = parse_line(raw, part.name, number, conversation)
+            except InputError as exc:
+                yield exc
+                continue
+            if message is not None:
+                yield message
 
 
-def read_messages(handle: IO[bytes], name: str, conversation: str | None, report: IngestReport | None = None,
+def read_messages(source: Input, conversation: str | None, report: IngestReport | None = None,
                   skip_invalid: bool = False) -> Iterator[Message]:
     """Messages in input order; with `skip_invalid`, bad lines are recorded in `report` instead."""
-    for item in _parsed(handle, name, conversation):
+    for item in _parsed(source, conversation):
         if isinstance(item, InputError):
             if not skip_invalid:
                 raise item
@@ -204,26 +201,33 @@ def read_messages(handle: IO[bytes], name: str, conversation: str | None, report
         yield item
 
 
-def validate(handle: IO[bytes], name: str, conversation: str | None, skip_invalid: bool) -> IngestReport:
+def validate(source: Input, conversation: str | None, skip_invalid: bool) -> IngestReport:
     """First pass over the whole input: every bad line is found, not only the first. Without
     `skip_invalid` any bad line rejects the input with an error listing them (the first
-    `SHOWN_INVALID`, and how many more)."""
+    `SHOWN_INVALID`, and how many more). An input without a single message (empty, blank lines only,
+    or, with `skip_invalid`, nothing but bad lines) is refused too: there is nothing to store, and a
+    new database file would be left behind empty."""
     report = IngestReport()
     first: InputError | None = None
-    for item in _parsed(handle, name, conversation):
+    for item in _parsed(source, conversation):
         if isinstance(item, InputError):
             report.invalid.append(item.message)
             first = first or item
         else:
             report.lines += 1
-    if first is not None and not skip_invalid:
-        count = len(report.invalid)
+    count = len(report.invalid)
+    if first is not None and (not skip_invalid or report.lines == 0):
         shown = "; ".join(report.invalid[:SHOWN_INVALID])
         more = f"; … and {count - SHOWN_INVALID} more" if count > SHOWN_INVALID else ""
-        lines = "line" if count == 1 else "lines"
         hint = first.hint if count == 1 and first.hint else \
             "fix them, or pass --skip-invalid to store the valid lines and list the others"
-        raise CuememError(f"{name}: {count} invalid {lines} (nothing stored): {shown}{more}", hint)
+        if report.lines == 0 and skip_invalid:
+            hint = f"no line is a message cuemem can store; {FORMAT_HINT}"
+        raise CuememError(f"{source.name}: {plural(count, 'invalid line')} (nothing stored): {shown}{more}", hint)
+    if report.lines == 0:
+        raise CuememError(f"{source.name}: no messages: the input is empty or holds only blank lines",
+                          'give one JSON object per line, e.g. {"conversation": "notes", "text": "I moved to '
+                          'Denver."} (docs/input-formats.md)')
     return report
 
 
@@ -323,6 +327,7 @@ class Ingestor:
         self.window, self.sem_k = self._graph_settings(window, sem_k)
         self._conversations: dict[str, _Conversation] = {}
         self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
+        self._committed = 0  # report.turns_added as of the last batch committed
 
     def _graph_settings(self, window: int | None, sem_k: int | None) -> tuple[int, int]:
         stored_w = self.store.get_meta("graph_window")
@@ -374,6 +379,7 @@ class Ingestor:
         self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
         background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed")
         embedding: Future[_Prepared] | None = None  # the batch being embedded; stored before the next one
+        self._committed = before = report.turns_added
         try:
             batch: list[Message] = []
             for message in messages:
@@ -387,6 +393,13 @@ class Ingestor:
                 embedding = self._next_batch(batch, embedding, background, report)
             if embedding is not None:
                 self._store_prepared(embedding.result(), report)
+        except StoreError as exc:  # a full disk, a lost server: say what the batches before it stored
+            stored = self._committed - before
+            if not stored:
+                raise
+            raise type(exc)(f"{exc.message}; {plural(stored, 'new turn')} of this input had been stored before "
+                            "it, in whole batches", f"{exc.hint or 'fix that'}; the same command run again skips "
+                            "what is stored") from exc
         finally:
             background.shutdown(wait=True, cancel_futures=True)
         if progress:
@@ -498,6 +511,7 @@ class Ingestor:
         with self.store.transaction():
             self._sync()
             self._store_batch(self._sort_out(prepared.fresh, report), report)
+        self._committed = report.turns_added
         self._release_indexes({item.message.conversation for item in prepared.fresh})
         report.add_time("store+graph", time.perf_counter() - t0)
 

@@ -35,6 +35,7 @@ from .memory import Memory
 from .reconstruct import Settings
 from .records import Context, Message
 from .store import now_iso
+from .text import plural
 
 SERVER_NAME = "cuemem"
 INSTRUCTIONS = (
@@ -98,11 +99,13 @@ class MemoryTools:
             raise CuememError("messages is empty: nothing to remember", "pass a list of {text, speaker?, time?, id?}")
         parsed: list[Message] = []
         problems: list[str] = []
+        hints: list[str] = []
         for index, item in enumerate(messages):
             try:
                 message = parse_line(orjson.dumps(item), "messages", index, conversation)
             except InputError as exc:
                 problems.append(f"messages[{index}]: {exc.message.removeprefix(f'messages:{index}: ')}")
+                hints.append(exc.hint or "")
                 continue
             if message is None:  # an empty object
                 problems.append(f"messages[{index}]: missing or empty 'text'")
@@ -110,8 +113,11 @@ class MemoryTools:
                 parsed.append(message)
         if problems:
             shown = "; ".join(problems[:10]) + (f"; … and {len(problems) - 10} more" if len(problems) > 10 else "")
-            raise CuememError(f"{len(problems)} invalid message(s), nothing stored: {shown}",
-                              "each message needs a non-empty 'text'; 'time' must be a readable date")
+            # the hints of the problems found (a date format, how to split a long text), not those of others;
+            # the command line's (--skip-invalid …) mean nothing to an agent
+            said = "; ".join(dict.fromkeys(h for h in hints if h and "--" not in h))
+            raise CuememError(f"{plural(len(problems), 'invalid message')}, nothing stored: {shown}",
+                              said or "each message needs a non-empty 'text'")
         self.flush_used()
         if self._writer is None:
             self._writer = self.memory.writer()
@@ -188,22 +194,12 @@ class MemoryTools:
         return report
 
     def flush_used(self) -> None:
-        """Record the turns used since the last flush, each with the time of its latest use."""
+        """Record the turns used since the last flush, each with the time of its latest use (Memory.record_used:
+        where the memory cannot take the write, the marks are dropped and that is logged once)."""
         used, self._used = self._used, {}
         self._flushed = time.monotonic()
-        if not used:
-            return
-        store = self.memory.store
-        with store.transaction():
-            for conversation, turns in used.items():
-                cid = store.conversation_id(conversation)
-                if cid is None:  # forgotten meanwhile
-                    continue
-                by_time: dict[str, list[str]] = {}
-                for source_id, when in turns.items():
-                    by_time.setdefault(when, []).append(source_id)
-                for when, source_ids in by_time.items():
-                    store.mark_retrieved(cid, source_ids, when)
+        if used:
+            self.memory.record_used(used)
 
     # --------------------------------------------------------------- helpers
     def _note_used(self, context: Context) -> None:
@@ -212,7 +208,7 @@ class MemoryTools:
         if time.monotonic() - self._flushed >= USED_FLUSH_SECONDS:
             try:
                 self.flush_used()
-            except CuememError as exc:  # the database stayed busy: the answer stands, these marks are lost
+            except CuememError as exc:  # another storage fault (an I/O error): the answer stands, these marks are lost
                 logging.getLogger(__name__).warning("could not record used turns: %s", exc.message)
 
     def _require(self, conversation: str):
@@ -256,7 +252,6 @@ def _context_json(context: Context) -> dict[str, Any]:
 def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: bool = False):
     """The MCP server: each tool runs `tools`' method on `worker` (one thread); a CuememError becomes a
     tool error (the model reads its message and hint) and leaves the server running."""
-    from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
 
@@ -266,7 +261,7 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
         except CuememError as exc:
             raise ToolError(f"{exc.message} (hint: {exc.hint})" if exc.hint else exc.message) from None
 
-    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    server = _server_class()(SERVER_NAME, instructions=INSTRUCTIONS)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False))
@@ -320,6 +315,34 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
             return await run(tools.forget, conversation, turn_ids)
 
     return server
+
+
+def _server_class():
+    """The SDK's MCPServer, with arguments that fail the tools' schema said as `field: problem` pairs. The
+    SDK passes pydantic's own text on, which is written for Python programmers and ends each problem with
+    a pydantic.dev URL (`For further information visit https://errors.pydantic.dev/…`)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from pydantic import ValidationError
+
+    class Server(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(argument_errors(name, exc.__cause__)) from exc.__cause__
+                raise
+
+    return Server
+
+
+def argument_errors(tool: str, error: Any) -> str:
+    """`Error executing tool recall: invalid arguments: budget: Input should be greater than or equal to 50; …`
+    (the SDK's prefix, as on every tool error) from a pydantic ValidationError: where, and what is wrong,
+    without pydantic's type codes and URLs."""
+    problems = [f"{'.'.join(str(part) for part in e['loc']) or 'arguments'}: {e['msg']}" for e in error.errors()]
+    return f"Error executing tool {tool}: invalid arguments: {'; '.join(problems)}"
 
 
 def serve(path: str | Path, allow_forget: bool = False, model: str | None = None, extractor: str = "spacy",

@@ -9,8 +9,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,12 @@ import orjson
 
 from .config import is_postgres_url
 from .convert import converted_input
-from .errors import CuememError, StoreError
-from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
+from .errors import CuememError, DiskFull, ReadOnlyStore, StoreBusy, StoreError
+from .ingest import Ingestor, IngestReport, parse_line, read_messages, validate
 from .records import Answer, Context, Message
-from .reconstruct import Settings, reconstruct, resolve_conversation
+from .reconstruct import Settings, reconstruct
 from .registry import bind_extractor, make_answerer, make_extractor
+from .sources import open_input
 from .store import Store, now_iso
 from .stores import open_store
 from .timeparse import parse_time
@@ -52,6 +54,7 @@ class Memory:
         self._extract_model = extract_model
         self._mix_extractors = mix_extractors
         self._store: Store | None = None
+        self._told_unrecorded = False  # said once that this memory could not record the turns answers used
 
     # ----------------------------------------------------------- resources
     @property
@@ -86,6 +89,12 @@ class Memory:
                 return False
         return True
 
+    def check_writable(self) -> None:
+        """Raise now the error a write would meet (ReadOnlyStore, DiskFull), before models load and input is
+        read for nothing; a memory not created yet has nothing to refuse."""
+        if self._exists():
+            self.store.check_writable()
+
     def close(self) -> None:
         if self._store is not None:
             self._store.close()
@@ -103,19 +112,17 @@ class Memory:
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
                     sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
                     all_branches: bool = False) -> IngestReport:
-        """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
-        line whose id is stored with another text replaces that turn (else it is reported as a conflict).
-        With `from_format`, `path` is one or more export files, converted (convert.py) before validation."""
+        """Validate the whole input first; then write it in atomic batches. `path` is one or more message JSONL
+        files, `-` (standard input), folders (their `*.jsonl` files) or gzip/zip files (sources.open_input),
+        read in the order given; with `from_format`, export files, converted (convert.py) before validation.
+        `replace`: a line whose id is stored with another text replaces that turn (else it is reported as a
+        conflict)."""
+        self.check_writable()  # a memory that cannot be written says so before the input is read
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
-        if from_format is None:
-            if len(paths) != 1:
-                raise CuememError("several files can be ingested at once only with from_format (ingest --from)")
-            handle, name = open_input(paths[0])
-        else:
-            handle, name = converted_input(from_format, paths, all_branches)
-        with handle:
-            report = validate(handle, name, conversation, skip_invalid)
-            messages = read_messages(handle, name, conversation, None, skip_invalid)
+        source = open_input(paths) if from_format is None else converted_input(from_format, paths, all_branches)
+        with source:
+            report = validate(source, conversation, skip_invalid)
+            messages = read_messages(source, conversation, None, skip_invalid)
             return self._ingestor(window, sem_k, replace).run(messages, report, progress)
 
     def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
@@ -143,6 +150,7 @@ class Memory:
         created; the database's settings are then recorded in one write transaction: all, or none."""
         if (window is not None and window < 0) or (sem_k is not None and sem_k < 0):
             raise CuememError("--window and --sem-k must be ≥ 0")
+        self.check_writable()
         embedder = self.embedder()
         extractor = make_extractor(self._extractor_name, self._extract_model, _StoreWhenUsed(self))
         store = self.store
@@ -176,12 +184,34 @@ class Memory:
                                     on_token=on_token)
         context = self.context(question, conversation, settings, as_of)
         if record_retrieval and context.evidence:
-            cid, _ = resolve_conversation(self.store, context.conversation)
-            with self.store.transaction():
-                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
+            self.record_used({context.conversation: dict.fromkeys((e.source_id for e in context.evidence), now_iso())})
         if on_context is not None:
             on_context(context)
         return Result(context, answer_with(context))
+
+    def record_used(self, used: Mapping[str, Mapping[str, str]]) -> None:
+        """Record when turns were last used by an answer (conversation → turn id → time), which forget --lru
+        and --decay go by. Bookkeeping: a read must not fail for it, so where the write cannot be made (a
+        read-only memory, a full disk, a write lock held too long) it is skipped, and that is said once per
+        Memory (a warning on the `cuemem_cli` logger, which the CLI prints on stderr)."""
+        try:
+            store = self.store
+            with store.transaction():
+                for conversation, turns in used.items():
+                    cid = store.conversation_id(conversation)
+                    if cid is None:  # forgotten meanwhile
+                        continue
+                    by_time: dict[str, list[str]] = {}
+                    for source_id, when in turns.items():
+                        by_time.setdefault(when, []).append(source_id)
+                    for when, source_ids in by_time.items():
+                        store.mark_retrieved(cid, source_ids, when)
+        except (ReadOnlyStore, DiskFull, StoreBusy) as exc:
+            if not self._told_unrecorded:
+                self._told_unrecorded = True
+                logging.getLogger(__name__).warning(
+                    "%s; answers still come, but the turns they use are not recorded as used (forget --lru and "
+                    "--decay go by that)", exc.message)
 
     def conversations(self) -> list[str]:
         return self.store.conversation_names()
@@ -231,6 +261,7 @@ class Memory:
             return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0, "extraction_failures": []}
         if not chosen:
             raise CuememError("no extraction model recorded for these turns", "pass --extract-model MODEL")
+        store.check_writable()  # before any model is paid for results that could not be stored
         extractor = LLMExtractor(chosen, store=store)
         results = extractor.extract(pending)
         report = IngestReport()

@@ -23,6 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .records import Answer, Context, Evidence, Turn
+from .text import plural
 from .timeparse import day_of, format_clock, format_human, parse_time
 
 
@@ -113,17 +114,25 @@ def shown_evidence(evidence: Sequence[Evidence], top: int | None) -> list[int]:
     return sorted(keep)
 
 
-def render_evidence(context: Context, top: int | None = None) -> None:
+_READERS = {"model": "the model read all {n}", "offline": "the offline answer was drawn from all {n}",
+            None: "{n} in the evidence"}
+
+
+def render_evidence(context: Context, top: int | None = None, reader: str | None = None) -> None:
     """The evidence as the answer model reads it: a rule per day, then each turn's id, clock time, speaker
     and text, with how it came in (and its best cue) dimmed below; it stays readable at 80 columns.
-    With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left out."""
+    With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left out, saying who
+    read all of it: `reader` "model" (an LLM answered), "offline" (the extractive answer) or None (no
+    answer: --context-only, or a model that failed)."""
     evidence = context.evidence
     shown = shown_evidence(evidence, top)
-    count = f"{len(evidence)} turns" if len(shown) == len(evidence) else f"{len(shown)} of {len(evidence)} turns shown"
+    count = plural(len(evidence), "turn") if len(shown) == len(evidence) else \
+        f"{len(shown)} of {plural(len(evidence), 'turn')} shown"
     out.print(f"[bold]Evidence[/bold] · {escape(context.conversation)} · {count} · ~{context.tokens} tokens")
     if len(shown) < len(evidence):
-        out.print(f"[dim]the {top} strongest turns and the turns beside them; the model read all "
-                  f"{len(evidence)}: --evidence all shows them[/dim]")
+        which = ("none shown (--evidence 0)" if not top else "the strongest turn and the turns beside it" if top == 1
+                 else f"the {top} strongest turns and the turns beside them")
+        out.print(f"[dim]{which}; {_READERS[reader].format(n=len(evidence))}: --evidence all shows them[/dim]")
     stamps = {i: f"{ev.source_id} {format_clock(ev.time) if ev.time else ''}".rstrip()
               for i, ev in ((i, evidence[i]) for i in shown)}
     widths = [max(map(len, column), default=0)
@@ -139,7 +148,7 @@ def render_evidence(context: Context, top: int | None = None) -> None:
         if i > previous + 1:
             flush()
             grid = None
-            out.print(f"[dim]  ⋯ {_turns(i - previous - 1)} not shown[/dim]")
+            out.print(f"[dim]  ⋯ {plural(i - previous - 1, 'turn')} not shown[/dim]")
         if grid is None or day_of(ev.time) != day:
             flush()
             if day_of(ev.time) != day:
@@ -158,11 +167,7 @@ def render_evidence(context: Context, top: int | None = None) -> None:
         previous = i
     flush()
     if shown and previous < len(evidence) - 1:
-        out.print(f"[dim]  ⋯ {_turns(len(evidence) - 1 - previous)} not shown[/dim]")
-
-
-def _turns(n: int) -> str:
-    return f"{n} turn" if n == 1 else f"{n} turns"
+        out.print(f"[dim]  ⋯ {plural(len(evidence) - 1 - previous, 'turn')} not shown[/dim]")
 
 
 def render_timings(context: Context) -> None:
@@ -232,45 +237,73 @@ def ingest_progress(enabled: bool):
 
 def render_ingest_report(report: dict[str, Any]) -> None:
     err.print(
-        f"[green]ingested[/green] {report['turns_added']} new turns ({report['turns_existing']} already stored) "
-        f"from {report['lines']} lines into {len(report['conversations'])} conversation(s): "
-        f"{report['cues']} cues, {report['temporal_edges']} temporal and {report['semantic_edges']} semantic edges "
-        f"in {report['seconds']:.1f} s"
+        f"[green]ingested[/green] {plural(report['turns_added'], 'new turn')} ({report['turns_existing']} already "
+        f"stored) from {plural(report['lines'], 'line')} into {plural(len(report['conversations']), 'conversation')}: "
+        f"{plural(report['cues'], 'cue')}, {plural(report['temporal_edges'], 'temporal edge')} and "
+        f"{plural(report['semantic_edges'], 'semantic edge')} in {report['seconds']:.1f} s"
     )
     for line in report["invalid"][:20]:
         err.print(f"[yellow]skipped[/yellow] {escape(line)}")
     if len(report["invalid"]) > 20:
-        err.print(f"[yellow]… and {len(report['invalid']) - 20} more invalid lines[/yellow]")
+        err.print(f"[yellow]… and {plural(len(report['invalid']) - 20, 'more invalid line')}[/yellow]")
     failures = report.get("extraction_failures") or []
     if failures:
-        err.print(f"[yellow]{len(failures)} extraction calls failed[/yellow], the last: {escape(failures[-1])}")
+        err.print(f"[yellow]{plural(len(failures), 'extraction call')} failed[/yellow], the last: "
+                  f"{escape(failures[-1])}")
     if report.get("conflicts"):
         shown = ", ".join(report["conflict_ids"]) + (", …" if report["conflicts"] > len(report["conflict_ids"]) else "")
-        err.print(f"[yellow]{report['conflicts']} lines conflict with stored turns[/yellow] (same id, different "
-                  f"text): {escape(shown)}; --replace to replace them", soft_wrap=True)
+        lines = "1 line conflicts" if report["conflicts"] == 1 else f"{report['conflicts']:,} lines conflict"
+        err.print(f"[yellow]{lines} with stored turns[/yellow] (same id, different text): {escape(shown)}; "
+                  "--replace to replace them", soft_wrap=True)
     if report["pending"]:
-        err.print(f"[yellow]{len(report['pending'])} turns are pending[/yellow] (their cue extraction failed); "
+        pending = "1 turn is" if len(report["pending"]) == 1 else f"{len(report['pending']):,} turns are"
+        err.print(f"[yellow]{pending} pending[/yellow] (their cue extraction failed); "
                   "retry with: cuemem extract --pending")
 
 
 def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:
     """One row per conversation, narrow enough for 80 columns: edges as temporal/semantic, degree as
     min/mean/max, "no cue" counting turns without a cue, the span in months, and "pending" only when a
-    turn's extraction failed (`--format json` has every count and the exact times)."""
+    turn's extraction failed (`--format json` has every count and the exact times). In a pipe: the rows
+    as tab-separated values, then a blank line and the settings as name, value lines."""
     pending = any(s["pending_turns"] for s in stats)
+    columns = ["conversation", "turns", "cues", "edges t/s", "degree", "no cue", *(["pending"] if pending else []),
+               "span"]
+    rows = [[s["conversation"], str(s["turns"]), str(s["cues"]), f"{s['temporal_edges']}/{s['semantic_edges']}",
+             f"{s['degree']['min']}/{s['degree']['mean']:.1f}/{s['degree']['max']}", str(s["turns_without_cues"]),
+             *([str(s["pending_turns"])] if pending else []), _span(s["first_time"], s["last_time"])] for s in stats]
+    if piped():
+        _write_tsv(columns, rows)
+        out.file.write("\n")
+        _write_tsv(None, [[k, str(v)] for k, v in settings.items()])
+        return
     table = _compact_table("Memory")
-    table.add_column("conversation", no_wrap=True)
-    for col in ("turns", "cues", "edges t/s", "degree", "no cue", *(["pending"] if pending else [])):
-        table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("span", no_wrap=True)
-    for s in stats:
-        d = s["degree"]
-        table.add_row(escape(s["conversation"]), str(s["turns"]), str(s["cues"]),
-                      f"{s['temporal_edges']}/{s['semantic_edges']}", f"{d['min']}/{d['mean']:.1f}/{d['max']}",
-                      str(s["turns_without_cues"]), *([str(s["pending_turns"])] if pending else []),
-                      escape(_span(s["first_time"], s["last_time"])))
+    for col in columns:
+        table.add_column(col, no_wrap=True, justify="left" if col in ("conversation", "span") else "right")
+    for row in rows:
+        table.add_row(*map(escape, row))
     out.print(table)
     out.print(" · ".join(f"{k} {escape(str(v))}" for k, v in settings.items()))
+
+
+def piped() -> bool:
+    """Whether stdout is a pipe or a file, not a terminal: tables are then written as tab-separated
+    values, every value whole (a table cut to the screen's width would shorten them: `tur…`)."""
+    return not out.is_terminal
+
+
+def _write_tsv(columns: list[str] | None, rows: list[list[str]]) -> None:
+    """A header line (when given) and a line per row, tab-separated. A value's backslashes, tabs, newlines
+    and carriage returns are written as \\, \t, \n and \r (so a value is one field), other control
+    characters as \x1b-style escapes (stored text is untrusted: see `visible`)."""
+    lines = ([columns] if columns else []) + rows
+    out.file.write("".join("\t".join(map(_tsv_field, line)) + "\n" for line in lines))
+    out.file.flush()
+
+
+def _tsv_field(value: str) -> str:
+    text = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return visible(text)
 
 
 def _compact_table(title: str) -> Table:
@@ -284,6 +317,8 @@ def _span(first: str | None, last: str | None) -> str:
 
 
 def render_turn(detail: dict[str, Any]) -> None:
+    """The turn, its cues and its neighbours; in a pipe the neighbours follow as tab-separated values
+    with their whole text (on a terminal each is cut to one line)."""
     turn = detail["turn"]
     when = format_human(turn["time"]) if turn["time"] else "time unknown"
     title = f"{escape(turn['source_id'])} · {escape(when)} · {escape(turn['speaker'] or '')}"
@@ -293,14 +328,20 @@ def render_turn(detail: dict[str, Any]) -> None:
         cues.add_row(" ", "cue " + escape(f"[{cue['kind']}]"),
                      f"({escape(cue['subject'])}, {escape(cue['relation'])}, {escape(cue['object'])})")
     out.print(cues if detail["cues"] else "  [dim]no cues[/dim]")
+    columns = ["dir", "kind", "turn", "weight", "rank", "text"]
+    rows = [[n["direction"], n["kind"], n["turn"], f"{n['weight']:.3f}", str(n["rank"]), n["text"]]
+            for n in detail["neighbours"]]
+    if piped():
+        out.file.write("\nNeighbours\n")
+        _write_tsv(columns, rows)
+        return
     table = _compact_table("Neighbours")
-    for col in ("dir", "kind", "turn", "weight", "rank"):
+    for col in columns[:-1]:
         table.add_column(col, no_wrap=True, justify="right" if col in ("weight", "rank") else "left")
     # One line per neighbour, cut with an ellipsis; --format json has the whole text.
     table.add_column("text", no_wrap=True, overflow="ellipsis", max_width=max(20, out.width - 40))
-    for n in detail["neighbours"]:
-        table.add_row(n["direction"], n["kind"], escape(n["turn"]), f"{n['weight']:.3f}", str(n["rank"]),
-                      escape(" ".join(n["text"].split())))
+    for row in rows:
+        table.add_row(*map(escape, row[:-1]), escape(" ".join(row[-1].split())))
     out.print(table)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 
 from . import migrations
-from .errors import ModelMismatch, StoreError
+from .errors import ModelMismatch, ReadOnlyStore, StoreError
 from .migrations import EDGE_KINDS, Migration
 from .records import Cue, Turn
 
@@ -84,6 +84,9 @@ class Store(Protocol):
     read-only consistent view."""
 
     path: str  # what messages and `inspect-graph` show: a file path, or a URL without its password
+    # Why this memory cannot be written (a read-only mount or server, …), None when it can: it is then read
+    # as usual, `transaction()` raises ReadOnlyStore (or DiskFull) before anything starts.
+    read_only: str | None
 
     @property
     def max_k(self) -> int | None:
@@ -91,6 +94,7 @@ class Store(Protocol):
 
     # ------------------------------------------------------- opening, transactions
     def close(self) -> None: ...
+    def check_writable(self) -> None: ...
     def transaction(self) -> AbstractContextManager[None]: ...
     def snapshot(self) -> AbstractContextManager[None]: ...
     def schema_version(self) -> int: ...
@@ -240,10 +244,22 @@ class SQLStore(ABC):
 
     dialect: ClassVar[Dialect]
     max_k: int | None = None
+    read_only_hint: ClassVar[str]  # what to do about a memory that cannot be written
 
     def __init__(self, conn: Any, path: str):
         self.conn = conn
         self.path = path
+        self.read_only: str | None = None
+
+    def check_writable(self) -> None:
+        """Raise the error a write would meet (ReadOnlyStore, DiskFull) now, before work it would waste;
+        `transaction()` calls it first."""
+        if self.read_only is not None:
+            raise self._read_only_error()
+
+    def _read_only_error(self) -> StoreError:
+        return ReadOnlyStore(f"{self.path} is read-only: {self.read_only}; cuemem can read it but not change it",
+                             self.read_only_hint)
 
     # ------------------------------------------------------- what a backend gives
     @abstractmethod

@@ -22,6 +22,11 @@ What differs here, and why:
   under the same lock, one transaction each (store.SQLStore._migrate); no file to back up.
 - `scrub()` (forget --vacuum) runs VACUUM on the tables a forget touches: see docs/postgres.md for what
   PostgreSQL still keeps after it.
+- Faults arrive as cuemem's errors: the connection's cursors turn the server's storage errors (a full disk,
+  a read-only transaction, a missing privilege, a lost connection, a lock held too long) into
+  `StoreError`s with a hint (`_storage_error`). A database this connection cannot write (a standby,
+  `default_transaction_read_only`, a role without INSERT, or `readonly=True`) is opened for reading:
+  `read_only` says why and `transaction()` refuses before it starts.
 
 psycopg is imported when a store is opened, never by `cuemem --help`.
 """
@@ -32,14 +37,14 @@ import itertools
 import re
 import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from .errors import StoreError
+from .errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from .migrations import TEXT_SEARCH
 from .records import Cue
 from .store import Dialect, SQLStore
@@ -106,6 +111,70 @@ class PostgresDialect(Dialect):
         return self.from_codes(stored, dim)
 
 
+@lru_cache(maxsize=1)
+def _driver_classes() -> tuple[Any, type, type]:
+    """psycopg's connection and its client and server cursors, the cursors reporting storage errors as
+    cuemem's (the connection's `storage_error`, set by the store); made on first use, since psycopg is
+    imported only then."""
+    import psycopg
+
+    class Connection(psycopg.Connection):
+        storage_error: Any = None  # the store's `_storage_error`
+
+    def translating(base: Any) -> type:
+        class Translating(base):
+            def _fail(self, exc: Exception) -> None:
+                mapped = self.connection.storage_error(exc) if self.connection.storage_error else None
+                if mapped is not None:
+                    raise mapped from exc
+
+            def execute(self, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return super().execute(*args, **kwargs)
+                except psycopg.Error as exc:
+                    self._fail(exc)
+                    raise
+
+            def executemany(self, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return super().executemany(*args, **kwargs)
+                except psycopg.Error as exc:
+                    self._fail(exc)
+                    raise
+
+            def fetchone(self) -> Any:
+                try:
+                    return super().fetchone()
+                except psycopg.Error as exc:
+                    self._fail(exc)
+                    raise
+
+            def fetchmany(self, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return super().fetchmany(*args, **kwargs)
+                except psycopg.Error as exc:
+                    self._fail(exc)
+                    raise
+
+            def fetchall(self) -> Any:
+                try:
+                    return super().fetchall()
+                except psycopg.Error as exc:
+                    self._fail(exc)
+                    raise
+
+            def __next__(self) -> Any:
+                try:
+                    return super().__next__()
+                except psycopg.Error as exc:
+                    self._fail(exc)
+                    raise
+
+        return Translating
+
+    return Connection, translating(psycopg.Cursor), translating(psycopg.ServerCursor)
+
+
 def register_vector(conn) -> None:
     """numpy arrays in and out of pgvector's binary format (a 2-byte dimension, 2 unused bytes, big-endian
     float32s): no text formatting of 384 floats per row."""
@@ -140,6 +209,8 @@ class PostgresStore(SQLStore):
 
     dialect = PostgresDialect()
     max_k = None
+    read_only_hint = ("to change it, use a database this role may write: the primary server rather than a "
+                      "standby, or ask the server's administrator")
 
     def __init__(self, conn, url: str):
         super().__init__(conn, redacted(url))  # the path is what messages and `inspect-graph` show
@@ -155,13 +226,19 @@ class PostgresStore(SQLStore):
         except ImportError as exc:
             raise StoreError("a postgresql:// database needs the PostgreSQL client",
                              "pip install 'cuemem[postgres]'") from exc
+        connection, cursor, server_cursor = _driver_classes()
         try:
-            conn = psycopg.connect(url, autocommit=True)
+            conn = connection.connect(url, autocommit=True)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {redacted(url)}: {str(exc).strip()}",
                              "check the URL and that the server is running") from exc
         store = cls(conn, url)
+        conn.cursor_factory, conn.server_cursor_factory = cursor, server_cursor
+        conn.storage_error = store._storage_error
         try:
+            if readonly:
+                conn.execute("SET default_transaction_read_only = on")
+            store.read_only = "it was opened for reading only, as asked" if readonly else store._unwritable()
             store._prepare(create)
             register_vector(conn)
         except BaseException:
@@ -169,9 +246,22 @@ class PostgresStore(SQLStore):
             raise
         return store
 
+    def _unwritable(self) -> str | None:
+        """Why this connection cannot write the database (None: it can), asked before the first write."""
+        read_only, standby, user = self._one(
+            "SELECT current_setting('transaction_read_only'), pg_is_in_recovery(), current_user") or ("", False, "")
+        if standby:
+            return "the server is a standby (a read-only replica)"
+        if read_only == "on":
+            return "the server starts every transaction read-only (default_transaction_read_only)"
+        if self._has_table("turns") and not self._value("SELECT has_table_privilege('turns', 'INSERT')"):
+            return f"the role {user} may not write its tables (no INSERT privilege on turns)"
+        return None
+
     def _prepare(self, create: bool) -> None:
         """Refuse a database that holds other tables, or a newer cuemem's schema; apply pending migrations
-        (under the write lock, so that of several processes opening a new database one migrates)."""
+        (under the write lock, so that of several processes opening a new database one migrates). A
+        database that cannot be written must have its schema already."""
         if not self._has_table("_migrations"):
             others = self._value("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()")
             # another process may have committed the schema between the two reads
@@ -180,13 +270,22 @@ class PostgresStore(SQLStore):
                                  "point --db (or CUEMEM_DB) at a database (or schema) of its own")
             if not others and not create:
                 raise StoreError(f"no cuemem database at {self.path}", "ingest something first: cuemem ingest FILE")
-        if self._pending(self._recorded(), self._dimension()):
+        applied = self._recorded()
+        pending = self._pending(applied, self._dimension())
+        if pending and self.read_only is not None:
+            what = ("was written by an older cuemem and must be upgraded before it can be read" if applied
+                    else "has no cuemem schema yet, and creating it")
+            raise ReadOnlyStore(f"{self.path} {what}, which writes to it; but {self.read_only}",
+                                self.read_only_hint)
+        if pending:
             self._migrate(seen=None)
 
     # ------------------------------------------------------------ transactions
     def transaction(self) -> AbstractContextManager[None]:
         """One atomic unit holding the database's write lock (an advisory lock, waited for up to
-        LOCK_TIMEOUT): writers run one at a time, and what one reads inside stays true until it commits."""
+        LOCK_TIMEOUT): writers run one at a time, and what one reads inside stays true until it commits.
+        A database this connection cannot write refuses it (`read_only`)."""
+        self.check_writable()
         return self._begin(write=True)
 
     def snapshot(self) -> AbstractContextManager[None]:
@@ -200,8 +299,6 @@ class PostgresStore(SQLStore):
 
     @contextmanager
     def _begin(self, write: bool) -> Iterator[None]:
-        import psycopg
-
         if self._in_transaction():
             yield
             return
@@ -215,15 +312,51 @@ class PostgresStore(SQLStore):
                 self.conn.execute("UPDATE _writes SET n = n + 1")
                 self._own_writes += 1
             self.conn.execute("COMMIT")
-        except psycopg.errors.LockNotAvailable as exc:
-            self.conn.execute("ROLLBACK")
-            raise StoreError(
-                f"{self.path} is busy: another process held its write lock for over {LOCK_TIMEOUT}",
-                "let the other cuemem command finish, then run this one again") from exc
         except BaseException:
             if self._in_transaction():
-                self.conn.execute("ROLLBACK")
+                with suppress(StoreError):  # a lost connection: the error that stopped the transaction is the one
+                    self.conn.execute("ROLLBACK")
             raise
+
+    # ------------------------------------------------------------------ faults
+    def _storage_error(self, exc: Exception) -> StoreError | None:
+        """cuemem's error for a server or connection error about storage, by its SQLSTATE (None: another
+        kind, a bug in a query, left as it is)."""
+        import psycopg
+
+        state = getattr(exc, "sqlstate", None) or ""
+        said = f"PostgreSQL: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}"
+        if state == "53100":  # disk_full
+            return DiskFull(f"{self.path}: the server's disk is full ({said}); what this command was writing was "
+                            "not stored", "free space on the database server's disk (or ask its administrator), then "
+                            "run the command again; what was stored before is intact")
+        if state in ("25006", "42501") and self.read_only is not None:  # read-only transaction, no privilege
+            return self._read_only_error()
+        if state == "25006":
+            return ReadOnlyStore(f"{self.path} cannot be written: the server ran this transaction read-only ({said})",
+                                 self.read_only_hint)
+        if state == "42501":
+            return StoreError(f"{self.path}: this role is not allowed to do that ({said})",
+                              "grant it SELECT, INSERT, UPDATE and DELETE on cuemem's tables, or use the role that "
+                              "created them")
+        if state == "55P03":  # lock_not_available: the write lock, after lock_timeout
+            return StoreBusy(f"{self.path} is busy: another process held its write lock for over {LOCK_TIMEOUT}",
+                             "let the other cuemem command finish, then run this one again")
+        if state == "57014":  # query_canceled
+            return StoreError(f"{self.path}: the server cancelled a statement ({said})",
+                              "a statement_timeout or an administrator stopped it: run the command again, or raise "
+                              "statement_timeout for this role")
+        if state.startswith("53"):
+            return StoreError(f"{self.path}: the server is out of resources ({said})",
+                              "run the command again later, or ask the server's administrator")
+        if state in ("XX001", "XX002"):
+            return StoreError(f"{self.path} is damaged ({said})",
+                              "ask the server's administrator to restore it; your `cuemem export` re-imports with "
+                              "`cuemem import`")
+        if state.startswith(("08", "57", "58")) or (isinstance(exc, psycopg.OperationalError) and not state):
+            return StoreError(f"{self.path}: the connection to the server failed ({said})",
+                              "check that the server is running and reachable, then run the command again")
+        return None
 
     def data_version(self) -> int:
         """Counts other connections' write transactions (SQLite's PRAGMA data_version): the commits on

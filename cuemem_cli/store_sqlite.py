@@ -6,14 +6,21 @@ int8 codes (vectors.py) that are rescored in float. FTS5 (Porter-stemmed, conten
 index. Here alone: opening and guarding the file, WAL and the write lock (BEGIN IMMEDIATE with a busy
 timeout), the backup before a file's first migration, vec0 KNN and its limit `VEC0_MAX_K`, FTS5 upkeep
 and BM25, `VACUUM`, and the page-for-page copy `copy_to`.
+
+Faults of a real machine arrive as cuemem's errors, not the driver's: every statement runs through
+`_Connection`/`_Cursor`, which turn SQLite's storage errors (a full disk, a read-only file, an I/O error,
+a damaged file, a lock held too long) into `StoreError`s with a hint (`_translated`); other driver
+errors (a bug in a query) stay as they are. A file that cannot be written here (a read-only mount or
+folder, a read-only file, a full disk that leaves no room for SQLite's `-shm` index) is opened for
+reading only (`_connect`, docs/your-data.md): reads work, writes are refused before they start.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +28,7 @@ import numpy as np
 import orjson
 
 from . import vectors as vec
-from .errors import StoreError
+from .errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from .files import private_dir
 from .records import Cue
 from .store import Dialect, SQLStore
@@ -43,6 +50,84 @@ def _connect_module():
 
 
 sqlite3 = _connect_module()
+
+# SQLite's primary result codes (https://sqlite.org/rescode.html) that say something about storage
+_PERM, _BUSY, _LOCKED, _NOMEM, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _AUTH, _NOTADB = (
+    3, 5, 6, 7, 8, 10, 11, 13, 14, 23, 26)
+_NEARLY_FULL = 1 << 20  # bytes free under which an I/O error while writing is taken for a full disk
+
+
+_DriverCursor: Any = sqlite3.Cursor
+_DriverConnection: Any = sqlite3.Connection
+
+
+class _Cursor(_DriverCursor):
+    """A cursor whose storage errors arrive as cuemem's (`_Connection.storage_error`)."""
+
+    def execute(self, *args: Any) -> Any:
+        try:
+            return super().execute(*args)
+        except sqlite3.Error as exc:
+            self.connection.fail(exc)
+            raise
+
+    def executemany(self, *args: Any) -> Any:
+        try:
+            return super().executemany(*args)
+        except sqlite3.Error as exc:
+            self.connection.fail(exc)
+            raise
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            self.connection.fail(exc)
+            raise
+
+    def fetchmany(self, *args: Any) -> Any:
+        try:
+            return super().fetchmany(*args)
+        except sqlite3.Error as exc:
+            self.connection.fail(exc)
+            raise
+
+    def fetchall(self) -> Any:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            self.connection.fail(exc)
+            raise
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            self.connection.fail(exc)
+            raise
+
+
+class _Connection(_DriverConnection):
+    """The store's connection: its cursors (`conn.execute` included) and backups report storage errors
+    through `storage_error`, set once the store exists (until then, while opening, errors stay raw)."""
+
+    storage_error: Callable[[Exception], StoreError | None] | None = None
+
+    def cursor(self, factory: Any = None) -> Any:
+        return super().cursor(factory or _Cursor)
+
+    def backup(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            super().backup(*args, **kwargs)
+        except sqlite3.Error as exc:
+            self.fail(exc)
+            raise
+
+    def fail(self, exc: Exception) -> None:
+        """Raise cuemem's error for a driver error about storage; return for any other (the caller re-raises)."""
+        mapped = self.storage_error(exc) if self.storage_error is not None else None
+        if mapped is not None:
+            raise mapped from exc
 
 
 def _candidates(k: int) -> int:
@@ -93,6 +178,8 @@ class SQLiteStore(SQLStore):
 
     dialect = SQLiteDialect()
     max_k = VEC0_MAX_K
+    read_only_hint = ("to change it, copy it (with its -wal file, if any) to a folder you may write and use "
+                      "--db COPY, or make it writable")
 
     def __init__(self, conn, path: str, existed: bool = True):
         super().__init__(conn, path)
@@ -101,31 +188,49 @@ class SQLiteStore(SQLStore):
     # ----------------------------------------------------------------- opening
     @classmethod
     def open(cls, path: str | os.PathLike, create: bool = True, readonly: bool = False) -> SQLiteStore:
+        """Open (creating it when `create`) and migrate the file. It is opened for reading only when
+        `readonly`, or when it cannot be written where it is (`_unwritable`); then `read_only` says why."""
         path = str(path)
-        exists = os.path.exists(path) and os.path.getsize(path) > 0
-        if exists:
-            with open(path, "rb") as fh:
-                if fh.read(16) != SQLITE_HEADER:
-                    raise StoreError(
-                        f"{path} is not a SQLite database; cuemem left it untouched",
-                        "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
-                    )
-        elif not create:
-            raise StoreError(f"no cuemem database at {path}", "ingest something first: cuemem ingest FILE")
-        else:
-            _create_private_file(path)
         try:
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT)
+            exists = os.path.exists(path) and os.path.getsize(path) > 0
+            if exists:
+                with open(path, "rb") as fh:
+                    header = fh.read(16)
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc.strerror}",
+                             "check that you may read the file and its folder") from exc
+        if exists and header != SQLITE_HEADER:
+            raise StoreError(
+                f"{path} is not a SQLite database; cuemem left it untouched",
+                "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
+            )
+        reason = "it was opened for reading only, as asked" if readonly else _unwritable(path)
+        if not exists:
+            if not create:
+                raise StoreError(f"no cuemem database at {path}", "ingest something first: cuemem ingest FILE")
+            if reason is not None:
+                raise ReadOnlyStore(f"cannot create {path}: {reason}",
+                                    "name a file in a folder you may write: --db PATH (or CUEMEM_DB)")
+            try:
+                _create_private_file(path)
+            except OSError as exc:
+                raise StoreError(f"cannot create {path}: {exc.strerror}",
+                                 "name a file in a folder you may write: --db PATH (or CUEMEM_DB)") from exc
+        conn, reason = _connect(path, reason)
+        try:
             conn.enable_load_extension(True)
             import sqlite_vec
 
             sqlite_vec.load(conn)
             conn.enable_load_extension(False)
         except sqlite3.Error as exc:
+            conn.close()
             raise StoreError(f"cannot open {path}: {exc}") from exc
         store = cls(conn, path, exists)
+        store.read_only = reason
+        conn.storage_error = store._storage_error
         try:
-            store._prepare(wal=not readonly)
+            store._prepare()
         except BaseException:
             conn.close()
             raise
@@ -137,12 +242,9 @@ class SQLiteStore(SQLStore):
         the default journal mode (correct, only slower) and leave the switch to the next opener."""
         deadline = time.monotonic() + BUSY_TIMEOUT
         while True:
-            try:
+            with suppress(StoreBusy):
                 if self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal":
                     return
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
-                    raise StoreError(f"cannot open {self.path}: {exc}") from exc
             if time.monotonic() > deadline:
                 return
             time.sleep(0.05)
@@ -158,14 +260,21 @@ class SQLiteStore(SQLStore):
             )
         return app_id
 
-    def _prepare(self, wal: bool) -> None:
+    def _prepare(self) -> None:
         """Refuse a file that is not ours or is newer (before changing a byte of it), set the connection up,
-        then mark the file as cuemem's and apply pending migrations."""
+        then mark the file as cuemem's and apply pending migrations (a file read only cannot take them)."""
         with self.snapshot():
             self._refuse_foreign()
             applied = self._recorded()
             pending = self._pending(applied, self._dimension())
-        if wal:
+        if pending and self.read_only is not None and applied:
+            raise ReadOnlyStore(
+                f"{self.path} was written by an older cuemem and must be upgraded ({len(pending)} schema "
+                f"migration(s)) before it can be read, which writes to it; but {self.read_only}",
+                "copy it (with its -wal file, if any) to a folder you may write and open the copy: cuemem "
+                "upgrades the copy",
+            )
+        if self.read_only is None:
             self._use_wal()
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
@@ -196,6 +305,8 @@ class SQLiteStore(SQLStore):
             copy = sqlite3.connect(target)
             try:
                 source.backup(copy)
+            except sqlite3.Error as exc:  # a full disk: no room for the copy, nothing migrated yet
+                raise (_translated(exc, target) or exc) from exc
             finally:
                 copy.close()
         finally:
@@ -205,7 +316,8 @@ class SQLiteStore(SQLStore):
     def transaction(self) -> AbstractContextManager[None]:
         """One atomic unit: everything inside commits together or not at all. It takes the write lock at
         once (BEGIN IMMEDIATE), waiting up to BUSY_TIMEOUT for another writer, so whatever it reads inside
-        stays true until it commits."""
+        stays true until it commits. A file opened for reading only refuses it (`read_only`)."""
+        self.check_writable()
         return self._begin("IMMEDIATE")
 
     def snapshot(self) -> AbstractContextManager[None]:
@@ -217,22 +329,33 @@ class SQLiteStore(SQLStore):
         if self.conn.in_transaction:
             yield
             return
+        self.conn.execute(f"BEGIN {mode}")
         try:
-            self.conn.execute(f"BEGIN {mode}")
-            try:
-                yield
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
+            yield
             self.conn.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc):
-                raise
-            raise StoreError(
-                f"{self.path} is busy: another process held its write lock for over {BUSY_TIMEOUT:g} s",
-                "let the other cuemem command finish, then run this one again",
-            ) from exc
+        except BaseException:
+            # A failed COMMIT (a full disk) can leave the transaction open: end it, or the next one would join it.
+            if self.conn.in_transaction:
+                with suppress(StoreError):  # the error that stopped the transaction is the one to report
+                    self.conn.execute("ROLLBACK")
+            raise
+
+    # ------------------------------------------------------------------ faults
+    def _storage_error(self, exc: Exception) -> StoreError | None:
+        """cuemem's error for a SQLite error about storage (None: another kind, a bug, left as it is)."""
+        if _code(exc) == _READONLY:
+            if self.read_only is not None:
+                return self._read_only_error()
+            return ReadOnlyStore(f"{self.path} cannot be written (SQLite: {exc})",
+                                 "check that you may write the file, its folder, and any -wal or -shm file "
+                                 "beside it")
+        return _translated(exc, self.path)
+
+    def _read_only_error(self) -> StoreError:
+        if self.read_only == _FULL_DISK:
+            return DiskFull(f"{self.path} cannot be written: {self.read_only}; cuemem can read it but not change it",
+                            f"free space on that disk (df -h {_folder(self.path)}), then run the command again")
+        return super()._read_only_error()
 
     def data_version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
@@ -356,10 +479,121 @@ class SQLiteStore(SQLStore):
             target.close()
 
 
-def _is_busy(exc: Exception) -> bool:
-    """SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock this one needs."""
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
+_FULL_DISK = "the disk it is on is full (SQLite needs room for its -shm index even to read)"
+
+
+def _code(exc: Exception) -> int:
+    """SQLite's primary result code of a driver error (0: none)."""
+    return (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+
+
+def _folder(path: str) -> Path:
+    return Path(path).absolute().parent
+
+
+def _nearly_full(path: str) -> bool:
+    """Whether the disk holding `path` has (almost) no room left: what an I/O error there most likely means."""
+    try:
+        stat = os.statvfs(_folder(path))
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < _NEARLY_FULL
+
+
+def _translated(exc: Exception, path: str) -> StoreError | None:
+    """cuemem's error for a SQLite error about storage, with what to do; None for any other (a query's bug)."""
+    code, said = _code(exc), f"SQLite: {exc}"
+    if code == _FULL or (code == _IOERR and _nearly_full(path)):
+        return DiskFull(f"{path}: the disk is full ({said}); what this command was writing was not stored",
+                        f"free space on that disk (df -h {_folder(path)}), then run the command again; what "
+                        "was stored before is intact")
+    if code in (_BUSY, _LOCKED):
+        return StoreBusy(f"{path} is busy: another process held its write lock for over {BUSY_TIMEOUT:g} s",
+                         "let the other cuemem command finish, then run this one again")
+    if code in (_CORRUPT, _NOTADB):
+        return StoreError(f"{path} is damaged ({said})",
+                          "restore it from a copy: a .bak-schemaN file beside it (made before each upgrade), or "
+                          "your `cuemem export`, re-imported with `cuemem import`")
+    if code == _IOERR:
+        return StoreError(f"{path}: the disk reported an input/output error ({said})",
+                          "check that the disk or share holding it is still there and healthy, then run the "
+                          "command again")
+    if code in (_CANTOPEN, _PERM, _AUTH):
+        return StoreError(f"cannot open {path} ({said})",
+                          "check that the file and its folder exist and that you may read them")
+    if code == _NOMEM:
+        return StoreError(f"{path}: out of memory ({said})", "close other programs, then run the command again")
+    return None
+
+
+def _unwritable(path: str) -> str | None:
+    """Why SQLite cannot write `path` where it is (None: it can). Asked before opening: SQLite itself
+    finds out only at the first write, or, for a WAL file whose -shm it cannot create, fails every read."""
+    target = Path(path).absolute()
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    with suppress(OSError):
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "the file system it is on is mounted read-only"
+    if target.exists() and not os.access(target, os.W_OK):
+        return "you may not write the file (its permissions)"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"you may not write its folder {folder}, where SQLite keeps its -wal and -shm files"
+    return None
+
+
+def _connect(path: str, read_only: str | None) -> tuple[Any, str | None]:
+    """A connection to `path` that can read it, and why it cannot write (None: it can).
+
+    A file that can be written is opened as it is. One that cannot is opened with SQLite's `mode=ro`,
+    which still reads the write-ahead log through the `-shm` index; where that index cannot be created
+    (a read-only folder, a full disk), with `immutable=1` as well, which reads the file alone: only when
+    no `-wal` beside it holds changes, which it would silently miss. A full disk is found at the first
+    read, which needs room for the `-shm` index: the file is then read as if it were read-only."""
+    if read_only is None:
+        conn = _connection(path)
+        problem = _first_read(conn)
+        if problem is None:
+            return conn, None
+        conn.close()
+        if _code(problem) not in (_FULL, _IOERR, _CANTOPEN) or not _nearly_full(path):
+            raise _translated(problem, path) or problem
+        read_only = _FULL_DISK
+    uri = Path(path).absolute().as_uri()
+    conn = _connection(f"{uri}?mode=ro", uri=True)
+    problem = _first_read(conn)
+    if problem is None:
+        return conn, read_only
+    conn.close()
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise ReadOnlyStore(
+            f"cannot read {path}: its write-ahead log {wal.name} holds changes not yet in the file, and SQLite "
+            f"cannot create the {Path(path).name}-shm index it needs to read them, since {read_only}",
+            "copy the file with its -wal to a folder you may write and open the copy there, or open it once "
+            "where it can be written, which folds the log into the file")
+    conn = _connection(f"{uri}?mode=ro&immutable=1", uri=True)
+    problem = _first_read(conn)
+    if problem is not None:
+        conn.close()
+        raise _translated(problem, path) or problem
+    return conn, read_only
+
+
+def _connection(target: str, uri: bool = False) -> Any:
+    """A connection with the store's settings to a path, or (`uri`) a `file:` URI for the read-only modes."""
+    return sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT,
+                           uri=uri, factory=_Connection)
+
+
+def _first_read(conn: Any) -> Exception | None:
+    """Read the schema once: the moment SQLite opens the write-ahead log and its index. The error, if any."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        return exc
+    return None
 
 
 def _create_private_file(path: str) -> None:

@@ -39,7 +39,8 @@ def render() -> str:
     from cuemem_cli.cli import app
 
     root = typer.main.get_command(app)
-    top = root.context_class(root, info_name="cuemem", terminal_width=WIDTH, max_content_width=WIDTH)
+    top = root.context_class(root, info_name="cuemem", terminal_width=WIDTH, max_content_width=WIDTH,
+                             **root.context_settings)  # as the app makes it: -h beside --help
     parts = [HEADER]
     for ctx, command in _walk(root, top):
         parts.append(f"## `{ctx.command_path}`\n\n```\n{command.get_help(ctx).rstrip()}\n```\n")

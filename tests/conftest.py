@@ -31,6 +31,10 @@ SAMPLES = REPO / "sample_dialogues"
 # LoCoMo (CC BY-NC 4.0) is not in the repository: $CUEMEM_TEST_LOCOMO, else ../shared/data beside it; without it the
 # tests that need it skip.
 LOCOMO = Path(os.environ.get("CUEMEM_TEST_LOCOMO") or REPO.parent / "shared" / "data" / "locomo10.json")
+# What a test that needs LoCoMo says when it is missing: where the file comes from and where it goes.
+LOCOMO_MISSING = (f"LoCoMo data not found at {LOCOMO}: these tests read the LoCoMo benchmark's locomo10.json "
+                  "(CC BY-NC 4.0), data/locomo10.json of the GitHub repository snap-research/locomo; put it at "
+                  "../shared/data/locomo10.json beside this repository, or name it in $CUEMEM_TEST_LOCOMO")
 
 # `python -P`: the current folder is not put on sys.path, so a child process imports cuemem_cli from where this
 # test run does: the installed wheel under CI (`.ci/run`), your tree when your own PYTHONPATH names it.
@@ -315,7 +319,7 @@ def cli(runner):
 @tier("slow")
 def locomo_path() -> Path:
     if not LOCOMO.exists():
-        pytest.skip(f"LoCoMo data not found at {LOCOMO} (set $CUEMEM_TEST_LOCOMO, or put it in ../shared/data)")
+        pytest.skip(LOCOMO_MISSING)
     return LOCOMO
 
 

@@ -88,6 +88,25 @@ def test_evidence_count_and_all(cli, maya_db):
     assert evidence_of(cli, maya_db, "--evidence", "1") == evidence
 
 
+def test_the_note_on_hidden_turns_says_who_read_them(cli, maya_db, fake_llm):
+    """No model ran offline: the note says the offline answer was drawn from all the evidence (not that a
+    model read it), and nobody read it with --context-only. `--evidence 0` and 1 are said as such."""
+    def note(*args: str) -> str:
+        result = cli("--db", str(maya_db), "ask", QUESTION, *args)
+        assert result.exit_code == 0, result.stderr
+        return " ".join(result.stdout.split())
+
+    offline = note()
+    assert "the 5 strongest turns and the turns beside them; the offline answer was drawn from all 84" in offline
+    assert "the model read" not in offline
+    assert "; 84 in the evidence: --evidence all shows them" in note("--context-only", "--evidence", "3")
+    fake_llm.default = lambda messages: "A beagle."
+    assert "; the model read all 84: --evidence all shows them" in note("--model", "fake/answerer")
+    none = note("--evidence", "0")
+    assert "0 of 84 turns shown" in none and "none shown (--evidence 0)" in none and "the 0 strongest" not in none
+    assert "the strongest turn and the turns beside it;" in note("--evidence", "1")
+
+
 @pytest.mark.parametrize("value", ["some", "-1", "2.5"])
 def test_a_bad_evidence_value_is_a_usage_error(cli, maya_db, value):
     result = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", value)

@@ -249,6 +249,7 @@ def test_inspect_graph_fits_80_columns(cli, maya_db, monkeypatch):
     from cuemem_cli import render
 
     monkeypatch.setattr(render.out, "width", 80)
+    monkeypatch.setattr(render, "piped", lambda: False)  # a terminal's table (a pipe gets tab-separated values)
     lines = cli("--db", str(maya_db), "inspect-graph").stdout.splitlines()
     assert max(map(len, lines)) <= 80 and not any("…" in line for line in lines)  # nothing cut short
     row = next(line for line in lines if line.startswith("maya-and-leo")).split()
@@ -370,3 +371,98 @@ def test_every_command_names_an_unknown_conversation_alike(cli, maya_db, command
     result = cli("--db", str(maya_db), *command, "nobody")
     assert result.exit_code == 1 and result.stdout == ""
     assert "no conversation named 'nobody'" in result.stderr and "known: maya-and-leo" in result.stderr
+
+
+# ------------------------------------------------------------------ a newcomer's first hour (issue 35)
+def test_inspect_graph_takes_json_as_every_read_command_does(cli, maya_db):
+    summary = cli("--db", str(maya_db), "inspect-graph", "--json")
+    assert summary.exit_code == 0, summary.stderr
+    assert orjson.loads(summary.stdout) == orjson.loads(cli("--db", str(maya_db), "inspect-graph", "--format",
+                                                            "json").stdout)
+    turn = cli("--db", str(maya_db), "inspect-graph", "--turn", "s2:9", "--json")
+    assert orjson.loads(turn.stdout)["turn"]["source_id"] == "s2:9"
+    clash = cli("--db", str(maya_db), "inspect-graph", "--json", "--format", "dot")
+    assert clash.exit_code == 2 and "--json" in clash.stderr and clash.stdout == ""
+
+
+# Commands whose output is data in a format of its own rather than a report: JSONL (export, convert), the
+# MCP protocol, or web pages (browse). Every other command prints its result as JSON with --json (docs/usage.md).
+NOT_JSON = {("export",), ("mcp",), ("convert",), ("browse",)}
+
+
+def test_every_command_that_reports_prints_json_with_json():
+    import typer.main
+
+    from cuemem_cli.cli import app
+
+    def walk(prefix, command):
+        subs = getattr(command, "commands", {})
+        for name, sub in subs.items():
+            yield from walk((*prefix, name), sub)
+        if not subs and prefix[:1] not in NOT_JSON and prefix not in NOT_JSON:
+            yield prefix, command
+
+    checked = []
+    for path, command in walk((), typer.main.get_command(app)):
+        opts = {opt for param in command.params for opt in getattr(param, "opts", [])}
+        assert "--json" in opts, f"cuemem {' '.join(path)} has no --json"
+        checked.append(path)
+    assert {("ask",), ("inspect-graph",), ("ingest",), ("eval", "locomo")} <= set(checked)
+
+
+def test_export_to_dash_is_standard_output_and_a_gzipped_export_imports(cli, maya_db, tmp_path, monkeypatch):
+    import gzip
+
+    monkeypatch.chdir(tmp_path)
+    dashed = cli("--db", str(maya_db), "export", "-o", "-")
+    assert dashed.exit_code == 0, dashed.stderr
+    assert dashed.stdout == cli("--db", str(maya_db), "export").stdout and dashed.stdout.count("\n") == 84
+    assert not (tmp_path / "-").exists() and dashed.stderr == ""
+    packed = tmp_path / "memory.jsonl.gz"
+    packed.write_bytes(gzip.compress(dashed.stdout.encode()))
+    copy = tmp_path / "copy.db"
+    imported = cli("--db", str(copy), "import", str(packed), "--json")
+    assert imported.exit_code == 0, imported.stderr
+    assert orjson.loads(imported.stdout)["turns_added"] == 84
+    assert cli("--db", str(copy), "export").stdout == dashed.stdout
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    refused = cli("--db", str(tmp_path / "none.db"), "import", str(empty))
+    assert refused.exit_code == 1 and "no turns: the export is empty" in refused.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+@pytest.mark.usefixtures("stub_models")
+def test_tables_in_a_pipe_are_tab_separated_with_every_value_whole(cli, db_path, tmp_path, monkeypatch):
+    from cuemem_cli import render
+
+    name = "a-conversation-with-a-name-far-longer-than-any-column-of-an-80-column-table"
+    text = "I moved to Denver yesterday, after " + "many weeks of packing boxes and " * 8 + "one long drive."
+    source = tmp_path / "chat.jsonl"
+    source.write_bytes(orjson.dumps({"conversation": name, "id": "1", "time": "2023-03-04", "text": "I live here."})
+                       + b"\n" + orjson.dumps({"conversation": name, "id": "2", "time": "2024-08-20",
+                                               "text": text}) + b"\n")
+    assert cli("--db", str(db_path), "ingest", str(source)).exit_code == 0
+    monkeypatch.setattr(render.out, "width", 40)  # a narrow terminal's table would cut all of it
+    table = cli("--db", str(db_path), "inspect-graph")
+    assert table.exit_code == 0, table.stderr
+    rows, settings = table.stdout.split("\n\n")
+    header, row = (line.split("\t") for line in rows.splitlines())
+    assert header == ["conversation", "turns", "cues", "edges t/s", "degree", "no cue", "span"]
+    assert row[0] == name and row[1] == "2" and row[-1] == "2023-03→2024-08" and "…" not in table.stdout
+    assert dict(line.split("\t") for line in settings.splitlines())["graph_window"] == "2"
+    turn = cli("--db", str(db_path), "inspect-graph", "--turn", "1", "-c", name).stdout
+    neighbours = turn.split("\nNeighbours\n", 1)[1].splitlines()
+    assert neighbours[0].split("\t") == ["dir", "kind", "turn", "weight", "rank", "text"]
+    assert ["out", "temporal", "2", "1.000", "1", text] in [line.split("\t") for line in neighbours[1:]]
+
+
+@pytest.mark.usefixtures("stub_models")
+def test_reports_count_in_words(cli, db_path, tmp_path):
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"conversation": "c", "text": "I adopted a beagle."}\n')
+    result = cli("--db", str(db_path), "ingest", str(one))
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert said.startswith("ingested 1 new turn (0 already stored) from 1 line into 1 conversation: ")
+    assert "(s)" not in said and "1 new turns" not in said

@@ -18,7 +18,7 @@ from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
 
-from conftest import LOCOMO, REPO, tier
+from conftest import LOCOMO, LOCOMO_MISSING, REPO, tier
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLES = REPO / "sample_dialogues"
@@ -35,7 +35,7 @@ def convert(fmt: str, data: Any) -> list[Message]:
 @tier("slow")  # reads all of LoCoMo
 def locomo_messages() -> list[Message]:
     if not LOCOMO.exists():
-        pytest.skip(f"LoCoMo data not found at {LOCOMO}")
+        pytest.skip(LOCOMO_MISSING)
     return convert("locomo", load_json(LOCOMO))
 
 

@@ -226,7 +226,7 @@ def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, c
     ingest = orjson.loads(result.stdout)["ingest"]
     assert sorted(ingest["superseded_removed"]) == sorted([legacy.name, older.name]) and ingest["cached"]
     assert ingest["superseded_bytes"] >= 4 * database.stat().st_size + 1000
-    assert "2 cached database(s) built by another version" in result.stderr
+    assert "removed 2 cached databases built by another version" in result.stderr
     assert not any(p.exists() for p in (older, older.with_suffix(".turn-vectors"), legacy,
                                         legacy.with_suffix(".turn-alone.db"), Path(f"{legacy}.bak-schema4")))
     assert database.exists() and all(p.exists() for p in kept)

@@ -106,8 +106,8 @@ def test_cli_ingest_reports_pending_and_extract_pending_completes_them(fake_llm,
 
     result = cli("--db", str(db_path), "inspect-graph", "--format", "json")
     assert orjson.loads(result.stdout)["conversations"][0]["pending_turns"] == 1
-    table = cli("--db", str(db_path), "inspect-graph").stdout.splitlines()
-    assert "pending" in table[1] and table[3].split()[-2] == "1"  # the column appears when it matters
+    table = [line.split("\t") for line in cli("--db", str(db_path), "inspect-graph").stdout.splitlines()]
+    assert table[0][-2] == "pending" and table[1][-2] == "1"  # the column appears when it matters
 
     fake_llm.default = lambda messages: good_reply(
         [{"role": "user", "content": messages[-1]["content"].replace("POISON", "cured")}])

@@ -263,6 +263,28 @@ def test_no_consent_no_delete(cli, db, monkeypatch):
     assert content(db) == content(db, skip=SECRET) != before
 
 
+def test_what_would_be_forgotten_is_not_said_as_done(cli, db, monkeypatch):
+    """A refusal, a dry run and a prompt say what *would* go; only a forget that ran says it went."""
+    def said(result) -> str:
+        return " ".join(result.stderr.split())
+
+    refused = said(cli("--db", str(db), "forget", "--conversation", SECRET))
+    assert refused.startswith("error: nothing forgotten: nobody confirmed (standard input is not a terminal); "
+                              f"it would forget 6 turns ({SECRET}: 6)")
+    assert f"the conversation {SECRET}, left empty, would be removed" in refused
+    assert "emptied" not in refused and "now empty" not in refused and "(s)" not in refused
+    dry = said(cli("--db", str(db), "forget", "--conversation", SECRET, "--dry-run"))
+    assert dry.startswith("would forget 6 turns") and "left empty, would be removed" in dry
+    from cuemem_cli import forget as forgetting
+
+    monkeypatch.setattr(forgetting, "stdin_is_terminal", lambda: True)
+    agreed = said(cli("--db", str(db), "forget", "--conversation", SECRET, input="y\n"))
+    assert f"About to forget 6 turns ({SECRET}: 6)" in agreed and "would be removed." in agreed
+    assert f"forgot 6 turns ({SECRET}: 6)" in agreed and f"the conversation {SECRET}, now empty, removed" in agreed
+    one = said(cli("--db", str(db), "forget", "--conversation", "maya-and-leo", "--turn", "s1:1", "--yes"))
+    assert one.startswith("forgot 1 turn (maya-and-leo: 1), ") and "1 following turn embedded again" in one
+
+
 def test_session_and_turns_take_their_edges_in_both_directions(cli, db):
     conn = raw(db)
     s2 = {r[0] for r in conn.execute(

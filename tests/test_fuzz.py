@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import CUEMEM, child_env
-from cuemem_cli.errors import InputError
+from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.export import parse_cues
 from cuemem_cli.ingest import IngestReport, parse_line, read_messages, validate
+from cuemem_cli.sources import Input
 from cuemem_cli.records import Message
 
 NAME = "in.jsonl"
@@ -96,7 +97,7 @@ def test_read_messages_and_validate(chunks, skip):
     located = re.compile(re.escape(NAME) + r":(\d+): ")
     report = IngestReport()
     try:
-        got = list(read_messages(io.BytesIO(data), NAME, "c", report, skip_invalid=skip))
+        got = list(read_messages(Input.of_spool(io.BytesIO(data), NAME), "c", report, skip_invalid=skip))
     except InputError as exc:
         assert not skip
         assert 1 <= int(located.match(exc.message).group(1)) <= physical
@@ -108,7 +109,11 @@ def test_read_messages_and_validate(chunks, skip):
         assert 1 <= int(located.match(error).group(1)) <= physical
     assert len(got) + len(report.invalid) <= physical
     assert [m.line for m in got] == sorted(m.line for m in got)
-    checked = validate(io.BytesIO(data), NAME, "c", skip)
+    try:
+        checked = validate(Input.of_spool(io.BytesIO(data), NAME), "c", skip)
+    except CuememError as exc:  # an input without a single message is refused, even with --skip-invalid
+        assert not got and exc.message.startswith(f"{NAME}: ")
+        return
     assert checked.lines == len(got) and checked.invalid == report.invalid
 
 

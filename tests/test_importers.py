@@ -219,3 +219,49 @@ def test_ingest_from_stdin(cli, db_path):
     result = cli("--db", str(db_path), "ingest", "--from", "claude", "-", "--json", input=CLAUDE.read_text())
     assert result.exit_code == 0, result.stderr
     assert orjson.loads(result.stdout)["turns_added"] == 4
+
+
+# ---------------------------------------------------------------- compressed exports
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def test_chatgpt_and_claude_exports_as_delivered_zip_files(cli, db_path, tmp_path):
+    """ChatGPT and Claude.ai mail their exports as a .zip holding conversations.json beside other files:
+    `ingest --from chatgpt export.zip` reads the conversations.json inside."""
+    chatgpt = _zip(tmp_path / "chatgpt-export.zip", {"chat.html": b"<html></html>", "user.json": b"{}",
+                                                      "conversations.json": CHATGPT.read_bytes()})
+    claude = _zip(tmp_path / "data-2025-01-01.zip", {"users.json": b"[]", "projects.json": b"[]",
+                                                     "conversations.json": CLAUDE.read_bytes()})
+    assert converted(cli, "chatgpt", str(chatgpt)) == converted(cli, "chatgpt", str(CHATGPT))
+    assert converted(cli, "claude", str(claude)) == converted(cli, "claude", str(CLAUDE))
+    result = cli("--db", str(db_path), "ingest", "--from", "chatgpt", str(chatgpt), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["turns_added"] == 7
+    records = converted(cli, "chatgpt", str(CHATGPT))
+    assert stored(db_path) == sorted(((r["conversation"], r["id"], r["text"], r["time"], r["role"]) for r in records),
+                                     key=lambda row: row[0])
+
+
+def test_gzipped_exports_and_a_zipped_claude_code_folder(cli, tmp_path):
+    import gzip
+
+    packed = tmp_path / "conversations.json.gz"
+    packed.write_bytes(gzip.compress(CHATGPT.read_bytes()))
+    assert converted(cli, "chatgpt", str(packed)) == converted(cli, "chatgpt", str(CHATGPT))
+    sessions = {str(p.relative_to(CLAUDE_CODE)): p.read_bytes() for p in CLAUDE_CODE.rglob("*.jsonl")}
+    projects = _zip(tmp_path / "projects.zip", sessions)
+    assert converted(cli, "claude-code", str(projects)) == converted(cli, "claude-code", str(CLAUDE_CODE))
+
+
+def test_a_zip_without_the_export_names_what_it_holds(cli, db_path, tmp_path):
+    other = _zip(tmp_path / "photos.zip", {"a.jpg": b"\xff\xd8", "b.jpg": b"\xff\xd8"})
+    result = cli("--db", str(db_path), "ingest", "--from", "chatgpt", str(other))
+    assert result.exit_code == 1
+    assert f"{other}: a zip archive without conversations.json (it holds a.jpg, b.jpg)" in result.stderr
+    assert not db_path.exists()

@@ -135,8 +135,230 @@ def test_byte_order_mark_on_a_file_and_on_stdin(cli, db_path, tmp_path):
     assert [sid for _, sid, _ in stored(db_path)] == ["1", "2"]
 
 
-def test_several_files_need_from(cli, db_path, tmp_path):
-    path = tmp_path / "a.jsonl"
-    path.write_text(jsonl({"conversation": "c", "text": "x"}))
-    result = cli("--db", str(db_path), "ingest", str(path), str(path))
-    assert result.exit_code == 2 and "--from" in result.stderr
+# ------------------------------------------------------------------ several files, folders, compressed input
+def test_several_files_are_read_in_the_order_given_and_a_name_is_one_conversation(cli, db_path, tmp_path):
+    """docs/input-formats.md: files in the order given, each file's lines in order; a conversation name in
+    two files is one conversation, continued in that order."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(jsonl({"conversation": "trip", "id": "0", "text": "We booked Lisbon."},
+                       {"conversation": "trip", "id": "1", "text": "The flight leaves at nine."}))
+    b.write_text(jsonl({"conversation": "work", "id": "0", "text": "The review is on Friday."},
+                       {"conversation": "trip", "id": "2", "text": "We changed the plan to Porto."}))
+    result = cli("--db", str(db_path), "ingest", str(a), str(b), "--json")
+    assert result.exit_code == 0, result.stderr
+    report = orjson.loads(result.stdout)
+    assert report["lines"] == report["turns_added"] == 4 and report["conversations"] == ["trip", "work"]
+    assert stored(db_path) == [("trip", "0", "We booked Lisbon."), ("trip", "1", "The flight leaves at nine."),
+                               ("trip", "2", "We changed the plan to Porto."),
+                               ("work", "0", "The review is on Friday.")]
+    other = tmp_path / "other.db"
+    assert cli("--db", str(other), "ingest", str(b), str(a)).exit_code == 0
+    assert [sid for conv, sid, _ in stored(other) if conv == "trip"] == ["2", "0", "1"]  # the order given
+    named = tmp_path / "named.db"  # cuemem's own format by name, as a user may well try
+    assert cli("--db", str(named), "ingest", "--from", "jsonl", str(a), str(b)).exit_code == 0
+    assert stored(named) == stored(db_path)
+
+
+def test_a_bad_line_in_any_file_stores_nothing_and_names_its_file(cli, db_path, tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(jsonl({"conversation": "c", "text": "fine"}))
+    b.write_text(jsonl({"conversation": "c", "text": "fine too"}, {"conversation": "c", "text": 7}))
+    result = cli("--db", str(db_path), "ingest", str(a), str(b))
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert f"{a}, {b}: 1 invalid line (nothing stored): {b}:2: 'text' must be a string" in message
+    assert not db_path.exists()
+
+
+def test_a_folder_is_its_jsonl_files_in_path_order(cli, db_path, tmp_path):
+    import gzip
+
+    folder = tmp_path / "chats"
+    (folder / "2024").mkdir(parents=True)
+    (folder / "2024-01.jsonl").write_text(jsonl({"conversation": "c", "id": "jan", "text": "January."}))
+    (folder / "2024" / "03.jsonl.gz").write_bytes(gzip.compress(jsonl({"conversation": "c", "id": "mar",
+                                                                         "text": "March."}).encode()))
+    (folder / "2024-02.jsonl").write_text(jsonl({"conversation": "c", "id": "feb", "text": "February."}))
+    (folder / "notes.txt").write_text("not read")
+    (folder / ".draft.jsonl").write_text("{not read either")  # hidden
+    result = cli("--db", str(db_path), "ingest", str(folder), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [sid for _, sid, _ in stored(db_path)] == ["mar", "jan", "feb"]  # name by name: "2024" < "2024-01.jsonl"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = cli("--db", str(tmp_path / "e.db"), "ingest", str(empty))
+    assert result.exit_code == 1 and f"{empty}: no .jsonl files in this folder" in result.stderr
+    assert not (tmp_path / "e.db").exists()
+
+
+def test_gzip_is_read_by_its_bytes_and_a_zip_by_its_jsonl_members(cli, db_path, tmp_path):
+    import gzip
+    import zipfile
+
+    lines = jsonl({"conversation": "c", "id": "1", "text": "I adopted a beagle."},
+                  {"conversation": "c", "id": "2", "text": "His name is Biscuit."})
+    packed = tmp_path / "chat.jsonl"  # gzipped, whatever the name says
+    packed.write_bytes(gzip.compress(lines.encode()))
+    result = cli("--db", str(db_path), "ingest", str(packed), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["turns_added"] == 2
+    piped = cli("--db", str(tmp_path / "p.db"), "ingest", "-", input=gzip.compress(lines.encode()))
+    assert piped.exit_code == 0, piped.stderr
+    assert stored(tmp_path / "p.db") == stored(db_path)
+    archive = tmp_path / "chats.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("README.txt", "not read")
+        z.writestr("b-later.jsonl", jsonl({"conversation": "c", "id": "4", "text": "He sleeps all day."}))
+        z.writestr("b/later.jsonl", jsonl({"conversation": "c", "id": "3", "text": "He ate my sandwich."}))
+        z.writestr("a.jsonl", lines)
+    zipped = tmp_path / "z.db"
+    result = cli("--db", str(zipped), "ingest", str(archive))
+    assert result.exit_code == 0, result.stderr
+    assert [sid for _, sid, _ in stored(zipped)] == ["1", "2", "3", "4"]  # as a folder's: "b" < "b-later.jsonl"
+
+
+def test_a_pipe_given_as_a_file_is_read_whole(cli, db_path, tmp_path):
+    """`cuemem ingest <(zcat chat.jsonl.gz)`: a named pipe can be read once only, but ingest reads its
+    input twice (validate, then store); it is kept aside like standard input, not read short."""
+    import os
+    import threading
+
+    lines = jsonl(*({"conversation": "c", "id": str(i), "text": f"Message number {i} " + "x" * 200}
+                    for i in range(40))).encode()  # more than the first bytes read to tell what a file is
+    fifo = tmp_path / "chat.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=fifo.write_bytes, args=(lines,))
+    writer.start()
+    result = cli("--db", str(db_path), "ingest", str(fifo), "--json")
+    writer.join(timeout=60)
+    assert result.exit_code == 0, result.stderr
+    assert orjson.loads(result.stdout)["turns_added"] == 40
+    assert [sid for _, sid, _ in stored(db_path)] == [str(i) for i in range(40)]
+
+
+def test_a_chat_export_zip_without_from_says_to_use_from(cli, db_path, tmp_path):
+    import zipfile
+
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("conversations.json", "[]")
+        z.writestr("chat.html", "<html>")
+    result = cli("--db", str(db_path), "ingest", str(archive))
+    assert result.exit_code == 1
+    assert f"{archive}: a zip archive without .jsonl files (it holds conversations.json, chat.html)" in result.stderr
+    assert "--from chatgpt" in result.stderr and not db_path.exists()
+
+
+def _sqlite_file(path):
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+def _tar_file(path):
+    import io
+    import tarfile
+
+    data = jsonl({"conversation": "c", "text": "x"}).encode()
+    with tarfile.open(path, "w") as tar:
+        info = tarfile.TarInfo("chat.jsonl")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return path.read_bytes()
+
+
+LINE = jsonl({"conversation": "c", "text": "I moved to Denver."}).encode()
+
+
+@pytest.mark.parametrize("make, says, hint", [
+    (lambda p: __import__("bz2").compress(LINE), "a bzip2-compressed file", "bzip2 -dk"),
+    (lambda p: __import__("lzma").compress(LINE), "an xz-compressed file", "xz -dk"),
+    (_tar_file, "a tar archive", "tar -xf"),
+    (_sqlite_file, "a SQLite database, not input text", "--db"),
+    (lambda p: LINE.decode().encode("utf-16"), "UTF-16 text; cuemem reads UTF-8", "iconv -f UTF-16 -t UTF-8"),
+    (lambda p: b"%PDF-1.7\n%binary", "a PDF document, not input text", "docs/input-formats.md"),
+    (lambda p: bytes(range(256)), "binary data, not UTF-8 text", "docs/input-formats.md"),
+    (lambda p: __import__("gzip").compress(LINE * 50)[:40], "cannot be read", "cut short or damaged"),
+], ids=["bzip2", "xz", "tar", "sqlite", "utf16", "pdf", "binary", "cut-gzip"])
+def test_a_file_that_is_not_text_says_what_it_is_and_what_to_do(cli, db_path, tmp_path, make, says, hint):
+    """Never "22 invalid lines" for compressed bytes, nor an empty database with --skip-invalid."""
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(make(path))
+    for extra in ([], ["--skip-invalid"]):
+        result = cli("--db", str(db_path), "ingest", str(path), *extra)
+        assert result.exit_code == 1, result.stderr
+        message = " ".join(result.stderr.split())
+        assert f"error: {path}: {says}" in message and hint in message
+        assert "invalid line" not in message and "Traceback" not in result.output
+        assert not db_path.exists()
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n", "\ufeff\n"], ids=["empty", "blank-lines", "bom-only"])
+def test_an_empty_input_is_refused_and_creates_no_database(cli, db_path, tmp_path, content):
+    path = tmp_path / "chat.jsonl"
+    path.write_text(content, encoding="utf-8")
+    result = cli("--db", str(db_path), "ingest", str(path))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"{path}: no messages: the input is empty or holds only blank lines" in result.stderr
+    assert "docs/input-formats.md" in result.stderr
+    assert not db_path.exists()
+    piped = cli("--db", str(db_path), "ingest", "-", input=content)
+    assert piped.exit_code == 1 and "<stdin>: no messages" in piped.stderr and not db_path.exists()
+
+
+def test_skip_invalid_with_no_valid_line_stores_nothing(cli, db_path, tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text(jsonl({"conversation": "c", "text": 1}, {"conversation": "c"}))
+    result = cli("--db", str(db_path), "ingest", str(path), "--skip-invalid")
+    assert result.exit_code == 1
+    assert f"{path}: 2 invalid lines (nothing stored)" in " ".join(result.stderr.split())
+    assert not db_path.exists()
+
+
+@pytest.mark.parametrize("text", ["\u200b\u200b", "\u200c\u200d", "\ufeff", "\u2060 \u200b\n", "\u3164"])
+def test_a_turn_of_invisible_characters_is_as_empty_as_no_text(cli, db_path, tmp_path, text):
+    path = tmp_path / "chat.jsonl"
+    path.write_text(jsonl({"conversation": "c", "text": "I moved to Denver."}, {"conversation": "c", "text": text}))
+    result = cli("--db", str(db_path), "ingest", str(path))
+    assert result.exit_code == 1
+    assert f"{path}:2: 'text' is invisible (zero-width characters only)" in " ".join(result.stderr.split())
+    assert not db_path.exists()
+    skipped = cli("--db", str(db_path), "ingest", str(path), "--skip-invalid", "--json")
+    assert skipped.exit_code == 3 and orjson.loads(skipped.stdout)["turns_added"] == 1
+    assert [text for _, _, text in stored(db_path)] == ["I moved to Denver."]
+
+
+def test_converters_skip_invisible_messages_as_they_skip_empty_ones(cli, tmp_path):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"id": "x", "messages": [{"role": "user", "content": "\u200b\u200b"},
+                                                        {"role": "user", "content": "Hello!"}]}))
+    result = cli("convert", "openai", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert [orjson.loads(line)["id"] for line in result.stdout.splitlines()] == ["1"]
+
+
+def test_a_cut_off_line_is_said_to_be_cut_off(cli, db_path, tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(jsonl({"conversation": "c", "text": "fine"}).encode()
+                     + '{"conversation": "c", "text": "Ich bin nach Zürich gez\n'.encode())  # ü: 2 bytes, 1 character
+    result = cli("--db", str(db_path), "ingest", str(path))
+    assert result.exit_code == 1
+    message = " ".join(result.stderr.split())
+    assert f"{path}:2: the line is cut off: its JSON object does not end on it" in message
+    assert "control character" not in message and "was the file cut short" in message
+    assert not db_path.exists()
+
+
+def test_a_malformed_line_points_at_the_input_formats_page(cli, db_path, tmp_path):
+    from conftest import REPO
+
+    path = tmp_path / "chat.jsonl"
+    path.write_text("{oops}\n")
+    result = cli("--db", str(db_path), "ingest", str(path))
+    assert result.exit_code == 1
+    assert "hint: each line must be one JSON object with a 'text' (docs/input-formats.md)" in result.stderr
+    assert "README" not in result.stderr and (REPO / "docs" / "input-formats.md").exists()

@@ -190,6 +190,36 @@ def test_bad_input_is_a_tool_error_and_writes_nothing(tmp_path):
     conn.close()
 
 
+@pytest.mark.subprocess  # a real server process (no model loads)
+def test_refusals_say_what_is_wrong_in_the_agents_terms(tmp_path):
+    """Arguments that fail a tool's schema are said as `field: problem`, without pydantic's type codes and
+    URLs; a turn over the size limit gets the hint about its size, not the one about dates. (No model
+    loads: every call is refused before a tool runs.)"""
+    from cuemem_cli.ingest import MAX_TURN_CHARS
+
+    db = tmp_path / "m.db"
+    calls = [("recall", {"question": "Where?", "conversation": "c", "budget": 10}),
+             ("recall", {"question": ["Where?"], "conversation": "c"}),
+             ("remember", {"conversation": "c", "messages": "I moved to Denver."}),
+             ("remember", {"conversation": "c", "messages": [{"text": "x" * (MAX_TURN_CHARS + 1)}]})]
+
+    async def scenario():
+        async with server(db) as session:
+            return [await refused(session, tool, arguments) for tool, arguments in calls]
+
+    budget, question, messages, size = asyncio.run(scenario())
+    prefix = "Error executing tool"  # the SDK's, on every tool error
+    assert budget == f"{prefix} recall: invalid arguments: budget: Input should be greater than or equal to 50"
+    assert question == f"{prefix} recall: invalid arguments: question: Input should be a valid string"
+    assert messages == f"{prefix} remember: invalid arguments: messages: Input should be a valid list"
+    for said in (budget, question, messages, size):
+        assert "pydantic" not in said and "http" not in said and "type=" not in said
+    assert size.startswith(f"{prefix} remember: 1 invalid message, nothing stored: messages[0]: 'text' is 1,000,001 "
+                           "characters long")
+    assert "(hint: split it into several messages" in size and "date" not in size
+    assert not db.exists()
+
+
 @pytest.mark.slow
 @pytest.mark.subprocess  # real server processes, each loading the models
 def test_forget_is_refused_without_allow_forget_and_works_with_it(tmp_path):

@@ -127,7 +127,8 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     """A large file ingested cleanly in one run, and by `python -m cuemem_cli ingest` killed with SIGKILL after
     its first batch and rerun — with a reader asking questions all along. The first run stops at a gate
     (gated_embedder) once its first batch is stored, so what it leaves is known, not caught by polling."""
-    from cuemem_cli.ingest import open_input, read_messages
+    from cuemem_cli.ingest import read_messages
+    from cuemem_cli.sources import open_input
     from cuemem_cli.memory import Memory
     from cuemem_cli.registry import bind_extractor
 
@@ -150,9 +151,8 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     shutil.copy2(base, clean)
     store = SQLiteStore.open(clean)
     bind_extractor(store, "spacy")
-    handle, name = open_input(str(big))
-    with handle:
-        Ingestor(store, spacy_extractor, embedder).run(read_messages(handle, name, None), IngestReport())
+    with open_input([str(big)]) as source:
+        Ingestor(store, spacy_extractor, embedder).run(read_messages(source, None), IngestReport())
     store.close()
 
     # The same file through the real command, killed once the database holds some of it, then rerun,

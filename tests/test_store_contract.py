@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuemem_cli.errors import ModelMismatch, StoreError
+from cuemem_cli.errors import ModelMismatch, ReadOnlyStore, StoreError
 from cuemem_cli.migrations import MIGRATIONS
 from cuemem_cli.store import NewTurn, Store
 from cuemem_cli.stores import open_store
@@ -107,6 +107,49 @@ def test_opens_migrated_and_reopens_without_migrating_again(backend_db):
 def test_a_missing_database_is_not_created_for_a_reader(backend_db):
     with pytest.raises(StoreError, match="no cuemem database"):
         open_store(backend_db, create=False)
+
+
+def test_a_store_opened_read_only_reads_and_refuses_writes_before_they_start(backend_db):
+    """`readonly=True` (how a memory that cannot be written is opened): it reads as usual, `read_only` says why,
+    and a write is refused before it starts, leaving the data as it was."""
+    writer = open_store(backend_db)
+    assert writer.read_only is None
+    writer.check_writable()
+    ids = fill(writer, ("a",))
+    writer.close()
+    reader = open_store(backend_db, readonly=True)
+    try:
+        assert reader.read_only == "it was opened for reading only, as asked"
+        turns = reader.turns(ids["a"])
+        assert [t.source_id for t in turns] == [f"t{i}" for i in range(len(TEXTS))]
+        with reader.snapshot():
+            assert reader.conversation_names() == ["a"]
+        with pytest.raises(ReadOnlyStore, match="is read-only: it was opened for reading only, as asked"):
+            reader.check_writable()
+        with pytest.raises(ReadOnlyStore, match="cuemem can read it but not change it"), reader.transaction():
+            reader.mark_retrieved(ids["a"], ["t1"], "2024-01-01T00:00:00")
+    finally:
+        reader.close()
+    again = open_store(backend_db)
+    try:  # t1 was not marked as retrieved in 2024: the decay policy still selects it
+        decayed = {tid for tid, _ in again.forget_selection(None, None, None, None, "2023-12-31T00:00:00", None)}
+        assert turns[1].id in decayed
+    finally:
+        again.close()
+
+
+def test_a_memory_that_does_not_exist_is_not_created_read_only(backend_db):
+    if "://" in backend_db:
+        import psycopg
+
+        with psycopg.connect(backend_db, autocommit=True) as conn:  # an empty schema of its own
+            conn.execute("CREATE SCHEMA nothing_yet")
+        joiner = "&" if "?" in backend_db else "?"
+        target, said = f"{backend_db}{joiner}options=-csearch_path%3Dnothing_yet", "has no cuemem schema yet"
+    else:
+        target, said = backend_db, "cannot create"
+    with pytest.raises(ReadOnlyStore, match=said):
+        open_store(target, readonly=True)
 
 
 def test_embedding_model_is_recorded_and_guarded(any_store):
