@@ -9,7 +9,7 @@
   wall seconds, stage seconds, peak RSS, database bytes over JSONL bytes. Reference from the same run:
   spaCy's `nlp.pipe` alone over the same texts, the parse every offline ingest must pay.
 - One huge turn: LoCoMo text joined into one turn of 250 KB and of 1 MB (the most a turn may hold,
-  ingest.MAX_TURN_CHARS): seconds and peak RSS of each, and seconds per MB of both (linear when equal);
+  inputs.MAX_TURN_CHARS): seconds and peak RSS of each, and seconds per MB of both (linear when equal);
   then a 5 MB turn, which must be refused at once, naming its line, with nothing written.
 - Database size of LoCoMo conv-26 over its JSONL, after the ingest process closed the file (SQLite then
   checkpoints its WAL into it).

@@ -2,7 +2,7 @@
 conversations grows.
 
 The reading, validation pass, batching, transactions, store writes (turns, FTS, cues, vec0 vectors,
-turn vectors) and graph building are cuemem's own (`sources.open_input`, `ingest.validate`, `read_messages`,
+turn vectors) and graph building are cuemem's own (`sources.open_input`, `inputs.validate`, `read_messages`,
 `Ingestor`). The spaCy extractor and the ONNX embedder are replaced by stand-ins (one cue per turn; a
 hashed unit vector) because each holds only one batch at a time and, real, would take hours over a
 million lines on 2 cores (bench_ingest measures them). Every size runs in a fresh process; peak RSS is
@@ -70,7 +70,8 @@ def one(lines: int) -> dict:
 
 
 def measure(folder: Path, lines: int) -> dict:
-    from cuemem_cli.ingest import Ingestor, read_messages, validate
+    from cuemem_cli.ingest import Ingestor, IngestReport
+    from cuemem_cli.inputs import read_messages, validate
     from cuemem_cli.sources import open_input
     from cuemem_cli.store_sqlite import SQLiteStore
 
@@ -80,8 +81,9 @@ def measure(folder: Path, lines: int) -> dict:
     start = time.perf_counter()
     store = SQLiteStore.open(folder / "m.db")
     with open_input([str(source)]) as parts:
-        report = validate(parts, None, False)
-        report = Ingestor(store, OneCue(), HashEmbedder()).run(read_messages(parts, None, None, False), report)
+        checked = validate(parts, None, False)
+        report = Ingestor(store, OneCue(), HashEmbedder()).run(read_messages(parts, None, None, False),
+                                                               IngestReport(lines=checked.lines))
     store.close()
     return {"lines": lines, "jsonl_bytes": source.stat().st_size, "turns_added": report.turns_added,
             "seconds": round(time.perf_counter() - start, 1),

@@ -22,7 +22,8 @@ from typing import IO, Any
 import orjson
 
 from .errors import CuememError, InputError, UnknownConversation
-from .ingest import Ingestor, IngestReport, read_messages, source_id_of
+from .ingest import Ingestor, IngestReport, source_id_of
+from .inputs import read_messages
 from .records import Message, Triple
 from .sources import Input, open_input
 from .store import Store

@@ -30,7 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .config import DEFAULT_BUDGET
 from .errors import CuememError, InputError, UnknownConversation
-from .ingest import Ingestor, IngestReport, parse_line
+from .ingest import Ingestor, IngestReport
+from .inputs import parse_line
 from .memory import Memory
 from .reconstruct import Settings
 from .records import Context, Message

@@ -21,7 +21,8 @@ import orjson
 from .config import is_postgres_url
 from .convert import converted_input
 from .errors import CuememError, DiskFull, ReadOnlyStore, StoreBusy, StoreError
-from .ingest import Ingestor, IngestReport, parse_line, read_messages, validate
+from .ingest import Ingestor, IngestReport
+from .inputs import parse_line, read_messages, validate
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct
 from .registry import bind_extractor, make_answerer, make_extractor
@@ -121,7 +122,8 @@ class Memory:
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
         source = open_input(paths) if from_format is None else converted_input(from_format, paths, all_branches)
         with source:
-            report = validate(source, conversation, skip_invalid)
+            checked = validate(source, conversation, skip_invalid)
+            report = IngestReport(lines=checked.lines, invalid=checked.invalid)
             messages = read_messages(source, conversation, None, skip_invalid)
             return self._ingestor(window, sem_k, replace).run(messages, report, progress)
 

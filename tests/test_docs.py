@@ -43,11 +43,11 @@ def test_command_reference_covers_every_command_and_option():
 
 
 def test_ingest_help_names_every_input_field_and_points_to_the_formats_page(cli):
-    from cuemem_cli.ingest import _FIELD_ALIASES
+    from cuemem_cli.inputs import FIELD_ALIASES
 
     result = cli("ingest", "--help")
     assert result.exit_code == 0
-    for field, aliases in _FIELD_ALIASES.items():
+    for field, aliases in FIELD_ALIASES.items():
         for name in aliases:
             assert re.search(rf"\b{name}\b", result.stdout), (field, name)
     assert "docs/input-formats.md" in result.stdout and (REPO / "docs" / "input-formats.md").exists()

@@ -243,7 +243,8 @@ def test_an_ingest_stopped_by_a_full_disk_keeps_its_whole_batches_and_says_how_m
     """Batches commit one by one: those before the full disk stay, whole; the error counts them, and the
     same input given again adds only the rest."""
     from cuemem_cli.errors import DiskFull
-    from cuemem_cli.ingest import IngestReport, parse_line
+    from cuemem_cli.ingest import IngestReport
+    from cuemem_cli.inputs import parse_line
     from cuemem_cli.memory import Memory
 
     disk = small_disk("1m")

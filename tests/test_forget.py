@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from conftest import SAMPLES, assert_whole, raw
-from cuemem_cli.ingest import IngestReport, Ingestor, content_hash, parse_line
+from cuemem_cli.ingest import IngestReport, Ingestor, content_hash
+from cuemem_cli.inputs import parse_line
 from cuemem_cli.records import Message
 from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.vectors import roundtrip

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import CUEMEM, child_env
 from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.export import parse_cues
-from cuemem_cli.ingest import IngestReport, parse_line, read_messages, validate
+from cuemem_cli.inputs import parse_line, read_messages, validate
 from cuemem_cli.sources import Input
 from cuemem_cli.records import Message
 
@@ -95,9 +95,9 @@ def test_read_messages_and_validate(chunks, skip):
     data = b"\n".join(chunks)
     physical = data.count(b"\n") + 1 if data else 0
     located = re.compile(re.escape(NAME) + r":(\d+): ")
-    report = IngestReport()
+    invalid: list[str] = []
     try:
-        got = list(read_messages(Input.of_spool(io.BytesIO(data), NAME), "c", report, skip_invalid=skip))
+        got = list(read_messages(Input.of_spool(io.BytesIO(data), NAME), "c", invalid, skip_invalid=skip))
     except InputError as exc:
         assert not skip
         assert 1 <= int(located.match(exc.message).group(1)) <= physical
@@ -105,16 +105,16 @@ def test_read_messages_and_validate(chunks, skip):
     for message in got:
         assert 1 <= message.line <= physical
         check_message(message)
-    for error in report.invalid:
+    for error in invalid:
         assert 1 <= int(located.match(error).group(1)) <= physical
-    assert len(got) + len(report.invalid) <= physical
+    assert len(got) + len(invalid) <= physical
     assert [m.line for m in got] == sorted(m.line for m in got)
     try:
         checked = validate(Input.of_spool(io.BytesIO(data), NAME), "c", skip)
     except CuememError as exc:  # an input without a single message is refused, even with --skip-invalid
         assert not got and exc.message.startswith(f"{NAME}: ")
         return
-    assert checked.lines == len(got) and checked.invalid == report.invalid
+    assert checked.lines == len(got) and checked.invalid == invalid
 
 
 @settings(max_examples=200, deadline=None)

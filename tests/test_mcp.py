@@ -195,7 +195,7 @@ def test_refusals_say_what_is_wrong_in_the_agents_terms(tmp_path):
     """Arguments that fail a tool's schema are said as `field: problem`, without pydantic's type codes and
     URLs; a turn over the size limit gets the hint about its size, not the one about dates. (No model
     loads: every call is refused before a tool runs.)"""
-    from cuemem_cli.ingest import MAX_TURN_CHARS
+    from cuemem_cli.inputs import MAX_TURN_CHARS
 
     db = tmp_path / "m.db"
     calls = [("recall", {"question": "Where?", "conversation": "c", "budget": 10}),

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
-from cuemem_cli.ingest import BATCH_TURNS, IngestReport, Ingestor, parse_line
+from cuemem_cli.ingest import BATCH_TURNS, IngestReport, Ingestor
+from cuemem_cli.inputs import parse_line
 from cuemem_cli.records import Message
 from cuemem_cli.store_sqlite import SQLiteStore
 
@@ -127,7 +128,7 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     """A large file ingested cleanly in one run, and by `python -m cuemem_cli ingest` killed with SIGKILL after
     its first batch and rerun — with a reader asking questions all along. The first run stops at a gate
     (gated_embedder) once its first batch is stored, so what it leaves is known, not caught by polling."""
-    from cuemem_cli.ingest import read_messages
+    from cuemem_cli.inputs import read_messages
     from cuemem_cli.sources import open_input
     from cuemem_cli.memory import Memory
     from cuemem_cli.registry import bind_extractor
