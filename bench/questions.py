@@ -1,11 +1,12 @@
 """Offline answers to the sample questions: the share right, per table and per kind of question.
 
-    python bench/questions.py [--wrong]
+    python bench/questions.py [--wrong] [--table questions|held-out]
 
 Ingests every dialogue of sample_dialogues/README.md into a temporary database through the real CLI,
 asks each question of its tables offline (`cuemem ask QUESTION -c CONVERSATION --json`) and scores the
 answer's span with the rule of tests/questions.py (the one tests/test_showcase.py applies). Prints a
-markdown table for bench/RESULTS.md; `--wrong` also lists every wrong answer with its span.
+markdown table for bench/RESULTS.md; `--wrong` also lists every wrong answer with its span; `--table`
+asks only the questions of one kind of table (the held-out set stays unseen while the answerer changes).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def main() -> None:
     def invoke(*args: str):
         return runner.invoke(app, list(args), catch_exceptions=False)
 
-    asked = questions()
+    only = sys.argv[sys.argv.index("--table") + 1] if "--table" in sys.argv else None
+    asked = [q for q in questions() if only is None or only == ("held-out" if q.held_out else "questions")]
     rows: Counter[tuple[str, str]] = Counter()
     right: Counter[tuple[str, str]] = Counter()
     wrong = []
