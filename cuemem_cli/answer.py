@@ -312,8 +312,13 @@ class _Reader:
                 close = same
             else:
                 close = [f for f in found if score(f) >= score(best) - RECENT_MARGIN] if part.now else [best]
-            best = max(close, key=lambda f: (self.evidence[f.index].time or "", self.evidence[f.index].position,
-                                             score(f)))
+            best = max(close, key=self._newest)
+            if kind != "when" and self.subject is not None:  # the newest statement of that answer by the
+                # person asked about is its source: "Greetings from Denver!" after "I'm moving to Denver"
+                best = max((f for f in found if f.span == best.span and f.strength and f.strength >= best.strength - 1
+                            and self.evidence[f.index].speaker == self.subject
+                            and score(f) - f.score + f.own >= score(best) - CURRENT_MARGIN),
+                           key=self._newest, default=best)
         if kind in ("where", "who"):
             return self._full_name(best.span), best.index
         return self._finer(best, part) if kind == "when" else (best.span, best.index)
@@ -322,6 +327,10 @@ class _Reader:
         """The longest name the evidence gives for a short one: "Fernwood" → "Fernwood Robotics"."""
         longer = [n for n in self.places | self.full_names if n.startswith(name + " ")]
         return max(longer, key=len) if longer else name
+
+    def _newest(self, found: _Found) -> tuple[str, int, float]:
+        ev = self.evidence[found.index]
+        return ev.time or "", ev.position, found.score
 
     def _about(self, found: _Found) -> float:
         """SUBJECT_BONUS when the question's subject said the sentence, OTHER_PENALTY less when someone
