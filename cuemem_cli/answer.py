@@ -18,7 +18,7 @@ import numpy as np
 
 from .answer_dates import DAY, best_date, dates
 from .answer_spans import (Focus, Part, amounts, best_place, closest, content_stems, focus, known_names, known_places,
-                           people, places, question_parts, reply_place, stems, what_phrases)
+                           people, places, preload_parser, question_parts, reply_place, stems, what_phrases)
 from .embed import embed_questions
 from .excerpt import GAP
 from .extract import time_phrases
@@ -425,6 +425,8 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     inline in the sources 0.620 / 0.509 (four sources: 0.669 / 0.526, but an answer should stay short).
     """
     parts = question_parts(context.question)
+    if any(p.kind == "what" for p in parts):
+        preload_parser()
     ranked = rank_sentences(context, embedder, short_places=any(p.kind == "where" for p in parts))
     if not matched(context, ranked):
         return Answer(text=None, kind="extractive")

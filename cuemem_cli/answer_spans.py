@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -307,14 +309,34 @@ class Focus:
     text: str
 
 
-@functools.lru_cache(maxsize=1)
-def _extractor() -> Any:
-    """The extractor's spaCy pipeline (tagger and parser) with its verb lemmas, loaded once per process."""
+def _load_extractor() -> Any:
     from .extract import SpacyExtractor
 
     extractor = SpacyExtractor()
     extractor._load()  # the same cached pipeline ingest uses (extract._load_spacy)
     return extractor
+
+
+@functools.lru_cache(maxsize=1)
+def preload_parser() -> Future[Any]:
+    """Start loading the extractor's spaCy pipeline (tagger, parser, verb lemmas), once per process:
+    answering a what-question offline needs it, and loading it (1–2 s on an idle machine) then overlaps
+    with embedding the evidence sentences, in a background thread.
+
+    spaCy is imported first, here, with torch hidden when it is installed but not yet imported: thinc
+    imports torch if it can (seconds, with the `st` extra), and the small English parser never uses it.
+    """
+    if "torch" not in sys.modules:
+        sys.modules["torch"] = None  # type: ignore[assignment]  # "import torch" fails: thinc goes without
+        try:
+            import spacy  # noqa: F401
+        finally:
+            del sys.modules["torch"]
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuemem-spacy").submit(_load_extractor)
+
+
+def _extractor() -> Any:
+    return preload_parser().result()
 
 
 def focus(part: Part, names: Iterable[str]) -> Focus:

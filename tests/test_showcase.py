@@ -21,7 +21,7 @@ HELD_OUT = [q for q in ASKED if q.held_out]
 # The share of held-out questions answered right offline, measured with `python bench/questions.py` when the
 # answerer was last changed (bench/RESULTS.md, "Offline answers to the sample questions"): a floor, so a
 # change that answers fewer of them fails here.
-HELD_OUT_FLOOR = 0.0
+HELD_OUT_FLOOR = 0.65  # 28 of 43 on the commit that set it
 # Pages whose quoted questions are not questions asked of memory: commands.md is generated from --help,
 # input-formats.md shows input files, whose turns may be questions.
 NOT_ASKED = {"docs/commands.md", "docs/input-formats.md"}
