@@ -282,12 +282,12 @@ class _Reader:
     def answer(self, part: Part) -> tuple[str, int]:
         """The span that answers `part` and the evidence turn it comes from.
 
-        The candidates are the sentences holding a span of the part's kind, scored by `flow`; of those
-        within STRONG_MARGIN of the best, the strongest kind of span (answer_spans) is kept; the best of
-        them wins, or for a question about now or a plan (`Part.current`) the newest within RECENT_MARGIN
-        of it, and for a question naming a period one said in it or stating a date in it. A when-answer
-        coarser than a day ("next month") takes a day inside it that the same turn or the speaker's next
-        turns give ("I'm moving on August 19th"). Without any candidate the best sentence answers."""
+        The candidates are the sentences holding a span of the part's kind (for a what-question, of the
+        PHRASE_SENTENCES best), scored by `_score`; for a question naming a period, those stating its
+        day, else those said in it, come first. The best candidate wins, unless the question is about
+        now or a plan (`_current`). A when-answer coarser than a day ("next month") takes a day inside
+        it that the same turn or the speaker's next turns give (`_finer`); a short name the longest form
+        the evidence gives it (`_full_name`). Without any candidate, `_fallback`."""
         want = focus(part, self.speakers) if part.kind == "what" else None
         if want is not None and want.noun and want.noun.lower() in _QUANTITIES:
             want = None  # "What is Sam's budget …?" asks for a number
@@ -300,28 +300,42 @@ class _Reader:
             found = stating or [f for f in found if said_in(self.evidence[f.index].time, list(part.periods))] or found
         if not found:
             return self._fallback(part)
-        def score(f: _Found) -> float:
-            return f.score + STRENGTH_BONUS * f.strength + self._about(f)
-
-        best = max(found, key=score)
+        best = max(found, key=self._score)
         if part.current:
-            same = [f for f in found if f.strength >= best.strength and self.event & self.window[(f.index, f.sentence)]
-                    and self.subject in (None, self.evidence[f.index].speaker)
-                    and score(f) - f.score + f.own >= score(best) - CURRENT_MARGIN]
-            if best.strength and best in same:
-                close = same
-            else:
-                close = [f for f in found if score(f) >= score(best) - RECENT_MARGIN] if part.now else [best]
-            best = max(close, key=self._newest)
-            if kind != "when" and self.subject is not None:  # the newest statement of that answer by the
-                # person asked about is its source: "Greetings from Denver!" after "I'm moving to Denver"
-                best = max((f for f in found if f.span == best.span and f.strength and f.strength >= best.strength - 1
-                            and self.evidence[f.index].speaker == self.subject
-                            and score(f) - f.score + f.own >= score(best) - CURRENT_MARGIN),
-                           key=self._newest, default=best)
+            best = self._current(best, found, part, kind)
         if kind in ("where", "who"):
             return self._full_name(best.span), best.index
         return self._finer(best, part) if kind == "when" else (best.span, best.index)
+
+    def _score(self, found: _Found) -> float:
+        """How well a candidate answers: its sentence's flow, STRENGTH_BONUS per step of strength, and
+        who said it (`_about`)."""
+        return found.score + STRENGTH_BONUS * found.strength + self._about(found)
+
+    def _current(self, best: _Found, found: list[_Found], part: Part, kind: str) -> _Found:
+        """For a question about the present or a plan, the newest statement wins: among the candidates as
+        strong as the best, with one of the question's event words nearby (`window`), said by the person
+        asked about, whose own sentence scores within CURRENT_MARGIN of the best ("I'm going May 10 to May
+        20 now" after "ten days in mid-April"), the newest. When the best is not that sure of its kind,
+        only a question that says "now" takes the newest within RECENT_MARGIN. The newest statement of
+        the chosen answer by the person asked about is then its source ("Greetings from Denver!" rather
+        than the "I'm moving to Denver next month!" before it)."""
+        top = self._score(best)
+
+        def close(f: _Found, margin: float) -> bool:
+            return self._score(f) - f.score + f.own >= top - margin
+
+        same = [f for f in found if f.strength >= best.strength and self.event & self.window[(f.index, f.sentence)]
+                and self.subject in (None, self.evidence[f.index].speaker) and close(f, CURRENT_MARGIN)]
+        if best.strength and best in same:
+            best = max(same, key=self._newest)
+        elif part.now:
+            best = max((f for f in found if self._score(f) >= top - RECENT_MARGIN), key=self._newest)
+        if kind == "when" or self.subject is None:
+            return best
+        return max((f for f in found if f.span == best.span and f.strength and f.strength >= best.strength - 1
+                    and self.evidence[f.index].speaker == self.subject and close(f, CURRENT_MARGIN)),
+                   key=self._newest, default=best)
 
     def _full_name(self, name: str) -> str:
         """The longest name the evidence gives for a short one: "Fernwood" → "Fernwood Robotics"."""
@@ -352,6 +366,8 @@ class _Reader:
         return any(w.first == w.last and w.first.isoformat() in days for w in dates(found.sentence, said, part.past))
 
     def _finer(self, best: _Found, part: Part) -> tuple[str, int]:
+        """A day inside a coarse date ("next month" → "I'm moving on August 19th"), from the same turn or
+        the speaker's next turns of the session, with the turn that gives it."""
         ev = self.evidence
         said = _said_on(ev[best.index])
         coarse = best_date(dates(best.sentence, said, part.past), best.sentence, self.asked, part.text)
