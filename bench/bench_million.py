@@ -26,7 +26,8 @@ import numpy as np
 
 from cuemem_cli import cells
 from cuemem_cli.config import DEFAULT_TOP_M
-from cuemem_cli.store import NewTurn, Store
+from cuemem_cli.store import NewTurn
+from cuemem_cli.store_sqlite import SQLiteStore
 
 DIM = 384
 CUES_PER_TURN = 4
@@ -42,7 +43,7 @@ def clustered(rng: np.random.Generator, n: int, centres: np.ndarray) -> np.ndarr
     return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
-def build(store: Store, n: int, rng: np.random.Generator, centres: np.ndarray) -> np.ndarray:
+def build(store: SQLiteStore, n: int, rng: np.random.Generator, centres: np.ndarray) -> np.ndarray:
     store.bind_embedder("synthetic", DIM, "random")
     matrix = np.vstack([clustered(rng, min(100_000, n - lo), centres) for lo in range(0, n, 100_000)])
     with store.transaction():
@@ -71,11 +72,12 @@ def measure(path: Path, n_cues: int, n_queries: int) -> dict:
     rng = np.random.default_rng(7)
     centres = rng.standard_normal((TOPICS, DIM)).astype(np.float32)
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     start = time.perf_counter()
     matrix = build(store, n_cues, rng, centres)
     build_s = time.perf_counter() - start
     cid = store.conversation_id("big")
+    assert cid is not None, "build stored the conversation"
     qs = clustered(rng, n_queries, centres)
     k = DEFAULT_TOP_M  # what `ask` retrieves
     store.knn_cues(cid, qs[0], k)  # warm
@@ -94,7 +96,7 @@ def measure(path: Path, n_cues: int, n_queries: int) -> dict:
     cells_build_s = time.perf_counter() - t0
     cells.search(store, cid, DIM, qs[0], k)  # warm
     cell_ms, overlap = [], []
-    for q, exact in zip(qs, exact_sets):
+    for q, exact in zip(qs, exact_sets, strict=True):
         t0 = time.perf_counter()
         hits = cells.search(store, cid, DIM, q, k)
         store.neighbours(list({c.turn_id for c, _ in hits}), 1, 2)

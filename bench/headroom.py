@@ -20,14 +20,14 @@ from replay import DEFAULT_LOCOMO
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 
 BUDGETS = (2000, 3000, 4000, 8000)
 
 
 def headroom(db: str, locomo: str, **change) -> dict:
     dataset = load_locomo(locomo)
-    store = Store.open(db, create=False)
+    store = SQLiteStore.open(db, create=False)
     embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
     settings = replace(Settings(), budget=10**9, **change)
     needed: dict[str, list[float]] = defaultdict(list)

@@ -18,14 +18,14 @@ from pathlib import Path
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 
 
 def replay(db: str, locomo: str, **change) -> dict:
     dataset = load_locomo(locomo)
-    store = Store.open(db, create=False)
+    store = SQLiteStore.open(db, create=False)
     embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
     settings = replace(Settings(), **change)
     per: dict[str, list[float]] = defaultdict(list)

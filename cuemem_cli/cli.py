@@ -616,6 +616,38 @@ def mcp(
         raise fail(exc) from exc
 
 
+# ----------------------------------------------------------------- browse
+@app.command()
+def browse(
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="Port on 127.0.0.1 (default: a free one)."),
+    no_open: bool = typer.Option(False, "--no-open", help="Print the address only; do not open a web browser."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="litellm model of the question box's answers (default $CUEMEM_MODEL; "
+                                          "none: offline extractive answers)."),
+) -> None:
+    """Read this memory in a web browser: conversations (searchable), each read as a chat with its cues, a
+    question box showing the evidence `ask` would hand a model and the answer, and graph pictures.
+
+    Serves 127.0.0.1 only, read-only, at an address holding a random token (printed on stdout); Ctrl-C
+    stops it. Needs the extra cuemem[browse]; see docs/browse.md.
+    """
+    try:
+        import jinja2  # noqa: F401  (the optional extra; imported here, never by `cuemem --help`)
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise fail(CuememError(f"`cuemem browse` needs the web packages of the browse extra ({exc.name} is not "
+                               "installed)", "pip install 'cuemem[browse]'")) from None
+    from .browse.server import serve
+
+    try:
+        with _memory() as memory:
+            serve(memory, port=port, open_browser=not no_open, model=config.answer_model(model),
+                  db_shown=_db_shown())
+    except CuememError as exc:
+        raise fail(exc) from exc
+
+
 def run() -> None:
     """Console-script entry point."""
     try:

@@ -1,40 +1,53 @@
-"""The schema of a cuemem database, as ordered migrations: this module alone says what it holds.
+"""The schema of a cuemem database, as one ordered list of migrations shared by both backends: this
+module alone says what a database holds.
 
-Each migration is a plain function `mNNN_what(conn)` listed in MIGRATIONS (the shape of sqlite-utils'
-`Migrations` and simonw/llm's migrations.py). Its name is the function's name. store.py applies each
-pending one once, in list order, in its own write transaction together with its record in
-`_migrations`. Never edit a released migration (databases have recorded it): add one at the end. A
-database recording a migration this code does not know was written by a newer cuemem and is refused.
+Each migration (`Migration`) has a name, a SQLite body and a PostgreSQL body. The store applies each
+pending one once, in list order, in its own write transaction together with its record in `_migrations`
+(store.SQLStore._migrate), on either backend, so both record the same names and a schema version means
+the same on both. Never edit a released migration (databases have recorded it): add one at the end,
+with both bodies. A database recording a migration this code does not know was written by a newer
+cuemem and is refused.
 
-Vector migrations. vec0 tables need the embedding dimension, which exists only once an embedder is
-bound to the database (its first ingest; `Store.bind_embedder` records `embedding_dim` in meta). A
-migration taking a second parameter, `def mNNN_what(conn, dim)`, is a vector migration: until the
-database has a dimension it waits, unrecorded, and `bind_embedder` applies it in the transaction that
-binds. The others never wait, so on a database without an embedder a later plain migration can run
-before an earlier vector one; hence a vector migration creates or changes only vec0 tables, and a
-later migration that touches a vec0 table must itself be a vector migration.
+A body is a function of the backend's connection (pysqlite3's or psycopg's), run inside the store's
+write transaction, or an SQL script. Where one backend's schema already held what a migration
+adds, its body is `already(why)`, a no-op that says where: PostgreSQL's m001_initial created at once what
+SQLite's m001-m006 build step by step.
 
-An entry may also be a `(name, sql)` pair, the earlier format: its statements run one by one.
+Vector migrations. Vector tables need the embedding dimension, which exists only once an embedder is
+bound to the database (its first ingest; `bind_embedder` records `embedding_dim` in meta). A migration
+with `needs_dim` gets it as a second argument; until the database has a dimension it waits, unrecorded,
+and `bind_embedder` applies it in the transaction that binds. The others never wait, so on a database
+without an embedder a later plain migration can run before an earlier vector one; hence a vector
+migration creates or changes only vector tables, and a later migration that touches a vector table
+must itself be a vector migration. The same holds on both backends.
+
+PostgreSQL databases written before this list was shared recorded only `m001_initial` (the same schema
+as its body here) and created `cue_vectors`/`cue_cells` in `bind_embedder`. They migrate in place like
+any other database: m002-m006, m009 and m010 are `already` there and are recorded as they run, m007 and
+m008 create the vector tables only where `bind_embedder` had not, and m011 turns edge kinds from names
+into SQLite's codes (EDGE_KINDS).
 """
 
 from __future__ import annotations
 
-import inspect
 import sqlite3  # only its tokenizer (complete_statement): the store connects with pysqlite3
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-# A DB-API connection (pysqlite3's; PostgreSQL's will fit the same functions' shape).
+# A DB-API connection: pysqlite3's (SQLite bodies) or psycopg's (PostgreSQL bodies).
 Connection: TypeAlias = Any
+Body: TypeAlias = Callable[..., None] | str
 
 
+# ----------------------------------------------------------------- SQLite bodies
 def _run(conn: Connection, *statements: str) -> None:
     for statement in statements:
         conn.execute(statement)
 
 
-def m001_initial(conn: Connection) -> None:
+def sqlite_m001_initial(conn: Connection) -> None:
     _run(
         conn,
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
@@ -94,7 +107,7 @@ def m001_initial(conn: Connection) -> None:
     )
 
 
-def m002_turn_vectors(conn: Connection) -> None:
+def sqlite_m002_turn_vectors(conn: Connection) -> None:
     """One vector per turn, its whole text embedded, so a turn is scored as a whole beside its best cue
     (reconstruct.py). Derived data, written at ingest. A database that already has cue vectors gets, for
     each turn, the normalised mean of its sentence-cue vectors (no model is at hand when a database is
@@ -125,7 +138,7 @@ def m002_turn_vectors(conn: Connection) -> None:
     conn.executemany("INSERT INTO turn_vectors(turn_id, embedding) VALUES (?, ?)", rows)
 
 
-def m003_cells(conn: Connection) -> None:
+def sqlite_m003_cells(conn: Connection) -> None:
     """Coarse cells (an inverted-file index) for conversations too large for vec0's full scan (cells.py).
     A cell's id is its row id here and its partition in the vec0 table `cue_cells` (m008)."""
     _run(
@@ -139,7 +152,7 @@ def m003_cells(conn: Connection) -> None:
     )
 
 
-def m004_porter_fts(conn: Connection) -> None:
+def sqlite_m004_porter_fts(conn: Connection) -> None:
     """Porter stemming for the lexical search: "dogs" finds "dog", "painting" finds "paint". Measured on
     LoCoMo at 2,000 tokens: 0.864 of questions with all evidence against 0.860, no category lower
     (bench/quality_notes.md). The index is rebuilt from the rows it indexes. (Released, it rebuilt
@@ -154,7 +167,7 @@ def m004_porter_fts(conn: Connection) -> None:
     )
 
 
-def m005_turn_vector_text(conn: Connection) -> None:
+def sqlite_m005_turn_vector_text(conn: Connection) -> None:
     """From here on a turn's vector is its own tokens as the model reads them with the turn before it in
     its session (ingest.embed_turns): a reply is read with what it answers. Vectors written before held
     the turn alone; this records that, so they are still read as such (reconstruct.py)."""
@@ -162,7 +175,7 @@ def m005_turn_vector_text(conn: Connection) -> None:
                  " WHERE EXISTS (SELECT 1 FROM turn_vectors)")
 
 
-def m006_turn_stored_at(conn: Connection) -> None:
+def sqlite_m006_turn_stored_at(conn: Connection) -> None:
     """When each turn was stored, so `ask --as-of T` can leave out undated turns memory did not hold at T
     (dated turns are judged by their own time). Turns stored before this migration get their
     conversation's creation time: the earliest they can have been stored."""
@@ -173,7 +186,7 @@ def m006_turn_stored_at(conn: Connection) -> None:
     )
 
 
-def m007_cue_vectors(conn: Connection, dim: int) -> None:
+def sqlite_m007_cue_vectors(conn: Connection, dim: int) -> None:
     """A vector per cue, partitioned by conversation so a KNN never leaves it. Databases bound to an
     embedder before this migration existed already have it (it was created at run time)."""
     conn.execute(
@@ -181,7 +194,7 @@ def m007_cue_vectors(conn: Connection, dim: int) -> None:
         f" conversation_id INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
 
 
-def m008_cue_cells(conn: Connection, dim: int) -> None:
+def sqlite_m008_cue_cells(conn: Connection, dim: int) -> None:
     """The cue vectors of a conversation that has cells (cells.py), again, partitioned by cell. Empty
     until a conversation grows past cells.MIN_CUES; before this migration it was created at that point."""
     conn.execute(
@@ -189,7 +202,7 @@ def m008_cue_cells(conn: Connection, dim: int) -> None:
         f" cell INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
 
 
-def m009_drop_cues_fts(conn: Connection) -> None:
+def sqlite_m009_drop_cues_fts(conn: Connection) -> None:
     """The lexical index of cues was written on every cue and cleaned by forget, but no search read it
     (the lexical signal is turns_fts, reconstruct.py): it cost ingest time and bytes."""
     conn.execute("DROP TABLE IF EXISTS cues_fts")
@@ -198,7 +211,7 @@ def m009_drop_cues_fts(conn: Connection) -> None:
 VECTOR_CHUNK = 256  # vectors per vec0 chunk; see m010_int8_vectors
 
 
-def m010_int8_vectors(conn: Connection, dim: int) -> None:
+def sqlite_m010_int8_vectors(conn: Connection, dim: int) -> None:
     """Vectors as int8 codes (vectors.py): cue vectors in vec0 `int8` columns, turn vectors as int8 blobs,
     a quarter of the bytes. And vec0 chunks of VECTOR_CHUNK vectors: vec0 allocates storage a chunk at a
     time per partition (1,024 vectors by default), so every conversation, and every cell of a large
@@ -228,7 +241,7 @@ def m010_int8_vectors(conn: Connection, dim: int) -> None:
 EDGE_KINDS = ("semantic", "temporal")  # an edge's kind as stored: its index here; see m011_edge_kind_codes
 
 
-def m011_edge_kind_codes(conn: Connection) -> None:
+def sqlite_m011_edge_kind_codes(conn: Connection) -> None:
     """An edge's kind as 0 (semantic) or 1 (temporal) instead of its name: SQLite stores the integers 0
     and 1 in no bytes, the names in 9 and 8, once in the table and once in its reverse index, on every
     edge (an eighth of a database's bytes). The order of the codes is the order of the names, so
@@ -252,56 +265,199 @@ def m011_edge_kind_codes(conn: Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[..., None] | tuple[str, str]] = [
-    m001_initial,
-    m002_turn_vectors,
-    m003_cells,
-    m004_porter_fts,
-    m005_turn_vector_text,
-    m006_turn_stored_at,
-    m007_cue_vectors,
-    m008_cue_cells,
-    m009_drop_cues_fts,
-    m010_int8_vectors,
-    m011_edge_kind_codes,
+# ------------------------------------------------------------- PostgreSQL bodies
+TEXT_SEARCH = "cuemem"  # the text search configuration postgres_m001_initial creates (store_postgres.py searches it)
+# Split on ASCII punctuation before PostgreSQL's parser sees the text, as FTS5's unicode61 tokenizer does:
+# the parser would keep "advice/assistance" as one file-path token, "3.5" as one number, an e-mail whole.
+_ASCII_PUNCTUATION = string.punctuation
+
+
+def postgres_m001_initial(conn: Connection) -> None:
+    """The schema of SQLite's m001-m006 in one step (turn vectors, cells, stemmed full text, stored_at),
+    and `_writes`, the commit counter behind `data_version`.
+
+    Times are ISO text compared as text, so they are COLLATE "C" (byte order, as in SQLite) whatever
+    the server's locale. `tokens` is a turn's length in indexed words, BM25's document length."""
+    from psycopg import sql
+
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute(f"CREATE TEXT SEARCH DICTIONARY {TEXT_SEARCH}_stem (TEMPLATE = snowball, Language = english)")
+    conn.execute(f"CREATE TEXT SEARCH CONFIGURATION {TEXT_SEARCH} (PARSER = default)")
+    conn.execute(f"ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH} ADD MAPPING FOR asciiword, word, numword,"
+                 f" hword_asciipart, hword_part, hword_numpart WITH {TEXT_SEARCH}_stem")
+    conn.execute(f"ALTER TEXT SEARCH CONFIGURATION {TEXT_SEARCH} ADD MAPPING FOR int, uint WITH simple")
+    conn.execute(sql.SQL("CREATE FUNCTION cuemem_words(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+                         " RETURN translate($1, {}, {})").format(
+        sql.Literal(_ASCII_PUNCTUATION), sql.Literal(" " * len(_ASCII_PUNCTUATION))))
+    conn.execute("CREATE FUNCTION cuemem_tokens(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+                 " AS 'SELECT coalesce(sum(cardinality(positions)), 0)::integer FROM unnest($1)'")
+    for statement in _POSTGRES_M001.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+_POSTGRES_M001 = f"""
+CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE _writes (id integer PRIMARY KEY CHECK (id = 1), n bigint NOT NULL);
+INSERT INTO _writes VALUES (1, 0);
+CREATE TABLE conversations (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    created_at text COLLATE "C" NOT NULL
+);
+CREATE TABLE turns (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    conversation_id bigint NOT NULL REFERENCES conversations(id),
+    position integer NOT NULL,
+    source_id text NOT NULL,
+    session text,
+    time text COLLATE "C",
+    speaker text,
+    role text,
+    text text NOT NULL,
+    content_hash text NOT NULL,
+    extra text,
+    status text NOT NULL DEFAULT 'done' CHECK (status IN ('done', 'pending')),
+    last_retrieved_at text COLLATE "C",
+    stored_at text COLLATE "C",
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TEXT_SEARCH}', cuemem_words(text))) STORED,
+    tokens integer GENERATED ALWAYS AS (cuemem_tokens(to_tsvector('{TEXT_SEARCH}', cuemem_words(text)))) STORED,
+    UNIQUE (conversation_id, source_id),
+    UNIQUE (conversation_id, position)
+);
+CREATE INDEX turns_time ON turns(conversation_id, time);
+CREATE INDEX turns_tsv ON turns USING gin(tsv);
+CREATE TABLE cues (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    turn_id bigint NOT NULL REFERENCES turns(id),
+    conversation_id bigint NOT NULL REFERENCES conversations(id),
+    subject text NOT NULL,
+    relation text NOT NULL,
+    object text NOT NULL,
+    kind text NOT NULL DEFAULT 'triple'
+);
+CREATE INDEX cues_turn ON cues(turn_id);
+CREATE INDEX cues_conversation ON cues(conversation_id);
+CREATE TABLE edges (
+    src bigint NOT NULL REFERENCES turns(id),
+    dst bigint NOT NULL REFERENCES turns(id),
+    kind text NOT NULL CHECK (kind IN ('temporal', 'semantic')),
+    weight double precision NOT NULL,
+    rank integer NOT NULL,
+    PRIMARY KEY (src, kind, dst)
+);
+CREATE INDEX edges_dst ON edges(dst, kind);
+CREATE TABLE extraction_cache (
+    model text NOT NULL,
+    prompt_version text NOT NULL,
+    turn_hash text NOT NULL,
+    triples text NOT NULL,
+    PRIMARY KEY (model, prompt_version, turn_hash)
+);
+CREATE TABLE turn_vectors (
+    turn_id bigint PRIMARY KEY REFERENCES turns(id),
+    embedding vector NOT NULL
+);
+CREATE TABLE cell_centroids (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    conversation_id bigint NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    centroid vector NOT NULL
+);
+CREATE INDEX cell_centroids_conversation ON cell_centroids(conversation_id)
+"""
+
+
+def postgres_m007_cue_vectors(conn: Connection, dim: int) -> None:
+    """A vector per cue (what its int8 code decodes to, so both backends score a cue alike), with the
+    conversation beside it for the exact scan of one conversation. Databases bound before the shared
+    migration list have it (bind_embedder created it)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS cue_vectors (cue_id bigint PRIMARY KEY REFERENCES cues(id),"
+                 f" conversation_id bigint NOT NULL, embedding vector({int(dim)}) NOT NULL)")
+    conn.execute("CREATE INDEX IF NOT EXISTS cue_vectors_conversation ON cue_vectors(conversation_id)")
+
+
+def postgres_m008_cue_cells(conn: Connection, dim: int) -> None:
+    """The cue vectors of a conversation that has cells (cells.py), again, by cell; as m007, bind_embedder
+    created it in databases bound before the shared list."""
+    conn.execute("CREATE TABLE IF NOT EXISTS cue_cells (cue_id bigint PRIMARY KEY REFERENCES cues(id),"
+                 f" cell bigint NOT NULL, embedding vector({int(dim)}) NOT NULL)")
+    conn.execute("CREATE INDEX IF NOT EXISTS cue_cells_cell ON cue_cells(cell)")
+
+
+def postgres_m011_edge_kind_codes(conn: Connection) -> None:
+    """Edge kinds as SQLite's codes, 0 semantic and 1 temporal (EDGE_KINDS), instead of their names: one
+    form of edge on both backends, so every edge query is written once. The primary key and the reverse
+    index are rebuilt by the type change; codes sort as the names did."""
+    for (name,) in conn.execute("SELECT conname FROM pg_constraint WHERE conrelid = 'edges'::regclass"
+                                " AND contype = 'c'").fetchall():
+        conn.execute(f'ALTER TABLE edges DROP CONSTRAINT "{name}"')
+    conn.execute("ALTER TABLE edges ALTER COLUMN kind TYPE smallint"
+                 " USING CASE kind WHEN 'semantic' THEN 0 WHEN 'temporal' THEN 1 END")
+    conn.execute("ALTER TABLE edges ADD CONSTRAINT edges_kind_check CHECK (kind IN (0, 1))")
+
+
+def already(why: str) -> Callable[..., None]:
+    """The body of a migration whose change this backend's schema already had: nothing to do but be recorded."""
+
+    def nothing(conn: Connection, dim: int | None = None) -> None:
+        return None
+
+    nothing.__doc__ = why
+    return nothing
+
+
+# ---------------------------------------------------------------- the list
+@dataclass(frozen=True)
+class Migration:
+    """One schema change, written once per backend."""
+
+    name: str
+    sqlite: Body
+    postgres: Body
+    needs_dim: bool = False  # a vector migration: waits until the database has an embedding dimension
+
+    def apply(self, conn: Connection, backend: str, dim: int | None) -> None:
+        """Run this backend's body ("sqlite" or "postgres", the store's Dialect.name)."""
+        body = self.sqlite if backend == "sqlite" else self.postgres
+        if isinstance(body, str):
+            if backend == "sqlite":
+                _run(conn, *split_sql(body))
+            else:
+                conn.execute(body)  # psycopg runs a parameterless script as one simple query
+        elif self.needs_dim:
+            body(conn, dim)
+        else:
+            body(conn)
+
+
+IN_POSTGRES_M001 = "PostgreSQL's m001_initial created this with the rest of the schema"
+
+MIGRATIONS: list[Migration] = [
+    Migration("m001_initial", sqlite_m001_initial, postgres_m001_initial),
+    Migration("m002_turn_vectors", sqlite_m002_turn_vectors, already(IN_POSTGRES_M001)),
+    Migration("m003_cells", sqlite_m003_cells, already(IN_POSTGRES_M001)),
+    Migration("m004_porter_fts", sqlite_m004_porter_fts,
+              already("PostgreSQL's full text was stemmed (Snowball English) from its m001_initial")),
+    Migration("m005_turn_vector_text", sqlite_m005_turn_vector_text,
+              already("PostgreSQL databases hold turn vectors read with the turn before them from the start")),
+    Migration("m006_turn_stored_at", sqlite_m006_turn_stored_at, already(IN_POSTGRES_M001)),
+    Migration("m007_cue_vectors", sqlite_m007_cue_vectors, postgres_m007_cue_vectors, needs_dim=True),
+    Migration("m008_cue_cells", sqlite_m008_cue_cells, postgres_m008_cue_cells, needs_dim=True),
+    Migration("m009_drop_cues_fts", sqlite_m009_drop_cues_fts,
+              already("PostgreSQL never had a full-text index of cues")),
+    Migration("m010_int8_vectors", sqlite_m010_int8_vectors,
+              already("pgvector columns hold what the int8 codes decode to: vectors were stored that way from the"
+                      " start, and a vector column has no chunks"), needs_dim=True),
+    Migration("m011_edge_kind_codes", sqlite_m011_edge_kind_codes, postgres_m011_edge_kind_codes),
 ]
 
 
-@dataclass(frozen=True)
-class Step:
-    """One migration as the runner sees it."""
-
-    name: str
-    apply: Callable[[Connection, int | None], None]
-    needs_dim: bool  # a vector migration: waits until the database has an embedding dimension
-
-
-def steps(entries: Sequence[Callable[..., None] | tuple[str, str]]) -> list[Step]:
-    """MIGRATIONS as Steps, in order; a repeated name is a programming error."""
-    out = [_sql_step(*entry) if isinstance(entry, tuple) else _function_step(entry) for entry in entries]
-    names = [s.name for s in out]
+def steps(entries: Sequence[Migration]) -> list[Migration]:
+    """The migrations in order, checked: a repeated name is a programming error."""
+    names = [m.name for m in entries]
     if len(set(names)) != len(names):
         raise ValueError(f"migration names repeat: {sorted(n for n in set(names) if names.count(n) > 1)}")
-    return out
-
-
-def _function_step(fn: Callable[..., None]) -> Step:
-    needs_dim = len(inspect.signature(fn).parameters) == 2
-
-    def apply(conn: Connection, dim: int | None) -> None:
-        if needs_dim:
-            fn(conn, dim)
-        else:
-            fn(conn)
-
-    return Step(fn.__name__, apply, needs_dim)
-
-
-def _sql_step(name: str, sql: str) -> Step:
-    def apply(conn: Connection, dim: int | None) -> None:
-        _run(conn, *split_sql(sql))
-
-    return Step(name, apply, False)
+    return list(entries)
 
 
 def split_sql(script: str) -> list[str]:

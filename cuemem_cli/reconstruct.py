@@ -52,7 +52,7 @@ from .errors import CuememError, UnknownConversation
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
-from .store import TURN_ALONE, VEC0_MAX_K, Store
+from .store import TURN_ALONE, Store
 from .timeparse import day_of, named_periods
 from .view import Hops, conversation_source
 
@@ -347,7 +347,7 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     timings["embed_query"] = (t1 - t0) * 1000
 
     hidden, hidden_cues = store.turns_not_held_at(cid, held_at) if held_at else (set(), 0)
-    hits = source.knn_cues(vector, min(settings.top_m + hidden_cues, VEC0_MAX_K))
+    hits = source.knn_cues(vector, settings.top_m + hidden_cues)  # each source caps k at its store's max_k
     if hidden:
         hits = [hit for hit in hits if hit[0].turn_id not in hidden][:settings.top_m]
     best = _best_cues(hits)

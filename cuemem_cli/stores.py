@@ -1,18 +1,19 @@
-"""Which store a database target opens: a `postgresql://` URL → PostgresStore, anything else → the SQLite Store."""
+"""Which store a database target opens: a `postgresql://` URL → PostgresStore, anything else → SQLiteStore."""
 
 from __future__ import annotations
 
 import os
 
 from .config import is_postgres_url
+from .store import Store
 
 
-def open_store(target: str | os.PathLike, create: bool = True, readonly: bool = False):
-    """The store for --db / $CUEMEM_DB: both answer the same methods (tests/test_store_contract.py)."""
+def open_store(target: str | os.PathLike, create: bool = True, readonly: bool = False) -> Store:
+    """The store for --db / $CUEMEM_DB: either backend satisfies `Store` (tests/test_store_contract.py)."""
     if is_postgres_url(target):
         from .store_postgres import PostgresStore
 
         return PostgresStore.open(str(target), create=create, readonly=readonly)
-    from .store import Store
+    from .store_sqlite import SQLiteStore
 
-    return Store.open(target, create=create, readonly=readonly)
+    return SQLiteStore.open(target, create=create, readonly=readonly)

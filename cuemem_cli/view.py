@@ -24,7 +24,7 @@ import numpy as np
 
 from . import cells
 from .records import Cue, Turn
-from .store import VEC0_MAX_K, Store
+from .store import Store
 from .vectors import similarities
 
 VIEW_MAX_CUES = cells.MIN_CUES  # from there on, search goes through the cells
@@ -74,6 +74,7 @@ class ConversationView:
         self._in_context: dict[float, np.ndarray] = {}
         self._statement_rows: dict[int, list[int]] | None = None
         self._speakers = store.speakers(conversation_id)
+        self.max_k = store.max_k  # the store's own limit on k, so a view returns what the store would
         self.edges = store.all_edges(conversation_id)
         self._hops: dict[tuple[int, int], dict[int, list[int]]] = {}
         forward = Hops.of(self.edges)  # then each edge reversed, at row + len(edges)
@@ -84,8 +85,8 @@ class ConversationView:
         return self._speakers
 
     def knn_cues(self, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Exact top-k by cosine (vectors are unit length), ties broken by cue id like the vec0 scan."""
-        k = min(int(k), VEC0_MAX_K, len(self.cues))
+        """Exact top-k by cosine (vectors are unit length), ties broken by cue id like the store's KNN."""
+        k = min(int(k), len(self.cues), len(self.cues) if self.max_k is None else self.max_k)
         if k <= 0:
             return []
         sims = similarities(self.matrix, vector)

@@ -14,7 +14,7 @@ import pytest
 from conftest import SAMPLES, assert_whole, raw
 from cuemem_cli.ingest import IngestReport, Ingestor, content_hash, parse_line
 from cuemem_cli.records import Message
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.vectors import roundtrip
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
@@ -61,11 +61,11 @@ class PendingFor:
 
     def extract(self, turns):
         results = self.inner.extract(turns)
-        return [None if t.source_id in self.failing else r for t, r in zip(turns, results)]
+        return [None if t.source_id in self.failing else r for t, r in zip(turns, results, strict=True)]
 
 
 def ingest(path, batch: list[Message], embedder, extractor) -> IngestReport:
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     try:
         report = IngestReport(lines=len(batch))
         return Ingestor(store, extractor, embedder).run(batch, report)
@@ -79,7 +79,7 @@ def base_db(tmp_path_factory, embedder, spacy_extractor):
     path = tmp_path_factory.mktemp("forget") / "base.db"
     extractor = PendingFor(spacy_extractor, {PENDING_ID})
     ingest(path, messages(MAYA) + messages(SAM)[:SAM_TURNS] + secret_messages(), embedder, extractor)
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     with store.transaction():
         for m in secret_messages():
             store.cache_triples("fake/x", "extract-v1", content_hash(m), [["Quilliam", "hid", "Zorblaxium key"]])
@@ -127,7 +127,7 @@ def traces(path, ids: dict, markers: list[str]) -> list[str]:
     for table in tables:
         columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
         for row in conn.execute(f'SELECT * FROM "{table}"'):
-            for column, value in zip(columns, row):
+            for column, value in zip(columns, row, strict=True):
                 if column in ("conversation_id", "partition00") and value == ids["conversation"]:
                     found.append(f"{table}.{column} = {value}")
                 kind = ID_COLUMNS.get(table, {}).get(column)
@@ -195,7 +195,7 @@ def test_forget_conversation_leaves_no_row_vector_or_fts_entry(cli, db):
     assert traces(db, secret, MARKERS) == []
     assert content(db) == others, "nothing of the other conversations changed"
     assert_whole(db)
-    store = Store.open(db)
+    store = SQLiteStore.open(db)
     assert store.cached_triples("fake/x", "extract-v1", content_hash(messages(MAYA)[0])) == [["Leo", "greets", "Maya"]]
     store.close()
 
@@ -355,7 +355,7 @@ def test_lru_keeps_the_most_recently_retrieved_turns_per_conversation(cli, db, e
 
 
 def test_decay_forgets_old_turns_not_used_lately(cli, db):
-    store = Store.open(db)
+    store = SQLiteStore.open(db)
     with store.transaction():
         store.mark_retrieved(store.conversation_id("maya-and-leo"), ["s1:2"], "2023-12-24T10:00:00")
         store.mark_retrieved(store.conversation_id("maya-and-leo"), ["s1:3"], "2023-01-01T10:00:00")
@@ -390,7 +390,7 @@ def test_forget_from_the_library(db, embedder):
 def test_the_turn_after_a_forgotten_one_is_embedded_again_without_it(cli, db, embedder):
     """Its vector was read with the forgotten turn; now it is read with the turn before that."""
     def vectors():
-        store = Store.open(db)
+        store = SQLiteStore.open(db)
         turns = {t.source_id: t for t in store.turns(store.conversation_id(SECRET))}
         found = store.turn_vectors([t.id for t in turns.values()])
         store.close()
@@ -413,11 +413,12 @@ def test_forgetting_whole_sessions_or_the_last_turn_needs_no_model(db):
     def no_model():
         raise AssertionError("no kept turn was embedded with a forgotten one: the model must not load")
 
-    store = Store.open(db)
+    store = SQLiteStore.open(db)
     try:
         last = forget(store, selection_from(SECRET, turns=["v6"]), embedder=no_model)
         session = forget(store, selection_from("maya-and-leo", session="s1"), embedder=no_model)
-        assert (last.turns, last.turn_vectors_renewed) == (1, 0) and (session.turns, session.turn_vectors_renewed) == (18, 0)
+        assert (last.turns, last.turn_vectors_renewed) == (1, 0)
+        assert (session.turns, session.turn_vectors_renewed) == (18, 0)
     finally:
         store.close()
 
@@ -534,7 +535,7 @@ def test_import_refuses_what_is_not_an_export(cli, db_path, tmp_path):
     bad.write_text('{"conversation": "x", "text": "hi", "cues": [["a", "b"]]}\n')
     result = cli("--db", str(db_path), "import", str(bad))
     assert result.exit_code == 1 and f"{bad}:1: cue 1 must be" in result.stderr
-    assert not db_path.exists() or Store.open(db_path).conversation_names() == []
+    assert not db_path.exists() or SQLiteStore.open(db_path).conversation_names() == []
 
 
 def test_forgotten_turns_come_back_only_by_ingesting_them_again(cli, db, embedder, spacy_extractor):

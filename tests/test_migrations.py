@@ -1,5 +1,6 @@
-"""Migrations (migrations.py) as store.py applies them: a new database gets every one, a database the
-previous code wrote upgrades to the same schema, a newer one is refused, and each runs alone."""
+"""Migrations (migrations.py) as the store applies them (store.SQLStore._migrate): a new database gets
+every one, a database the previous code wrote upgrades to the same schema, a newer one is refused, and
+each runs alone. On SQLite here; PostgreSQL's in-place upgrade from its old schema is at the end."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 
 from cuemem_cli import migrations
 from cuemem_cli.errors import StoreError
-from cuemem_cli.migrations import MIGRATIONS, steps
-from cuemem_cli.store import APPLICATION_ID, Store
+from cuemem_cli.migrations import MIGRATIONS, Migration, steps
+from cuemem_cli.store_sqlite import APPLICATION_ID, SQLiteStore
 
 from conftest import assert_whole, raw
 
@@ -32,7 +33,8 @@ PREVIOUS_SCHEMA = [
     "            last_retrieved_at TEXT, stored_at TEXT,\n            UNIQUE (conversation_id, source_id),\n"
     "            UNIQUE (conversation_id, position)\n        )",
     "CREATE INDEX turns_time ON turns(conversation_id, time)",
-    "CREATE TABLE cues (\n            id INTEGER PRIMARY KEY,\n            turn_id INTEGER NOT NULL REFERENCES turns(id),\n"
+    "CREATE TABLE cues (\n            id INTEGER PRIMARY KEY,\n"
+    "            turn_id INTEGER NOT NULL REFERENCES turns(id),\n"
     "            conversation_id INTEGER NOT NULL REFERENCES conversations(id),\n            subject TEXT NOT NULL,\n"
     "            relation TEXT NOT NULL,\n            object TEXT NOT NULL,\n"
     "            kind TEXT NOT NULL DEFAULT 'triple'\n        )",
@@ -58,6 +60,16 @@ PREVIOUS_SCHEMA = [
 PREVIOUS_MIGRATIONS = ["m001_initial", "m002_turn_vectors", "m003_cells", "m004_porter_fts",
                        "m005_turn_vector_text", "m006_turn_stored_at"]
 DIM = 4
+
+
+def script(name: str, sql: str) -> Migration:
+    """A migration whose body is the same SQL script on both backends."""
+    return Migration(name, sql, sql)
+
+
+def before(name: str) -> list[Migration]:
+    """The migration list as it was before `name` was added."""
+    return MIGRATIONS[:[m.name for m in MIGRATIONS].index(name)]
 
 
 def previous_database(path, bound: bool, extra_migrations: tuple[str, ...] = ()) -> None:
@@ -112,7 +124,7 @@ def recorded(path) -> list[str]:
 
 
 def test_a_new_database_gets_every_migration_the_vector_ones_once_an_embedder_is_bound(db_path):
-    store = Store.open(db_path)
+    store = SQLiteStore.open(db_path)
     assert recorded(db_path) == PLAIN
     tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
     assert {"turns", "cues", "edges", "turn_vectors", "cell_centroids", "turns_fts"} <= tables
@@ -123,7 +135,7 @@ def test_a_new_database_gets_every_migration_the_vector_ones_once_an_embedder_is
         sql = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
         assert f"int8[{DIM}]" in sql and f"chunk_size={migrations.VECTOR_CHUNK}" in sql, table
     store.close()
-    Store.open(db_path).close()  # nothing left to do: no record twice
+    SQLiteStore.open(db_path).close()  # nothing left to do: no record twice
     assert len(recorded(db_path)) == len(MIGRATIONS)
 
 
@@ -131,7 +143,7 @@ def test_a_new_database_gets_every_migration_the_vector_ones_once_an_embedder_is
 def test_a_database_the_previous_code_wrote_upgrades_to_the_same_schema(tmp_path, bound):
     old = tmp_path / "old.db"
     previous_database(old, bound)
-    store = Store.open(old)
+    store = SQLiteStore.open(old)
     assert (tmp_path / "old.db.bak-schema6").exists() == bound  # without conversations: nothing to lose
     assert recorded(old)[:6] == PREVIOUS_MIGRATIONS
     if bound:
@@ -146,7 +158,7 @@ def test_a_database_the_previous_code_wrote_upgrades_to_the_same_schema(tmp_path
         store.bind_embedder("m", DIM, "test")
     store.close()
     new = tmp_path / "new.db"
-    Store.open(new).bind_embedder("m", DIM, "test")
+    SQLiteStore.open(new).bind_embedder("m", DIM, "test")
     assert schema(old) == schema(new)
     assert "cues_fts" not in schema(old) and "cues_fts_data" not in schema(old)
     if bound:
@@ -156,8 +168,8 @@ def test_a_database_the_previous_code_wrote_upgrades_to_the_same_schema(tmp_path
 def test_a_database_with_a_newer_migration_is_refused_before_anything_is_applied(tmp_path):
     path = tmp_path / "newer.db"
     previous_database(path, bound=True, extra_migrations=("m999_from_the_future",))
-    with pytest.raises(StoreError, match="newer cuemem.*m999_from_the_future"):
-        Store.open(path)
+    with pytest.raises(StoreError, match=r"newer cuemem.*m999_from_the_future"):
+        SQLiteStore.open(path)
     assert recorded(path) == [*PREVIOUS_MIGRATIONS, "m999_from_the_future"]
     assert "cues_fts" in schema(path) and "cue_cells" not in schema(path)
     assert not list(tmp_path.glob("newer.db.bak-*"))
@@ -168,54 +180,56 @@ def test_two_processes_upgrading_one_database_leave_one_copy(tmp_path, monkeypat
     before that and got the write lock after it finds the schema moved on, and copies nothing."""
     path = tmp_path / "old.db"
     previous_database(path, bound=True)
-    Store.open(path).close()  # the first process: copies, then applies m007..
+    SQLiteStore.open(path).close()  # the first process: copies, then applies m007..
     assert [p.name for p in tmp_path.glob("old.db.bak-*")] == ["old.db.bak-schema6"]
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", "CREATE TABLE later (x)")])
-    late = Store(autocommit(path), str(path))  # the second one looked when the file held m001-m006
-    late._migrate(existed=True, seen=sorted(PREVIOUS_MIGRATIONS))
+    later = script("m900_later", "CREATE TABLE later (x)")
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, later])
+    late = SQLiteStore(autocommit(path), str(path))  # the second one looked when the file held m001-m006
+    late._migrate(seen=sorted(PREVIOUS_MIGRATIONS))
     assert recorded(path)[-1] == "m900_later"
     assert [p.name for p in tmp_path.glob("old.db.bak-*")] == ["old.db.bak-schema6"]
     late.close()
-    Store.open(path).close()
-    late_again = Store(autocommit(path), str(path))  # seen == the file's migrations: this one copies
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", "CREATE TABLE later (x)"),
-                                                        ("m901_more", "CREATE TABLE more (x)")])
-    late_again._migrate(existed=True, seen=sorted(recorded(path)))
+    SQLiteStore.open(path).close()
+    late_again = SQLiteStore(autocommit(path), str(path))  # seen == the file's migrations: this one copies
+    more = script("m901_more", "CREATE TABLE more (x)")
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, later, more])
+    late_again._migrate(seen=sorted(recorded(path)))
     assert (tmp_path / f"old.db.bak-schema{len(MIGRATIONS) + 1}").exists()
     late_again.close()
 
 
 def test_each_migration_commits_alone_and_a_failing_one_leaves_those_before_it(db_path, monkeypatch):
-    def m901_fails_half_way(conn):
+    def fails_half_way(conn):
         conn.execute("CREATE TABLE half_done (x)")
         raise RuntimeError("boom")
 
-    Store.open(db_path).close()
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_fine", "CREATE TABLE fine (x)"),
-                                                        m901_fails_half_way])
+    SQLiteStore.open(db_path).close()
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [
+        *MIGRATIONS, script("m900_fine", "CREATE TABLE fine (x)"),
+        Migration("m901_fails_half_way", fails_half_way, fails_half_way)])
     with pytest.raises(RuntimeError, match="boom"):
-        Store.open(db_path)
+        SQLiteStore.open(db_path)
     assert recorded(db_path) == [*PLAIN, "m900_fine"]
     assert "fine" in schema(db_path) and "half_done" not in schema(db_path)
 
 
-def test_a_migration_in_the_earlier_sql_string_form_still_runs(db_path, monkeypatch):
-    """(name, sql) entries appended by code written for the string form: statements cut where SQLite
-    says they end, so a ';' inside a string literal stays in it."""
-    script = "CREATE TABLE later (x TEXT);\nINSERT INTO later VALUES ('a; b');\nINSERT INTO later VALUES ('c')"
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, ("m900_later", script)])
-    store = Store.open(db_path)
+def test_a_migration_body_may_be_an_sql_script(db_path, monkeypatch):
+    """Statements cut where SQLite says they end, so a ';' inside a string literal stays in it."""
+    sql = "CREATE TABLE later (x TEXT);\nINSERT INTO later VALUES ('a; b');\nINSERT INTO later VALUES ('c')"
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, script("m900_later", sql)])
+    store = SQLiteStore.open(db_path)
     assert [r[0] for r in store.conn.execute("SELECT x FROM later ORDER BY rowid")] == ["a; b", "c"]
     assert recorded(db_path)[-1] == "m900_later"
     store.close()
 
 
 def test_a_vector_migration_waits_for_the_dimension_then_runs_in_the_binding_transaction(db_path, monkeypatch):
-    def m900_vector_index(conn, dim):
+    def vector_index(conn, dim):
         conn.execute(f"CREATE VIRTUAL TABLE later_vectors USING vec0(embedding float[{dim}])")
 
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", [*MIGRATIONS, m900_vector_index])
-    store = Store.open(db_path)
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS",
+                        [*MIGRATIONS, Migration("m900_vector_index", vector_index, vector_index, needs_dim=True)])
+    store = SQLiteStore.open(db_path)
     assert "m900_vector_index" not in recorded(db_path)
     with pytest.raises(RuntimeError), store.transaction():
         store.bind_embedder("m", 8, "test")
@@ -227,10 +241,10 @@ def test_a_vector_migration_waits_for_the_dimension_then_runs_in_the_binding_tra
     store.close()
 
 
-def test_migration_names_are_function_names_and_never_repeat():
+def test_migration_names_never_repeat():
     assert [s.name for s in steps(MIGRATIONS)][:6] == PREVIOUS_MIGRATIONS
     with pytest.raises(ValueError, match="m001_initial"):
-        steps([*MIGRATIONS, ("m001_initial", "SELECT 1")])
+        steps([*MIGRATIONS, script("m001_initial", "SELECT 1")])
     assert migrations.split_sql("SELECT 1; ;SELECT ';'") == ["SELECT 1", "SELECT ';'"]
 
 
@@ -241,9 +255,8 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     from cuemem_cli import cells
 
     dim, path = 16, tmp_path / "old.db"
-    before = MIGRATIONS[:MIGRATIONS.index(migrations.m010_int8_vectors)]
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", before)  # the schema before m010
-    store = Store.open(path)
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", before("m010_int8_vectors"))  # the schema before m010
+    store = SQLiteStore.open(path)
     store.bind_embedder("m", dim, "test")
     rng = np.random.default_rng(7)
     floats = {}
@@ -261,11 +274,12 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
             # As cuemem wrote them before m010: float32 blobs.
             store.conn.executemany("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
                                    [(i, cid, v.tobytes()) for i, v in zip(ids, vectors, strict=True)])
-            store.conn.execute("INSERT INTO turn_vectors(turn_id, embedding) VALUES (?, ?)", (cid, vectors[0].tobytes()))
+            store.conn.execute("INSERT INTO turn_vectors(turn_id, embedding) VALUES (?, ?)",
+                               (cid, vectors[0].tobytes()))
     allocated_before = store.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
     store.close()
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
-    store = Store.open(path)
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
+    store = SQLiteStore.open(path)
     assert recorded(path)[len(PLAIN) + len(VECTOR) - 2:] == ["m010_int8_vectors", "m011_edge_kind_codes"]
     for table in ("cue_vectors", "cue_cells"):
         assert f"int8[{dim}]" in schema(path)[table] and f"chunk_size={migrations.VECTOR_CHUNK}" in schema(path)[table]
@@ -304,7 +318,7 @@ def _edge_rows() -> list[tuple[int, int, str, float, int]]:
     return rows
 
 
-def _turns_for_edges(store: Store) -> None:
+def _turns_for_edges(store: SQLiteStore) -> None:
     store.conn.execute("INSERT INTO conversations VALUES (1, 'c', '2026-01-01T00:00:00')")
     store.conn.executemany("INSERT INTO turns(id, conversation_id, position, source_id, text, content_hash)"
                            " VALUES (?, 1, ?, ?, 'x', 'h')", [(i, i, f"t{i}") for i in range(1, 301)])
@@ -314,19 +328,19 @@ def test_edge_kinds_stored_by_name_become_codes_and_read_back_as_names(tmp_path,
     """m011 stores an edge's kind as 0/1 instead of its name: a database written before it reads back the
     same edges, by name, in the same order, and one hop finds what it finds in a database written after."""
     rows = _edge_rows()
-    fresh = Store.open(tmp_path / "new.db")
+    fresh = SQLiteStore.open(tmp_path / "new.db")
     with fresh.transaction():
         _turns_for_edges(fresh)
         fresh.insert_edges(rows)
     path = tmp_path / "old.db"
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS[:MIGRATIONS.index(migrations.m011_edge_kind_codes)])
-    store = Store.open(path)
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", before("m011_edge_kind_codes"))
+    store = SQLiteStore.open(path)
     with store.transaction():
         _turns_for_edges(store)
         store.conn.executemany("INSERT INTO edges(src, dst, kind, weight, rank) VALUES (?, ?, ?, ?, ?)", rows)
     store.close()
-    monkeypatch.setattr("cuemem_cli.store.MIGRATIONS", MIGRATIONS)
-    store = Store.open(path)
+    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
+    store = SQLiteStore.open(path)
     assert recorded(path)[-1] == "m011_edge_kind_codes"
     assert {r[0] for r in store.conn.execute("SELECT DISTINCT kind FROM edges")} == {0, 1}
     assert store.all_edges(1) == sorted(rows, key=lambda r: (r[0], r[2], r[1]))
@@ -347,3 +361,192 @@ def test_edge_kinds_stored_by_name_become_codes_and_read_back_as_names(tmp_path,
     assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     store.close()
     fresh.close()
+
+
+# ------------------------------------------------------------------ PostgreSQL
+# A PostgreSQL database as store_postgres.py wrote it before the migration list was shared: its one
+# migration `m001_initial` (this DDL, frozen here as it was written), edge kinds stored by name, and the
+# vector tables `bind_embedder` created at run time.
+OLD_POSTGRES_FUNCTIONS = [
+    "CREATE EXTENSION IF NOT EXISTS vector",
+    "CREATE TEXT SEARCH DICTIONARY cuemem_stem (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION cuemem (PARSER = default)",
+    "ALTER TEXT SEARCH CONFIGURATION cuemem ADD MAPPING FOR asciiword, word, numword, hword_asciipart, hword_part,"
+    " hword_numpart WITH cuemem_stem",
+    "ALTER TEXT SEARCH CONFIGURATION cuemem ADD MAPPING FOR int, uint WITH simple",
+    "CREATE FUNCTION cuemem_tokens(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+    " AS 'SELECT coalesce(sum(cardinality(positions)), 0)::integer FROM unnest($1)'",
+]
+OLD_POSTGRES_TABLES = """
+CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE _writes (id integer PRIMARY KEY CHECK (id = 1), n bigint NOT NULL);
+INSERT INTO _writes VALUES (1, 0);
+CREATE TABLE conversations (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    created_at text COLLATE "C" NOT NULL
+);
+CREATE TABLE turns (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    conversation_id bigint NOT NULL REFERENCES conversations(id),
+    position integer NOT NULL,
+    source_id text NOT NULL,
+    session text,
+    time text COLLATE "C",
+    speaker text,
+    role text,
+    text text NOT NULL,
+    content_hash text NOT NULL,
+    extra text,
+    status text NOT NULL DEFAULT 'done' CHECK (status IN ('done', 'pending')),
+    last_retrieved_at text COLLATE "C",
+    stored_at text COLLATE "C",
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('cuemem', cuemem_words(text))) STORED,
+    tokens integer GENERATED ALWAYS AS (cuemem_tokens(to_tsvector('cuemem', cuemem_words(text)))) STORED,
+    UNIQUE (conversation_id, source_id),
+    UNIQUE (conversation_id, position)
+);
+CREATE INDEX turns_time ON turns(conversation_id, time);
+CREATE INDEX turns_tsv ON turns USING gin(tsv);
+CREATE TABLE cues (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    turn_id bigint NOT NULL REFERENCES turns(id),
+    conversation_id bigint NOT NULL REFERENCES conversations(id),
+    subject text NOT NULL,
+    relation text NOT NULL,
+    object text NOT NULL,
+    kind text NOT NULL DEFAULT 'triple'
+);
+CREATE INDEX cues_turn ON cues(turn_id);
+CREATE INDEX cues_conversation ON cues(conversation_id);
+CREATE TABLE edges (
+    src bigint NOT NULL REFERENCES turns(id),
+    dst bigint NOT NULL REFERENCES turns(id),
+    kind text NOT NULL CHECK (kind IN ('temporal', 'semantic')),
+    weight double precision NOT NULL,
+    rank integer NOT NULL,
+    PRIMARY KEY (src, kind, dst)
+);
+CREATE INDEX edges_dst ON edges(dst, kind);
+CREATE TABLE extraction_cache (
+    model text NOT NULL,
+    prompt_version text NOT NULL,
+    turn_hash text NOT NULL,
+    triples text NOT NULL,
+    PRIMARY KEY (model, prompt_version, turn_hash)
+);
+CREATE TABLE turn_vectors (
+    turn_id bigint PRIMARY KEY REFERENCES turns(id),
+    embedding vector NOT NULL
+);
+CREATE TABLE cell_centroids (
+    id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+    conversation_id bigint NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    centroid vector NOT NULL
+);
+CREATE INDEX cell_centroids_conversation ON cell_centroids(conversation_id)
+"""
+OLD_POSTGRES_BOUND = [  # what bind_embedder did, for a 4-d embedder
+    "INSERT INTO meta VALUES ('embedding_model', 'm'), ('embedding_dim', '4'), ('embedding_backend', 'test')",
+    "CREATE TABLE IF NOT EXISTS cue_vectors (cue_id bigint PRIMARY KEY REFERENCES cues(id),"
+    " conversation_id bigint NOT NULL, embedding vector(4) NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS cue_vectors_conversation ON cue_vectors(conversation_id)",
+    "CREATE TABLE IF NOT EXISTS cue_cells (cue_id bigint PRIMARY KEY REFERENCES cues(id),"
+    " cell bigint NOT NULL, embedding vector(4) NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS cue_cells_cell ON cue_cells(cell)",
+]
+OLD_POSTGRES_ROWS = [
+    "INSERT INTO conversations VALUES (1, 'c', '2026-01-01T00:00:00')",
+    "INSERT INTO turns(id, conversation_id, position, source_id, text, content_hash, stored_at, speaker) VALUES"
+    " (1, 1, 0, 't1', 'Our dogs love the lake', 'h1', '2026-01-01T00:00:00', 'Ana'),"
+    " (2, 1, 1, 't2', 'I paint on Sundays', 'h2', '2026-01-01T00:00:00', 'Ben'),"
+    " (3, 1, 2, 't3', 'The lake freezes in winter', 'h3', '2026-01-01T00:00:00', 'Ana')",
+    "INSERT INTO cues VALUES (1, 1, 1, 'x', 'y', 'Our dogs love the lake', 'statement'),"
+    " (2, 2, 1, 'x', 'y', 'I paint on Sundays', 'statement'), (3, 3, 1, 'x', 'y', 'The lake freezes', 'statement')",
+    "INSERT INTO cue_vectors VALUES (1, 1, '[1,0,0,0]'), (2, 1, '[0,1,0,0]'), (3, 1, '[0.6,0,0.8,0]')",
+    "INSERT INTO turn_vectors VALUES (1, '[1,0,0,0]'), (2, '[0,1,0,0]'), (3, '[0.6,0,0.8,0]')",
+    "INSERT INTO edges VALUES (1, 2, 'temporal', 1.0, 1), (2, 1, 'temporal', 1.0, 1), (2, 3, 'temporal', 1.0, 1),"
+    " (3, 2, 'temporal', 1.0, 1), (3, 1, 'semantic', 0.8, 1)",
+    "INSERT INTO _writes VALUES (1, 0) ON CONFLICT (id) DO UPDATE SET n = 7",
+]
+
+
+def old_postgres_database(url: str, bound: bool) -> None:
+    import string
+
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for statement in OLD_POSTGRES_FUNCTIONS:
+            conn.execute(statement)
+        conn.execute(sql.SQL("CREATE FUNCTION cuemem_words(text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+                             " RETURN translate($1, {}, {})").format(
+            sql.Literal(string.punctuation), sql.Literal(" " * len(string.punctuation))))
+        for statement in OLD_POSTGRES_TABLES.split(";"):
+            conn.execute(statement)
+        conn.execute("CREATE TABLE _migrations (name text PRIMARY KEY, applied_at text NOT NULL)")
+        conn.execute("INSERT INTO _migrations VALUES ('m001_initial', '2026-01-01T00:00:00')")
+        for statement in OLD_POSTGRES_BOUND + OLD_POSTGRES_ROWS if bound else []:
+            conn.execute(statement)
+
+
+def postgres_schema(url: str) -> dict[str, list]:
+    """Columns, indexes and constraints of a database's cuemem tables, as PostgreSQL describes them."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return {
+            "columns": conn.execute(
+                "SELECT table_name, column_name, data_type, is_nullable, column_default, generation_expression"
+                " FROM information_schema.columns WHERE table_schema = current_schema()"
+                " ORDER BY table_name, column_name").fetchall(),
+            "indexes": conn.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                                    " ORDER BY indexname").fetchall(),
+            "constraints": conn.execute(
+                "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
+                " WHERE connamespace = current_schema()::regnamespace ORDER BY 1, 2").fetchall(),
+        }
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "never-ingested"])
+def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, bound):
+    """It records the names its schema already satisfied, turns its edge kinds into SQLite's codes, keeps
+    every row, and ends with the schema a new database gets."""
+    import psycopg
+
+    from cuemem_cli.stores import open_store
+
+    fresh = open_store(pg_url)
+    fresh.bind_embedder("m", DIM, "test")
+    fresh.close()
+    new_schema = postgres_schema(pg_url)
+    assert ("edges", "kind", "smallint", "NO", None, None) in new_schema["columns"]
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # the same database, emptied for the old schema
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    old_postgres_database(pg_url, bound)
+    store = open_store(pg_url)
+    names = [r[0] for r in store.conn.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
+    if bound:
+        assert names == [m.name for m in MIGRATIONS]
+        assert sorted(r[0] for r in store.conn.execute("SELECT DISTINCT kind FROM edges").fetchall()) == [0, 1]
+        assert store.all_edges(1) == [(1, 2, "temporal", 1.0, 1), (2, 1, "temporal", 1.0, 1),
+                                      (2, 3, "temporal", 1.0, 1), (3, 1, "semantic", 0.8, 1),
+                                      (3, 2, "temporal", 1.0, 1)]
+        assert sorted(store.neighbours([1], 1, 1)) == [(1, 2, "temporal", 1.0), (1, 3, "semantic", 0.8)]
+        stats = store.conversation_stats()[0]
+        assert (stats["turns"], stats["cues"], stats["temporal_edges"], stats["semantic_edges"]) == (3, 3, 4, 1)
+        [(cue, similarity)] = store.knn_cues(1, np.array([0, 1, 0, 0], dtype=np.float32), 1)
+        assert (cue.turn_id, similarity) == (2, pytest.approx(1.0))
+        assert [tid for tid, _ in store.search_turns_fts(1, '"dog"', 10)] == [1]
+        assert sorted(store.turn_vectors([1, 2, 3])) == [1, 2, 3]
+        assert store.data_version() == 7  # the commit counter is kept, not restarted
+        with store.transaction():  # written after the migration: codes, read back as names
+            store.insert_edges([(1, 3, "semantic", 0.7, 2)])
+        assert (1, 3, "semantic", 0.7, 2) in store.edges_of(1)
+    else:
+        assert names == sorted(m.name for m in MIGRATIONS if not m.needs_dim)
+        store.bind_embedder("m", DIM, "test")
+    store.close()
+    assert postgres_schema(pg_url) == new_schema

@@ -1,14 +1,19 @@
-"""The store contract: SQLite (store.py) and PostgreSQL (store_postgres.py) answer every call the pipeline
-makes the same way. Behaviour tests run on each backend; comparison tests fill both with the same rows
-and compare what each returns. Real SQLite + sqlite-vec, real PostgreSQL + pgvector (conftest)."""
+"""The store contract: SQLite (store_sqlite.py) and PostgreSQL (store_postgres.py) answer every method of
+the `Store` Protocol (store.py) the same way. Behaviour tests run on each backend; comparison tests fill
+both with the same rows and compare what each returns; a test fails when a Protocol method is called by
+none of them. Real SQLite + sqlite-vec, real PostgreSQL + pgvector (conftest)."""
 
 from __future__ import annotations
+
+import ast
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cuemem_cli.errors import ModelMismatch, StoreError
-from cuemem_cli.store import NewTurn
+from cuemem_cli.migrations import MIGRATIONS
+from cuemem_cli.store import NewTurn, Store
 from cuemem_cli.stores import open_store
 
 TEXTS = [
@@ -64,6 +69,16 @@ def fill(store, conversations=("a", "b")) -> dict[str, int]:
     return ids
 
 
+def titled(store, name: str, title: str, times: list[str]) -> int:
+    """A conversation whose turns kept an export's title in `extra` (all but its first turn), said at `times`."""
+    with store.transaction():
+        cid = store.conversation_id(name, create=True)
+        store.insert_turns([NewTurn(cid, pos, f"x{pos}", f"Turn {pos} of {name}.", f"h{name}{pos}", None, time,
+                                    "Maya", None, {"title": title} if pos else {}, "done")
+                            for pos, time in enumerate(times)])
+    return cid
+
+
 @pytest.fixture
 def both(tmp_path, pg_url):
     stores = (open_store(str(tmp_path / "memory.db")), open_store(pg_url))
@@ -95,11 +110,17 @@ def test_a_missing_database_is_not_created_for_a_reader(backend_db):
 
 
 def test_embedding_model_is_recorded_and_guarded(any_store):
+    assert not any_store.has_vectors()
     any_store.bind_embedder("all-MiniLM-L6-v2", 384, "onnx")
-    any_store.bind_embedder("all-MiniLM-L6-v2", 384, "sentence-transformers")
+    any_store.bind_embedder("all-MiniLM-L6-v2", 384, "sentence-transformers")  # same space: fine
     with pytest.raises(ModelMismatch, match="all-MiniLM-L6-v2"):
         any_store.bind_embedder("bge-small", 384, "onnx")
-    assert any_store.meta()["embedding_dim"] == "384"
+    with pytest.raises(ModelMismatch):
+        any_store.check_embedder("all-MiniLM-L6-v2", 768)
+    any_store.check_embedder("all-MiniLM-L6-v2", 384)
+    assert any_store.has_vectors()
+    assert any_store.meta()["embedding_dim"] == "384" and any_store.get_meta("embedding_backend") == "onnx"
+    assert any_store.get_meta("nothing", "default") == "default"
 
 
 def test_transaction_rolls_back_everything(any_store):
@@ -170,6 +191,155 @@ def test_delete_turns_takes_everything_of_theirs(any_store):
     assert any_store.conversation_names() == ["b"]
     assert any_store.turn_vectors([t.id for t in turns]) == {}
     assert any_store.conversation_stats()[0]["turns"] == len(TEXTS)
+
+
+def test_every_migration_is_recorded_by_name_on_both_backends(backend_db):
+    """One list of migrations (migrations.py): a new database of either backend records every name, the
+    vector ones once an embedder is bound, and its schema version counts them alike."""
+    store = open_store(backend_db)
+    try:
+        plain = [m.name for m in MIGRATIONS if not m.needs_dim]
+        assert store.schema_version() == len(plain)
+        store.bind_embedder("m", DIM, "test")
+        assert store.schema_version() == len(MIGRATIONS)
+        recorded = [r[0] for r in store.conn.execute("SELECT name FROM _migrations ORDER BY name").fetchall()]
+        assert recorded == sorted(m.name for m in MIGRATIONS)
+    finally:
+        store.close()
+
+
+def test_status_cache_and_counts(any_store):
+    ids = fill(any_store)
+    assert any_store.turn_count() == 2 * len(TEXTS)
+    texts = any_store.all_turn_texts()
+    assert [text for _, text in texts] == TEXTS * 2 and [tid for tid, _ in texts] == sorted(tid for tid, _ in texts)
+    pending = any_store.pending_turns(ids["b"])
+    assert [(turn.source_id, turn.conversation, digest) for turn, digest in pending] == [("t4", "b", "hash4")]
+    with any_store.transaction():
+        any_store.set_status([turn.id for turn, _ in pending], "done")
+    assert any_store.pending_turns(ids["b"]) == [] and len(any_store.pending_turns()) == 1
+    assert any_store.cached_triples("llm", "v1", "hash0") is None
+    with any_store.transaction():
+        any_store.cache_triples("llm", "v1", "hash0", [["Maya", "adopted", "two dogs"]])
+        any_store.cache_triples("llm", "v1", "hash0", [["Maya", "adopted", "Biscuit"]])  # replaces
+        any_store.cache_triples("llm", "v2", "hash0", [])
+    assert any_store.cached_triples("llm", "v1", "hash0") == [["Maya", "adopted", "Biscuit"]]
+    assert any_store.cached_triples("llm", "v2", "hash0") == []
+    assert any_store.turn_vector_text() == "turn+previous"
+    with any_store.transaction():
+        any_store.set_meta("turn_vectors", "turn")
+    assert any_store.turn_vector_text() == "turn"
+
+
+def test_cells_are_kept_and_searched(any_store):
+    """A conversation's coarse cells (cells.py): replaced whole, grown cue by cue, searched by cell."""
+    cid = fill(any_store, ("a",))["a"]
+    cue_ids, _, _, matrix = any_store.conversation_vectors(cid, DIM)
+    assert any_store.cell_centroids(cid, DIM)[0].size == 0
+    centroids = np.stack([matrix[0], matrix[1]])
+    with any_store.transaction():
+        any_store.replace_cells(cid, centroids[::-1], cue_ids, np.arange(len(cue_ids)) % 2, matrix)
+        # again: the old cells and their rows go (a cue's row left behind would clash with its new one)
+        ids = any_store.replace_cells(cid, centroids, cue_ids[:-1], np.arange(len(cue_ids) - 1) % 2, matrix[:-1])
+        any_store.insert_cell_vectors(cue_ids[-1:], ids[:1], matrix[-1:])
+    assert len(ids) == 2
+    stored_ids, stored = any_store.cell_centroids(cid, DIM)
+    assert stored_ids.tolist() == ids.tolist() and np.array_equal(stored, centroids.astype(np.float32))
+    in_first = set(cue_ids[:-1][::2].tolist()) | {int(cue_ids[-1])}
+    found = any_store.knn_cues_in_cells([int(ids[0])], matrix[0], 100)
+    assert {cue.id for cue, _ in found} == in_first
+    assert found[0][0].id == cue_ids[0] and found[0][1] == pytest.approx(1.0, abs=1e-5)
+    both_cells = any_store.knn_cues_in_cells(ids.tolist(), matrix[0], 5)
+    assert [c for c, _ in both_cells] == [c for c, _ in any_store.knn_cues(cid, matrix[0], 5)]
+    assert any_store.knn_cues_in_cells([], matrix[0], 5) == []
+
+
+def test_each_backend_keeps_its_own_knn_limit(any_store):
+    """sqlite-vec caps k at VEC0_MAX_K; PostgreSQL's exact scan has no cap (backend limits on their own side)."""
+    from cuemem_cli.store_sqlite import VEC0_MAX_K, SQLiteStore
+
+    sqlite = isinstance(any_store, SQLiteStore)
+    assert any_store.max_k == (VEC0_MAX_K if sqlite else None)
+    any_store.bind_embedder("m", DIM, "test")
+    n = VEC0_MAX_K + 10
+    with any_store.transaction():
+        cid = any_store.conversation_id("big", create=True)
+        [tid] = any_store.insert_turns([NewTurn(cid, 0, "t0", "many cues", "h", None, None, None, None, {})])
+        cue_ids = any_store.insert_cues(cid, [(tid, "s", "r", f"o{i}", "triple") for i in range(n)])
+        any_store.insert_vectors(cid, cue_ids, unit(np.random.default_rng(3), n))
+    any_store.map_file()  # SQLite reads through mmap from here; a server has nothing to switch
+    found = any_store.knn_cues(cid, unit(np.random.default_rng(4), 1)[0], n)
+    assert len(found) == (VEC0_MAX_K if sqlite else n)
+    sims = [sim for _, sim in found]
+    assert sims == sorted(sims, reverse=True)
+
+
+def test_scrub_after_a_forget_keeps_what_remains(any_store):
+    ids = fill(any_store)
+    with any_store.transaction():
+        any_store.delete_turns([t.id for t in any_store.turns(ids["a"])])
+        with pytest.raises(StoreError, match="inside a transaction"):
+            any_store.scrub()
+    any_store.scrub()
+    assert any_store.conversation_names() == ["b"]
+    assert len(any_store.knn_cues(ids["b"], unit(np.random.default_rng(1), 1)[0], 100)) == 2 * len(TEXTS)
+    found = {t for t, _ in any_store.search_turns_fts(ids["b"], '"dogs"', 10)}
+    assert found <= {t.id for t in any_store.turns(ids["b"])}
+
+
+def test_browse_lists_conversations_most_recent_first_with_their_titles(any_store):
+    fill(any_store)
+    titled(any_store, "chat-1", "Trip to Denver", ["2023-06-01T09:00:00", "2023-06-02T09:00:00"])
+    with any_store.transaction():
+        any_store.conversation_id("empty", create=True)  # no turn said: listed by when it was created (now)
+    total, rows = any_store.browse_conversations(None, None, 0, 10)
+    assert total == 4 and [r["conversation"] for r in rows] == ["empty", "chat-1", "b", "a"]  # a tie: newer first
+    assert rows[0] == {"conversation": "empty", "title": None, "first_time": None, "last_time": None,
+                       "turns": 0, "cues": 0}
+    assert rows[1] == {"conversation": "chat-1", "title": "Trip to Denver", "first_time": "2023-06-01T09:00:00",
+                       "last_time": "2023-06-02T09:00:00", "turns": 2, "cues": 0}
+    assert rows[3] == {"conversation": "a", "title": None, "first_time": "2023-05-01T10:00:00",
+                       "last_time": "2023-05-04T10:00:00", "turns": len(TEXTS), "cues": 2 * len(TEXTS)}
+    assert any_store.browse_conversations(None, None, 1, 2) == (4, rows[1:3])
+
+    def names(search, name=None):
+        total, rows = any_store.browse_conversations(search, name, 0, 10)
+        assert total == len(rows)
+        return [r["conversation"] for r in rows]
+
+    assert names("denVER") == ["chat-1"]  # the title, whatever the case
+    assert names("CHAT") == ["chat-1"] and names("a") == ["chat-1", "a"]  # the name
+    assert names("%") == [] and names("_") == []  # a substring, not a pattern
+    assert names(None, "a") == ["a"] and names(None, "nope") == [] and names("denver", "a") == []
+
+
+def test_browse_search_finds_turns_of_every_conversation_holding_every_word(any_store):
+    fill(any_store)
+
+    def found(*words, limit=50):
+        hits = any_store.browse_search_turns(list(words), limit)
+        scores = [s for _, s in hits]
+        assert scores == sorted(scores, reverse=True)  # best first
+        turns = any_store.turns_by_id([t for t, _ in hits])
+        return sorted((turns[t].conversation, turns[t].source_id) for t, _ in hits)
+
+    assert found("dog") == [(c, t) for c in "ab" for t in ("t0", "t1", "t8")]  # stemmed, in both conversations
+    assert found("Biscuit", "pepper") == [(c, t) for c in "ab" for t in ("t2", "t9")]  # every word
+    assert found("biscuit", "hiking") == []
+    assert found("Pepper", "AND") == found("pepper", "and") == found("biscuit", "pepper")  # a word, not syntax
+    assert found('biscuit"') == found("biscuit")
+    assert len(found("dog", limit=2)) == 2
+    assert found() == [] and found("dog", limit=0) == []
+
+
+def test_every_protocol_method_has_a_contract_test():
+    """Each public member of the `Store` Protocol is called somewhere in this module, whose tests run on
+    both backends: a method added to the Protocol without a contract test fails here."""
+    members = {name for name in vars(Store) if not name.startswith("_")} | set(Store.__annotations__)
+    assert len(members) > 60 and {"knn_cues", "delete_turns", "max_k", "path"} <= members
+    used = {node.attr for node in ast.walk(ast.parse(Path(__file__).read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute)}
+    assert sorted(members - used) == []
 
 
 # --------------------------------------------------- both backends, compared
@@ -253,6 +423,21 @@ def test_both_backends_select_the_same_turns_to_forget(both):
     with sqlite.transaction(), postgres.transaction():
         _same(sqlite.delete_turns(doomed), postgres.delete_turns(doomed))
     _same(sqlite.conversation_stats(), postgres.conversation_stats())
+
+
+def test_both_backends_browse_the_same_conversations_and_find_the_same_turns(both):
+    sqlite, postgres = both
+    _same(fill(sqlite), fill(postgres))
+    for store in both:
+        titled(store, "chat-1", "Trip to Denver", ["2023-06-01T09:00:00", "2023-06-02T09:00:00"])
+        titled(store, "chat-2", "Dogs in the park", ["2023-04-01T09:00:00"])
+    for args in [(None, None, 0, 10), (None, None, 1, 2), ("DENVER", None, 0, 10), ("chat", None, 0, 1),
+                 ("a", None, 0, 10), (None, "chat-2", 0, 1), ("zz", None, 0, 10)]:
+        _same(sqlite.browse_conversations(*args), postgres.browse_conversations(*args))
+    for words in (["dogs"], ["painting"], ["biscuit", "pepper"], ["denver", "june"], ["turn", "chat"], ["of"],
+                  ["watercolors", "dog"]):
+        want, got = sqlite.browse_search_turns(words, 50), postgres.browse_search_turns(words, 50)
+        assert sorted(t for t, _ in got) == sorted(t for t, _ in want), words  # the scores are each backend's
 
 
 def test_postgres_refuses_a_database_with_other_tables(pg_url):

@@ -9,7 +9,8 @@ import pytest
 
 from cuemem_cli import Memory, view
 from cuemem_cli.reconstruct import reconstruct
-from cuemem_cli.store import NewTurn, Store
+from cuemem_cli.store import NewTurn
+from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.view import ConversationView, StoreConversation, conversation_source
 
 MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
@@ -21,7 +22,8 @@ QUESTIONS = [
 
 
 @pytest.fixture
-def memory(tmp_path):
+def memory(tmp_path, stub_models):
+    """The sample dialogue with the stand-in models: the view must give what SQL gives for any vectors."""
     mem = Memory(tmp_path / "memory.db")
     mem.ingest_file(MAYA)
     yield mem
@@ -40,7 +42,7 @@ def test_first_question_reads_sql_second_builds_the_view(memory):
 
 def test_view_gives_the_same_contexts_as_sql(memory):
     for question in QUESTIONS:
-        fresh = Store.open(memory.store.path)  # a new store object: its first question goes to SQL
+        fresh = SQLiteStore.open(memory.store.path)  # a new store object: its first question goes to SQL
         try:
             by_sql = reconstruct(fresh, memory.embedder(), question, "maya-and-leo")
             assert isinstance(conversation_source(fresh, fresh.conversation_id("maya-and-leo"), 384), ConversationView)
@@ -71,7 +73,7 @@ def test_a_commit_by_another_connection_drops_the_view(memory):
     cid = store.conversation_id("maya-and-leo")
     conversation_source(store, cid, 384)
     assert isinstance(conversation_source(store, cid, 384), ConversationView)
-    other = Store.open(store.path)
+    other = SQLiteStore.open(store.path)
     try:
         with other.transaction():
             other.insert_turns([NewTurn(cid, 1000, "late", "A late turn.", "h", None, None, "Leo", None, {})])
@@ -114,12 +116,15 @@ def test_turn_vectors_in_context_add_the_turn_before_in_the_same_session_only(st
         ids = store.insert_turns([NewTurn(cid, p, f"t{p}", f"turn {p}", f"h{p}", session, None, "A", None, {})
                                   for p, session in enumerate(["s1", "s1", "s2", "s2"])])
         vectors = np.eye(4, dtype=np.float32)
-        store.insert_turn_vectors(list(zip(ids, vectors)))
+        store.insert_turn_vectors(list(zip(ids, vectors, strict=True)))
     assert store.previous_turns(ids) == {ids[1]: ids[0], ids[3]: ids[2]}
     query = np.array([1.0, 0.0, 1.0, 0.0], dtype=np.float32) / np.sqrt(2)
-    bare = query @ vectors.T
-    mixed = np.array([bare[0], 0.3 * bare[0] / np.hypot(1, 0.3), bare[2], (bare[3] + 0.3 * bare[2]) / np.hypot(1, 0.3)])
+    # By hand, turn vectors e0..e3 and the question (e0 + e2)/√2: alone, t0 and t2 score 1/√2, t1 and t3 0.
+    # With 0.3 of the turn before in its session: t1 = 0.3 · 0.7071 / |e1 + 0.3 e0| = 0.2121 / 1.0440 = 0.2032,
+    # t3 the same from t2; t0 has no turn before it and t2's (t1) is in another session: both unchanged.
+    bare = [0.7071, 0.0, 0.7071, 0.0]
+    mixed = [0.7071, 0.2032, 0.7071, 0.2032]
     for source in (StoreConversation(store, cid, 4), ConversationView(store, cid, 4)):
-        assert source.turn_similarities(ids, query) == pytest.approx(bare)
-        assert source.turn_similarities(ids, query, 0.3) == pytest.approx(mixed)
-        assert source.turn_similarities(ids[::-1], query, 0.3) == pytest.approx(mixed[::-1])
+        assert source.turn_similarities(ids, query) == pytest.approx(bare, abs=1e-4)
+        assert source.turn_similarities(ids, query, 0.3) == pytest.approx(mixed, abs=1e-4)
+        assert source.turn_similarities(ids[::-1], query, 0.3) == pytest.approx(mixed[::-1], abs=1e-4)

@@ -33,7 +33,9 @@ from ..registry import bind_extractor, make_extractor
 from ..store import Store
 
 CACHE_VERSION = "eval-cache-v1"
-_INGEST_ROOTS = ("convert", "ingest", "extract", "extract_llm", "embed")  # what turns a data file into a database
+# What turns a data file into a database; `stores` reaches the backends (store_sqlite, store_postgres), which
+# consumers import only through it.
+_INGEST_ROOTS = ("convert", "ingest", "extract", "extract_llm", "embed", "stores")
 # Imported by ingest but not deciding what it writes: errors and the LLM call mechanics do not change
 # cues (the extraction prompt lives in extract_llm). The store and its migrations are hashed: the
 # rows and tables they write are the database the benchmark reads.

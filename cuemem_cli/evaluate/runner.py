@@ -18,6 +18,7 @@ from ..errors import CuememError, LLMError
 from ..reconstruct import Settings
 from ..files import private_dir
 from ..store import TURN_ALONE, Store
+from ..store_sqlite import SQLiteStore
 from . import judge as judging
 from .cache import (BuildSettings, IngestSummary, database_path, default_cache_dir, ensure_ingested, file_digest,
                     remove_database, remove_superseded, turn_alone_path, vector_dir)
@@ -90,7 +91,7 @@ def check(config: EvalConfig) -> None:
             raise CuememError("--rebuild does not empty a PostgreSQL database", "give --store a new, empty database")
 
 
-def open_postgres(config: EvalConfig, lineage: str):
+def open_postgres(config: EvalConfig, lineage: str) -> Store:
     """The PostgreSQL store an eval runs on: empty, or holding this same eval (its lineage in meta), so an
     eval never mixes its conversations into someone's memory nor reads another build's."""
     from ..stores import open_store
@@ -140,24 +141,26 @@ class _TurnAloneCopy:
     """The eval database with each turn vector embedded from the turn alone (as before m005), for the
     `no-context` and `mixed-context` ablations; made on first use, cached beside the database."""
 
-    def __init__(self, store: Store, path: Path, embedder):
-        self.source, self.path, self.embedder = store, path, embedder
-        self.store: Store | None = None
+    def __init__(self, store: SQLiteStore | None, path: Path, embedder):
+        self.source, self.path, self.embedder = store, path, embedder  # source None: no copy (PostgreSQL)
+        self.store: SQLiteStore | None = None
 
     def __call__(self) -> Store:
+        if self.source is None:
+            raise CuememError("the no-context and mixed-context systems need a copy of a SQLite database")
         if self.store is None:
-            self.store = Store.open(self.path, create=False) if self.path.exists() else None
+            self.store = SQLiteStore.open(self.path, create=False) if self.path.exists() else None
             if self.store is None or self.store.get_meta("copy_of_turns") != str(self.source.turn_count()):
                 self.close()  # none yet, or the database has gained conversations since
-                self._build()
-                self.store = Store.open(self.path, create=False)
+                self._build(self.source)
+                self.store = SQLiteStore.open(self.path, create=False)
         return self.store
 
-    def _build(self) -> None:
+    def _build(self, source: SQLiteStore) -> None:
         partial = self.path.with_name(self.path.name + ".partial")
         partial.unlink(missing_ok=True)
-        self.source.copy_to(partial)
-        copy = Store.open(partial, create=False)
+        source.copy_to(partial)
+        copy = SQLiteStore.open(partial, create=False)
         try:
             rows = copy.all_turn_texts()
             vectors = self.embedder.embed([text for _, text in rows])
@@ -282,12 +285,12 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         store = open_postgres(config, build.lineage(dataset.name, file_digest(Path(config.file))))
         scratch = tempfile.TemporaryDirectory(prefix="cuemem-eval-")
         database, vectors = store.path, Path(scratch.name)
-        turn_alone = _TurnAloneCopy(store, vectors / "unused.db", embedder)  # check() refused its systems
+        turn_alone = _TurnAloneCopy(None, vectors / "unused.db", embedder)  # check() refused its systems
     else:
         db_path = _database(config, build)
-        store = Store.open(db_path)
-        database, vectors = str(db_path), vector_dir(db_path)
-        turn_alone = _TurnAloneCopy(store, turn_alone_path(db_path), embedder)
+        sqlite = SQLiteStore.open(db_path)
+        store, database, vectors = sqlite, str(db_path), vector_dir(db_path)
+        turn_alone = _TurnAloneCopy(sqlite, turn_alone_path(db_path), embedder)
     try:
         state.ingest = ensure_ingested(store, dataset.messages, build, embedder, lambda d, t: notify("ingest", d, t))
         if scratch is None:

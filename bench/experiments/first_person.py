@@ -7,7 +7,7 @@ questions, so this replays its questions three ways on a copy of the eval databa
 the first person with no roles stored (the name, and with it the speaker lift, is gone); and in the
 first person with the named speaker's turns stored as role `user`, the other's as `assistant`.
 
-    python bench/first_person.py DB [LOCOMO_JSON]
+    python bench/experiments/first_person.py DB [LOCOMO_JSON]
 
 DB is a `cuemem eval locomo` cache database (it is copied, not changed). The rewrite is a few regular
 expressions (possessive → "my", "did Caroline" → "did I", she/her → I/my); its first lines are printed.
@@ -24,10 +24,10 @@ from pathlib import Path
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.view import drop_view
 
-DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 AUXILIARY = {"does": "do", "is": "am", "has": "have"}
 PRONOUNS = (("she", "I"), ("he", "I"), ("her", "my"), ("his", "my"), ("him", "me"), ("herself", "myself"),
             ("himself", "myself"))
@@ -57,15 +57,15 @@ def first_person(question: str, name: str) -> str:
 def main(db: str, locomo: str = str(DEFAULT_LOCOMO)) -> None:
     with tempfile.TemporaryDirectory(prefix="cuemem-first-person-") as folder:
         copy = Path(folder) / "first-person.db"  # roles are rewritten, so never on the caller's database
-        source = Store.open(db, create=False, readonly=True)
+        source = SQLiteStore.open(db, create=False, readonly=True)
         source.copy_to(copy)
         source.close()
-        store = Store.open(copy, create=False)
+        store = SQLiteStore.open(copy, create=False)
         measure(store, locomo)
         store.close()
 
 
-def measure(store: Store, locomo: str) -> None:
+def measure(store: SQLiteStore, locomo: str) -> None:
     embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for q in load_locomo(locomo).questions:

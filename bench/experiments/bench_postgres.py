@@ -1,6 +1,6 @@
 """PostgreSQL + pgvector against SQLite on the same data (issue 24).
 
-    python bench/bench_postgres.py LOCOMO_JSON [--server URL] [--parts concurrent knn all] [--knn N ...]
+    python bench/experiments/bench_postgres.py LOCOMO_JSON [--server URL] [--parts concurrent knn all] [--knn N ...]
 
 1. concurrent: conv-26 is ingested into both; then 8 asker processes ask its LoCoMo questions (`Memory.ask`,
    extractive answer, retrieval times recorded: what `cuemem ask` does) while 2 ingester processes each
@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402 - after the repository is on sys.path, as the imports below
@@ -118,13 +118,13 @@ def knn(server: str, n: int, dim: int = 384, queries: int = 30) -> dict:
     import psycopg
     from psycopg.types import TypeInfo
 
-    from cuemem_cli.store_postgres import _register_vector
+    from cuemem_cli.store_postgres import register_vector
 
     url = new_database(server)
     rng = np.random.default_rng(0)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        _register_vector(conn)
+        register_vector(conn)
         TypeInfo.fetch(conn, "vector").register(conn)  # by name, for COPY's set_types
         conn.execute(f"CREATE TABLE v (id bigint PRIMARY KEY, conversation_id bigint, embedding vector({dim}))")
         conn.execute("CREATE INDEX ON v(conversation_id)")

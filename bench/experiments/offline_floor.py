@@ -1,7 +1,7 @@
 """Where the offline answer's no-evidence floor lies (issue 20): the best sentence score
 (answer.rank_sentences) of real LoCoMo questions against junk and unrelated questions.
 
-    python bench/offline_floor.py DB LOCOMO_JSON [N]
+    python bench/experiments/offline_floor.py DB LOCOMO_JSON [N]
 
 DB is a LoCoMo database built by `cuemem eval locomo LOCOMO_JSON --cache-dir DIR` (the path it prints
 as `database`). N real questions (categories 1–4, seeded sample, default 400) and every junk and
@@ -22,7 +22,7 @@ import numpy as np
 from cuemem_cli.answer import rank_sentences, shared_words
 from cuemem_cli.embed import get_embedder
 from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store import Store
+from cuemem_cli.store_sqlite import SQLiteStore
 
 JUNK = ["???", "?", "!!!", "...", "asdf", "qwerty uiop", "lorem ipsum dolor sit amet", "xyzzy plugh", "hmm", "12345",
         "zxcv bnm", "?? !!"]
@@ -47,7 +47,7 @@ def main() -> None:
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 400
     with open(locomo) as handle:
         data = json.load(handle)
-    store = Store.open(db, create=False)
+    store = SQLiteStore.open(db, create=False)
     embedder = get_embedder(None)
     real = [(s["sample_id"], q["question"]) for s in data for q in s["qa"] if q.get("category") in (1, 2, 3, 4)]
     random.Random(20).shuffle(real)

@@ -16,7 +16,7 @@ with `vec_quantize_binary`, its candidates rescored from their int8 codes (vecto
 stores) read by id from a plain table; the cells through cuemem's own Store (`insert_vectors`,
 `cells.build`, `cells.search`) at 16 probes (the default) and 64.
 
-    python bench/bench_bit_prefilter.py EVAL_DB [LOCOMO_JSON] [N] [STEP]
+    python bench/experiments/bench_bit_prefilter.py EVAL_DB [LOCOMO_JSON] [N] [STEP]
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from cuemem_cli import vectors as vec
 from cuemem_cli.config import DEFAULT_TOP_M
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.statements import without_names
-from cuemem_cli.store import NewTurn, Store
+from cuemem_cli.store import NewTurn
+from cuemem_cli.store_sqlite import SQLiteStore
 
 DIM = 384
 CANDIDATES = (500, 1000, 2000)  # bit-search candidates rescored
@@ -59,15 +60,15 @@ def timed(fn):
     return value, (time.perf_counter() - t0) * 1000
 
 
-def main(db: str, locomo: str = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"),
+def main(db: str, locomo: str = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"),
          n: str = "1000000", step: str = "16") -> dict:
-    source = Store.open(db, readonly=True)
+    source = SQLiteStore.open(db, readonly=True)
     names = source.conversation_names()
     real = np.vstack([source.conversation_vectors(source.conversation_id(c), DIM)[3] for c in names])
     speakers = {s for c in names for s in source.speakers(source.conversation_id(c))}
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))
     source.close()
-    questions = [q["question"] for c in json.load(open(locomo)) for q in c["qa"]][::int(step)]
+    questions = [q["question"] for c in json.loads(Path(locomo).read_text()) for q in c["qa"]][::int(step)]
     queries = embedder.embed([without_names(q, speakers) or q for q in questions])
     matrix = real_like(real, int(n), np.random.default_rng(23))
     k = DEFAULT_TOP_M
@@ -83,7 +84,7 @@ def main(db: str, locomo: str = str(Path(__file__).resolve().parents[2] / "share
 
 
 def measure_bit(path: Path, matrix: np.ndarray, queries: np.ndarray, truth: list[set[int]], k: int) -> dict:
-    store = Store.open(path)  # only for its connection, which loads sqlite-vec
+    store = SQLiteStore.open(path)  # only for its connection, which loads sqlite-vec
     conn = store.conn
     conn.execute(f"CREATE VIRTUAL TABLE bits USING vec0(embedding bit[{DIM}])")
     conn.execute("CREATE TABLE codes (id INTEGER PRIMARY KEY, code BLOB NOT NULL)")
@@ -132,7 +133,7 @@ def measure_bit(path: Path, matrix: np.ndarray, queries: np.ndarray, truth: list
 
 def measure_cells(path: Path, matrix: np.ndarray, queries: np.ndarray, truth: list[set[int]], k: int,
                   model_id: str) -> dict:
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     store.bind_embedder(model_id, DIM, "copied")
     t0 = time.perf_counter()
     with store.transaction():

@@ -1,0 +1,312 @@
+"""The web app of `cuemem browse`: a guard in front of every request, the pages and their JSON twins.
+
+Who may read: the server listens on 127.0.0.1 only, and `Guard` answers only requests that
+- carry this run's random token as the first part of their path (`/TOKEN/...`): another user of the
+  machine can reach the port but not guess the token; in the path rather than a cookie because a cookie
+  for 127.0.0.1 would also be sent to every other local port, whoever runs the server there;
+- name this server in their Host header (127.0.0.1:PORT or localhost:PORT): a web page whose own name
+  resolves to 127.0.0.1 (DNS rebinding) is refused;
+- do not come from another site or origin (the browser's Sec-Fetch-Site and Origin headers): a page
+  elsewhere cannot drive this one, and cannot frame it either.
+Every response forbids scripts altogether (Content-Security-Policy without script-src: the pages have
+none), framing and referrers, and is not cached. Stored text reaches HTML only through Jinja2's
+autoescaping, and never as a link target. Only GET (and HEAD) exist: nothing here writes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib.resources import files
+from typing import Any
+from urllib.parse import urlencode
+
+import jinja2
+import orjson
+from markupsafe import Markup, escape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import CuememError
+from ..memory import Memory
+from ..timeparse import format_human
+from . import pages
+
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'none'; style-src 'self'; img-src 'self' data:; "
+                                 b"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+SAME_SITE = {b"none", b"same-origin"}  # Sec-Fetch-Site of a typed URL or a link of ours
+FORBIDDEN = "forbidden: open the address `cuemem browse` printed (it holds this run's token)\n"
+
+
+class Guard:
+    """ASGI middleware: the refusals in the module docstring, then the app with the token as its root path
+    (so routes see `/turn/5`, and links are built under `/TOKEN/`)."""
+
+    def __init__(self, app: ASGIApp, token: str, port: int):
+        self.app = app
+        self.prefix = "/" + token
+        self.hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+        self.origins = {b"http://" + host for host in self.hosts}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_guarded(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            await send(message)
+
+        if scope["type"] != "http":  # no websockets here
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        refusal = self.refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send_guarded)
+            return
+        path = scope["path"]
+        if path == self.prefix:
+            query = scope.get("query_string", b"").decode("latin-1")
+            await RedirectResponse(self.prefix + "/" + (f"?{query}" if query else ""))(scope, receive, send_guarded)
+            return
+        await self.app({**scope, "root_path": scope.get("root_path", "") + self.prefix}, receive, send_guarded)
+
+    def refusal(self, scope: Scope) -> Response | None:
+        headers: dict[bytes, bytes] = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name.lower(), value)
+        if headers.get(b"host") not in self.hosts:
+            return PlainTextResponse("refused: this server answers only to 127.0.0.1 (Host header)\n", 421)
+        site = headers.get(b"sec-fetch-site")
+        origin = headers.get(b"origin")
+        if (site is not None and site not in SAME_SITE) or (origin is not None and origin not in self.origins):
+            return PlainTextResponse("refused: a request from another site or origin\n", 403)
+        path = scope["path"]
+        head = path[:len(self.prefix)]
+        if not (hmac.compare_digest(head.encode(), self.prefix.encode())
+                and (len(path) == len(self.prefix) or path[len(self.prefix)] == "/")):
+            return PlainTextResponse(FORBIDDEN, 403)
+        return None
+
+
+class BadRequest(CuememError):
+    """A malformed query parameter: HTTP 400."""
+
+
+class Browser:
+    """The pages over one open `Memory`: its models load once, on the first question, and a lock keeps
+    one request at a time on its database connection and embedder (Starlette runs these handlers in
+    threads); a model writing an answer holds neither, and other pages are served meanwhile."""
+
+    def __init__(self, memory: Memory, model: str | None, db_shown: str):
+        self.memory = memory
+        self.model = model
+        self.db_shown = db_shown
+        self.lock = threading.Lock()
+        self.css = files("cuemem_cli.browse").joinpath("static/browse.css").read_bytes()
+        self.templates = jinja2.Environment(loader=jinja2.PackageLoader("cuemem_cli.browse", "templates"),
+                                            autoescape=True, undefined=jinja2.StrictUndefined,
+                                            trim_blocks=True, lstrip_blocks=True)
+        self.templates.filters.update(when=_when, highlight=_highlight, blocks=text_blocks)
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/", self.home, methods=["GET"]),
+            Route("/conversation", self.conversation, methods=["GET"]),
+            Route("/turn/{turn_id:int}", self.turn, methods=["GET"]),
+            Route("/ask", self.ask, methods=["GET"]),
+            Route("/static/browse.css", self.stylesheet, methods=["GET"]),
+            Route("/api/conversations", self.api_conversations, methods=["GET"]),
+            Route("/api/conversation", self.api_conversation, methods=["GET"]),
+            Route("/api/turn/{turn_id:int}", self.api_turn, methods=["GET"]),
+            Route("/api/context", self.api_context, methods=["GET"]),
+            Route("/api/ask", self.api_ask, methods=["GET"]),
+        ]
+
+    # ------------------------------------------------------------------ pages
+    def home(self, request: Request) -> Response:
+        search = request.query_params.get("q")
+        return self._html(request, "conversations.html",
+                          lambda: pages.conversations(self.memory, search, _page(request)))
+
+    def conversation(self, request: Request) -> Response:
+        return self._html(request, "conversation.html", lambda: self._conversation(request))
+
+    def turn(self, request: Request) -> Response:
+        return self._html(request, "turn.html", lambda: pages.turn(self.memory, request.path_params["turn_id"]))
+
+    def ask(self, request: Request) -> Response:
+        text = (request.query_params.get("q") or "").strip()
+        only = request.query_params.get("only") == "1"
+
+        def build() -> dict[str, Any]:
+            data: dict[str, Any] = {"question": text, "only": only, "model": self.model, "result": None,
+                                    "error": None, "memory_wide": pages.MEMORY_WIDE}
+            data["scope"] = pages.scope(self.memory, _chosen(request))
+            if text:
+                try:
+                    data["result"] = pages.question(self.memory, text, data["scope"]["chosen"] or None,
+                                                    self.model, answer=not only, unlocked=self._unlocked)
+                except CuememError as exc:  # e.g. no conversation chosen: shown beside the question box
+                    data["error"] = exc
+            return data
+
+        return self._html(request, "ask.html", build)
+
+    def stylesheet(self, request: Request) -> Response:
+        return Response(self.css, media_type="text/css")
+
+    # ------------------------------------------------------------------- JSON
+    def api_conversations(self, request: Request) -> Response:
+        return self._json(lambda: pages.conversations(self.memory, request.query_params.get("q"), _page(request)))
+
+    def api_conversation(self, request: Request) -> Response:
+        return self._json(lambda: self._conversation(request))
+
+    def api_turn(self, request: Request) -> Response:
+        return self._json(lambda: pages.turn(self.memory, request.path_params["turn_id"]))
+
+    def api_context(self, request: Request) -> Response:
+        """`cuemem ask --context-only --json` for ?q=QUESTION&c=CONVERSATION (c empty or absent: all)."""
+        return self._json(lambda: pages.question(self.memory, _question(request), _chosen(request) or None,
+                                                 self.model, answer=False)["context"])
+
+    def api_ask(self, request: Request) -> Response:
+        """`cuemem ask --json`: the same, with the answer (the configured model's, else the offline one)."""
+        def build() -> dict[str, Any]:
+            result = pages.question(self.memory, _question(request), _chosen(request) or None, self.model,
+                                    unlocked=self._unlocked)
+            return {**result["context"], **({"error": result["error"]} if result["error"] else {})}
+
+        return self._json(build)
+
+    # ---------------------------------------------------------------- helpers
+    @contextmanager
+    def _unlocked(self) -> Iterator[None]:
+        """Inside a request that holds the lock: let other requests in while a model writes its answer."""
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+
+    def _conversation(self, request: Request) -> dict[str, Any]:
+        name = request.query_params.get("name")
+        if not name:
+            raise BadRequest("which conversation? ?name=NAME is missing")
+        return pages.conversation(self.memory, name, _page(request), _int(request, "at"))
+
+    def _read(self, build: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any] | None, CuememError | None, int]:
+        try:
+            with self.lock:
+                return build(), None, 200
+        except pages.NotFound as exc:
+            return None, exc, 404
+        except CuememError as exc:  # a malformed parameter, or what the CLI would explain with exit code 1
+            return None, exc, 400
+
+    def _html(self, request: Request, template: str, build: Callable[[], dict[str, Any]]) -> Response:
+        data, error, status = self._read(build)
+        root = request.scope.get("root_path", "")
+
+        def url(path: str = "", **params: Any) -> str:
+            query = urlencode({k: v for k, v in params.items() if v is not None})
+            return f"{root}/{path}" + (f"?{query}" if query else "")
+
+        common = {"url": url, "db": self.db_shown, "search": None}  # the search box's text: the list's own
+        if error is not None:
+            page = self.templates.get_template("error.html").render(error=error, status=status, **common)
+        else:
+            page = self.templates.get_template(template).render({**common, **(data or {})})
+        return HTMLResponse(page, status)
+
+    def _json(self, build: Callable[[], dict[str, Any]]) -> Response:
+        data, error, status = self._read(build)
+        if error is not None:
+            data = {"error": error.message, "hint": error.hint}
+        else:
+            data = {k: v for k, v in (data or {}).items() if k != "picture"}
+        return Response(orjson.dumps(data), status, media_type="application/json")
+
+
+def create_app(memory: Memory, model: str | None, token: str, port: int, db_shown: str) -> ASGIApp:
+    """The whole app: `Guard` around the pages of `Browser`."""
+    return Guard(Starlette(routes=Browser(memory, model, db_shown).routes()), token, port)
+
+
+def _int(request: Request, name: str) -> int | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise BadRequest(f"?{name}= takes a whole number ≥ 0, not {value!r}")
+    return int(value)
+
+
+def _page(request: Request) -> int:
+    return _int(request, "page") or 0
+
+
+def _chosen(request: Request) -> str | None:
+    """The question's conversation: ?c=NAME; ?c= (empty) is every conversation; absent is the default."""
+    return request.query_params.get("c")
+
+
+def _question(request: Request) -> str:
+    text = (request.query_params.get("q") or "").strip()
+    if not text:
+        raise BadRequest("which question? ?q=QUESTION is missing")
+    return text
+
+
+def _when(iso: str | None) -> str:
+    if not iso:
+        return ""
+    try:
+        return format_human(iso)
+    except ValueError:
+        return iso
+
+
+def _highlight(text: str, words: list[str]) -> Markup:
+    """`text`, escaped, with each word that starts with one of `words` marked."""
+    if not words:
+        return escape(text)
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.I)
+    out, last = [], 0
+    for match in pattern.finditer(text):
+        out += [escape(text[last:match.start()]), Markup("<mark>"), escape(match.group()), Markup("</mark>")]
+        last = match.end()
+    out.append(escape(text[last:]))
+    return Markup("").join(out)
+
+
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.S)
+
+
+def text_blocks(text: str) -> list[tuple[str, str]]:
+    """A turn as ("text", …) and ("code", …) blocks: fenced code (```) is shown in a monospaced box."""
+    blocks, last = [], 0
+    for match in _FENCE.finditer(text):
+        if text[last:match.start()].strip():
+            blocks.append(("text", text[last:match.start()].strip("\n")))
+        blocks.append(("code", match.group(1).rstrip("\n")))
+        last = match.end()
+    if text[last:].strip() or not blocks:
+        blocks.append(("text", text[last:].strip("\n")))
+    return blocks

@@ -1,0 +1,208 @@
+"""`cuemem browse` in a real browser: Debian's Chromium, headless, driven by Playwright, against a real
+`cuemem browse` server on a memory built by `cuemem ingest` (the sample dialogues and hostile text; see
+tests/test_browse.py, whose helpers start it).
+
+The browser comes from `.ci/browser-up` (it installs Debian's chromium when missing and run as root).
+Without a browser or Playwright these tests skip and say why, except under CI, where they fail.
+
+Tiers (tests/README.md): `browser`, and `slow` and `subprocess` for the memory and server they read.
+
+Each page's screenshot is saved; with CUEMEM_SCREENSHOTS=DIR set they go to DIR, which is how the pictures
+in docs/browse.md are made: `CUEMEM_SCREENSHOTS=docs/browse python -m pytest tests/test_browse_browser.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from conftest import REPO, tier
+from test_browse import (HOSTILE, IMAGE, LINK, PROBE, SCRIPT, TITLE, Server, build_memory, cli_json, start_server,
+                         stop)
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+QUESTION = "What breed is the dog Maya adopted, and when?"
+
+
+def _unavailable(why: str) -> None:
+    (pytest.fail if os.environ.get("CI") else pytest.skip)(why)
+
+
+def _chromium() -> str:
+    found = shutil.which("chromium")
+    if found:
+        return found
+    try:
+        done = subprocess.run(["bash", str(REPO / ".ci" / "browser-up")], capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        _unavailable(f"no chromium: .ci/browser-up failed: {exc}")
+    if done.returncode != 0:
+        _unavailable(f"no chromium: .ci/browser-up failed: {done.stderr.strip()[-500:]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+@tier("browser")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright is not installed (it comes with the test extra: pip install 'cuemem[test]')")
+    path = _chromium()
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=path, args=ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="module")
+@tier("slow", "subprocess")
+def server(tmp_path_factory) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("browse-browser")
+    db = str(folder / "memory.db")
+    build_memory(db, folder)
+    running = start_server(db, folder)
+    try:
+        yield running
+    finally:
+        code, stderr = stop(running)
+        assert code == 0, stderr
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page that fails the test on any dialog (alert, confirm: stored text running as script)
+    and records the console."""
+    context = browser.new_context(viewport={"width": 1200, "height": 860})
+    tab = context.new_page()
+    tab.dialogs = []
+    tab.console = []
+    tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
+    tab.on("console", lambda message: tab.console.append(message.text))
+    yield tab
+    context.close()
+    assert tab.dialogs == []
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory) -> Path:
+    wanted = os.environ.get("CUEMEM_SCREENSHOTS")
+    folder = Path(wanted) if wanted else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def ids_of(server: Server, conversation: str) -> dict[str, int]:
+    return {t["source_id"]: t["id"] for t in server.json("api/conversation", name=conversation)["turns"]}
+
+
+def test_every_page_renders(page, server, shots):
+    page.goto(server.url)
+    assert page.locator("h1").inner_text().startswith("Conversations")
+    assert page.locator("table.conversations tbody tr").count() == 3
+    page.screenshot(path=shots / "conversations.png")
+
+    page.locator("table.conversations a", has_text="maya-and-leo").click()
+    assert page.locator("h1").inner_text() == "maya-and-leo"
+    assert page.locator("li.turn").count() == 84
+    page.locator("li.turn details.cues summary").nth(1).click()  # open a turn's cues
+    assert page.locator("li.turn details.cues[open] li.cue").count() > 0
+    page.screenshot(path=shots / "conversation.png")
+
+    maya = ids_of(server, "maya-and-leo")
+    page.goto(server.url + f"turn/{maya['s3:8']}")
+    assert page.locator("article.turn-detail").get_attribute("data-turn") == str(maya["s3:8"])
+    assert page.locator("figure.graph svg a.node").count() > 1
+    page.screenshot(path=shots / "turn.png")
+
+    page.goto(server.url + "ask?" + urlencode({"q": QUESTION, "c": "maya-and-leo"}))
+    assert page.locator("section.answer h2").inner_text() == "Offline answer (extractive)"
+    assert page.locator("li.ev").count() > 0 and page.locator("figure.graph svg a.node").count() > 0
+    page.screenshot(path=shots / "ask.png")
+    assert not [m for m in page.console if "Content Security Policy" in m]
+
+
+def test_the_search_box_finds_a_turn_and_leads_to_it(page, server, shots):
+    maya = ids_of(server, "maya-and-leo")
+    page.goto(server.url)
+    box = page.locator("header form.search input[type=search]")
+    box.fill("beagle")
+    box.press("Enter")
+    page.wait_for_selector("li.hit")
+    hits = [int(h) for h in page.locator("li.hit").evaluate_all("els => els.map(e => e.dataset.turn)")]
+    assert maya["s2:9"] in hits  # "His name is Biscuit, he's a beagle"
+    assert page.locator("li.hit mark").first.inner_text().lower() == "beagle"
+    page.screenshot(path=shots / "search.png")
+    page.locator(f'li.hit[data-turn="{maya["s2:9"]}"] a.conv').click()
+    assert page.locator("h1").inner_text() == "maya-and-leo"
+    target = page.locator("li.turn.target")
+    assert target.get_attribute("data-turn") == str(maya["s2:9"]) and target.is_visible()
+    assert "beagle" in target.inner_text()
+
+
+def test_the_question_box_shows_the_evidence_ask_context_only_gives(page, server):
+    cli = cli_json(server, "ask", QUESTION, "-c", "maya-and-leo", "--context-only", "--json")
+    page.goto(server.url + "ask")
+    page.fill("#q", QUESTION)
+    page.select_option("#c", "maya-and-leo")
+    page.click("form.question button[type=submit]")
+    page.wait_for_selector("li.ev")
+    shown = page.locator("li.ev").evaluate_all("els => els.map(e => [e.dataset.sourceId, e.classList[1]])")
+    assert shown == [[e["source_id"], e["via"]] for e in cli["evidence"]]
+    scores = page.locator("li.ev .score").all_inner_texts()
+    assert scores == [f"score {e['score']:.3f}" for e in cli["evidence"]]
+    assert page.input_value("#q") == QUESTION and page.input_value("#c") == "maya-and-leo"
+
+
+def test_the_graph_draws_a_turns_neighbours_and_clicks_through(page, server):
+    maya = ids_of(server, "maya-and-leo")
+    centre = maya["s2:9"]
+    data = server.json(f"api/turn/{centre}")
+    page.goto(server.url + f"turn/{centre}")
+    drawn = page.locator("figure.graph svg a.node").evaluate_all("els => els.map(e => Number(e.dataset.turn))")
+    assert sorted(drawn) == sorted({centre} | {n["turn"]["id"] for n in data["neighbours"]})
+    assert page.locator("figure.graph svg a.node.center").get_attribute("data-turn") == str(centre)
+    edges = page.locator("figure.graph svg path.edge").count()
+    assert edges == len(data["graph"]["edges"]) and edges >= len(drawn) - 1
+    semantic = next(n["turn"]["id"] for n in data["neighbours"] if n["kind"] == "semantic")
+    page.locator(f'figure.graph svg a.node[data-turn="{semantic}"] circle').click()
+    page.wait_for_url(f"**/turn/{semantic}")
+    assert page.locator("article.turn-detail").get_attribute("data-turn") == str(semantic)
+    assert page.locator("figure.graph svg a.node.center").get_attribute("data-turn") == str(semantic)
+    assert page.locator(f'figure.graph svg a.node[data-turn="{centre}"]').count() == 1  # the way back
+
+
+def test_hostile_text_stays_inert(page, server):
+    hostile = {t["text"]: t["id"] for t in server.json("api/conversation", name=HOSTILE)["turns"]}
+    visits = ["", "?" + urlencode({"q": PROBE}), "conversation?" + urlencode({"name": HOSTILE}),
+              f"turn/{hostile[SCRIPT]}", f"turn/{hostile[IMAGE]}", f"turn/{hostile[LINK]}",
+              "ask?" + urlencode({"q": "Which picture of the beagle breaks the page?", "c": HOSTILE})]
+    for visit in visits:
+        page.goto(server.url + visit)
+        page.wait_for_load_state("load")
+        state = page.evaluate("""() => ({
+            pwned: window.__pwned === undefined ? null : String(window.__pwned),
+            scripts: document.scripts.length,
+            handlers: document.querySelectorAll('[onerror],[onload],[onclick]').length,
+            javascript: [...document.querySelectorAll('[href],[src],[action]')]
+                .filter(e => /^\\s*javascript:/i.test(e.getAttribute('href') || e.getAttribute('src')
+                                                     || e.getAttribute('action') || '')).length,
+            images: document.images.length,
+            text: document.body.innerText,
+        })""")
+        assert state["pwned"] is None and state["scripts"] == 0, visit
+        assert state["handlers"] == 0 and state["javascript"] == 0 and state["images"] == 0, visit
+    page.goto(server.url + "conversation?" + urlencode({"name": HOSTILE}))
+    text = page.evaluate("document.body.innerText")
+    for shown in (SCRIPT, IMAGE, LINK, TITLE, HOSTILE):
+        assert shown in text  # shown as the text it is
+    assert page.dialogs == [] and not [m for m in page.console if "Content Security Policy" in m]
