@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, tier
 from questions import Question, ask, ingest_samples, questions, span, verdict, words
 
 ASKED = questions()
@@ -28,6 +28,7 @@ NOT_ASKED = {"docs/commands.md", "docs/input-formats.md"}
 
 
 @pytest.fixture(scope="module")
+@tier("slow")  # the answers are the real models' (ask's defaults: spaCy cues, MiniLM)
 def samples_db(tmp_path_factory) -> Path:
     """Every dialogue the tables ask about, ingested through the CLI into one database."""
     from typer.testing import CliRunner
