@@ -11,24 +11,35 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date, datetime
 
 import numpy as np
 
+from .answer_dates import DAY, best_date, dates
+from .answer_spans import (Focus, Part, amounts, best_place, closest, content_stems, focus, known_names, known_places,
+                           people, places, preload_parser, question_parts, reply_place, stems, what_phrases)
 from .embed import embed_questions
 from .excerpt import GAP
 from .extract import time_phrases
-from .reconstruct import dialogue_lines, evidence_line, fts_query, question_periods, said_in
-from .records import Answer, Context, ScoredCue
+from .reconstruct import dialogue_lines, evidence_line, fts_query, said_in
+from .records import Answer, Context
 from .statements import sentences as split_sentences
 from .statements import without_names
-from .timeparse import MONTH_NAMES, format_human
+from .timeparse import format_human, named_periods
 from .view import in_context
 
 EXTRACTIVE_SOURCES = 3
 EXTRACTIVE_CONTEXT_WEIGHT = 0.7
 TURN_SCORE_WEIGHT = 1.0
 NO_EVIDENCE_FLOOR = 0.20  # see `matched`
+RECENT_MARGIN = 0.1  # now and plans: the newest candidate within this of the best one (_Reader.answer) …
+CURRENT_MARGIN = 0.5  # … or within this, when it is as strong and about the same event and person
+FOLLOW_DECAY = 0.15  # see _Reader._flow
+STRENGTH_BONUS = 0.2  # see _Reader.answer
+SUBJECT_BONUS = 0.1  # see _Reader._about
+OTHER_PENALTY = 0.2
+PHRASE_SENTENCES = 8  # what-questions parse only this many of the best sentences
 
 _INTRO = "You answer questions about a long conversation, using only the dialogue excerpts you are given."
 _DATA_RULES = [
@@ -85,7 +96,23 @@ def answer_with_model(context: Context, model: str, priority: bool = True,
                   timing_ms=round(result.seconds * 1000, 1))
 
 
+# ------------------------------------------------------------------------------ offline, extractive
 _WORD = re.compile(r"[a-z0-9]+")
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|we've|us|our)\b", re.I)
+_TITLE_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr)\.$")
+
+
+def sentences(text: str) -> list[str]:
+    """The project's sentences (statements.sentences), a title's full stop not taken for a sentence's
+    end ("They assigned me Dr. Helen Marsh." is one sentence), an excerpt's gap marks dropped."""
+    out: list[str] = []
+    for sentence in split_sentences(text):
+        sentence = sentence.strip().strip(GAP).strip()
+        if out and _TITLE_END.search(out[-1]):
+            out[-1] = f"{out[-1]} {sentence}"
+        elif sentence:
+            out.append(sentence)
+    return out
 
 
 def shared_words(question: str, context: Context) -> set[str]:
@@ -99,22 +126,20 @@ def shared_words(question: str, context: Context) -> set[str]:
 def rank_sentences(context: Context, embedder, short_places: bool = False) -> list[tuple[float, str, int]]:
     """(score, sentence, evidence index) for every candidate sentence of the evidence, best first.
 
-    Sentences come from the project's one splitter (statements.sentences); questions are left out (the
-    other speaker asking "where did you go?" echoes the question best and answers nothing), and each
-    sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT of the turn said just
-    before it when the evidence holds that turn: "His name is Biscuit, he's a beagle" answers "What
-    breed is Maya's dog?" because of the "name? breed?" before it. Measured on 400 LoCoMo questions,
-    share whose chosen sentences include one from a gold evidence turn: best sentence 0.205; in context
-    0.247; in context without questions 0.323. Best two turns: 0.343, 0.415, 0.463 (context weights
-    0.5–1.0 lie within 0.02 of each other). With `short_places` (where-questions) a sentence under
-    four words is kept when it names a place: "Greetings from Denver!" is where someone is.
+    Questions are left out (the other speaker asking "where did you go?" echoes the question best and
+    answers nothing), and each sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT
+    of the turn said just before it when the evidence holds that turn: "His name is Biscuit, he's a
+    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Measured on
+    400 LoCoMo questions, share whose chosen sentences include one from a gold evidence turn: best
+    sentence 0.205; in context 0.247; in context without questions 0.323. Best two turns: 0.343, 0.415,
+    0.463 (context weights 0.5–1.0 lie within 0.02 of each other). With `short_places` (where-questions)
+    a sentence under four words is kept when it names a place: "Greetings from Denver!" is where someone is.
     """
     found: list[tuple[str, int]] = []
     names = frozenset(ev.speaker for ev in context.evidence if ev.speaker)
     for i, ev in enumerate(context.evidence):
-        for sentence in split_sentences(ev.text):
-            sentence = sentence.strip().strip(GAP).strip()  # an excerpt's gap marks are not part of a sentence
-            if len(sentence.split()) >= 4 or (short_places and places(sentence, names)):
+        for sentence in sentences(ev.text):
+            if len(sentence.split()) >= 4 or (short_places and places(sentence, speakers=names)):
                 found.append((sentence, i))  # greetings and one-word replies answer nothing
     candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
     if not candidates:
@@ -143,45 +168,13 @@ def matched(context: Context, ranked: list[tuple[float, str, int]]) -> bool:
     0.183–0.378; of unrelated 0.115–0.405). A shared content word separates: every one of the 300 real
     questions has one, 6 of 120 junk ones do. With the floor at 0.20 under the lowest real score, no real
     question is silenced, 0.95 of junk and 0.65 of unrelated questions are (0.25: 0.003 of real ones).
+    A speaker the question names counts as a shared word: "What is Sam's diet?" asks about Sam, whose own
+    turns never say "Sam" nor "diet" ("I'm vegetarian").
     """
-    return bool(ranked) and ranked[0][0] >= NO_EVIDENCE_FLOOR and bool(shared_words(context.question, context))
-
-
-_NOW = re.compile(r"\b(?:now|currently|current|these days|still|anymore|latest|at the moment|nowadays)\b", re.I)
-_NUMBER = re.compile(r"\b(?:\d+(?:[.,]\d+)?|a few|a couple|several|(?:one|two|three|four|five|six|seven|eight|nine|"
-                     r"ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|thousand|dozen|many)(?:[- ]\w+)?)"
-                     r"(?:\s+[a-z]+)?", re.I)
-# A place after a preposition that puts someone or something there ("near" and "around" only locate
-# relative to a landmark: "the apartment near Washington Park" is in a city the question asks for).
-_PLACE = re.compile(r"\b(?:in|at|to|from|into|on)\s+"
-                    r"((?:the\s+)?[A-Z][\w'-]*(?:\s+(?:of\s+)?[A-Z][\w'-]*)*)")
-_NOT_PLACES = {*(m.lower() for m in MONTH_NAMES), "monday", "tuesday", "wednesday", "thursday", "friday",
-               "saturday", "sunday", "christmas", "easter", "halloween", "thanksgiving"}
-
-
-def places(sentence: str, names: frozenset[str] = frozenset()) -> list[str]:
-    """The places `sentence` names after a preposition (_PLACE): days, months and holidays ("on Thursday"
-    says when, not where) and the speakers' `names` left out."""
-    return [m.group(1) for m in _PLACE.finditer(sentence)
-            if m.group(1).removeprefix("the ").split()[0].lower() not in _NOT_PLACES and m.group(1) not in names]
-
-
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)*")
-RECENT_MARGIN = 0.1  # "now" questions: the latest sentence scoring within this of the best one
-
-
-def question_kind(question: str) -> str:
-    """when | where | who | how-many | what: the kind of span the question asks for."""
-    q = question.lower()
-    if re.search(r"\b(?:when|what (?:year|month|day|date|time)|which (?:year|month|day|date)|how long ago)\b", q):
-        return "when"
-    if re.search(r"\bhow (?:many|much|long|old|often)\b", q):
-        return "how-many"
-    if re.search(r"\bwhere\b", q):
-        return "where"
-    if re.search(r"\bwho(?:m|se)?\b", q):
-        return "who"
-    return "what"
+    named = {w.lower() for ev in context.evidence if ev.speaker for w in ev.speaker.split()}
+    asks_about = named & {w.lower() for w in re.findall(r"[A-Za-z]+", context.question)}
+    return bool(ranked) and ranked[0][0] >= NO_EVIDENCE_FLOOR and bool(shared_words(context.question, context)
+                                                                       or asks_about)
 
 
 def _said_on(ev) -> date | None:
@@ -191,39 +184,217 @@ def _said_on(ev) -> date | None:
         return None
 
 
-def _span(kind: str, question: str, sentence: str, ev, cues: list[ScoredCue],
-          names: frozenset[str] = frozenset()) -> str:
-    """The part of `sentence` the question asks for; the sentence itself when no rule finds one."""
-    if kind == "when":
-        said = _said_on(ev)
-        past = not re.search(r"\b(?:will|is|are|going to|plan|planning)\b", question.lower())
-        found = time_phrases(sentence, said, past)
-        if found:
-            _, anchored, resolved = found[0]
-            return anchored if anchored == resolved or not resolved else f"{anchored} ({resolved})"
-        named = re.search(r"\b(?:\d{1,2}\s+)?(?:January|February|March|April|May|June|July|August|September|"
-                          r"October|November|December)(?:\s+\d{1,2})?,?\s+\d{4}\b|\b(?:19|20)\d{2}\b", sentence)
-        if named:
-            return named.group(0)
-        return f"on {format_human(ev.time, with_time=False)}" if ev.time else sentence
-    asked = {w.lower() for w in re.findall(r"[A-Za-z']+", question)}
-    if kind == "how-many":
-        numbers = [m.group(0) for m in _NUMBER.finditer(sentence) if m.group(0).split()[0].lower() not in asked]
-        return numbers[0] if numbers else sentence
-    if kind == "where":
-        spots = [place for place in places(sentence, names) if place.split()[-1].lower() not in asked]
-        if spots:
-            return spots[-1]
-    if kind == "who":
-        people = [m.group(0) for m in _NAME.finditer(sentence) if m.group(0).lower() not in asked
-                  and m.group(0) not in ("I", "I'm", "I've")]
-        if people:
-            return people[0]
-    objects = [c for c in cues if c.turn == ev.source_id and c.kind == "triple" and c.object
-               and c.object.lower() in sentence.lower() and not set(c.object.lower().split()) <= asked]
-    if objects:  # the noun phrase the parser found at ingest, from the cue nearest the question
-        return max(objects, key=lambda c: c.score).object
-    return sentence
+@dataclass(frozen=True)
+class _Found:
+    score: float  # the sentence's score, or what it inherits from the sentence it follows (_Reader.flow)
+    own: float  # the sentence's own score
+    strength: int  # how surely the span is of the kind asked (answer_spans: after a word of the question, …)
+    span: str
+    index: int  # of the evidence turn
+    sentence: str
+
+
+_QUANTITIES = {"budget", "price", "cost", "age", "salary", "rent", "distance", "temperature", "height", "weight",
+               "number", "amount", "total", "score", "grade", "size", "population", "fee"}
+
+
+class _Reader:
+    """The evidence read for one question: who speaks, which names are places, how well each sentence
+    follows the question, and the spans each kind of question part finds in it."""
+
+    def __init__(self, context: Context, embedder, ranked: list[tuple[float, str, int]]):
+        self.context, self.embedder, self.ranked = context, embedder, ranked
+        self.evidence = context.evidence
+        texts = [ev.text for ev in self.evidence]
+        self.speakers = frozenset(ev.speaker for ev in self.evidence if ev.speaker)
+        self.places = known_places(texts, self.speakers)
+        self.names = known_names(texts) | {w for s in self.speakers for w in s.split()}
+        self.full_names = frozenset(name for text in texts for name, _ in people(text, set(), frozenset(), self.names))
+        self.asked = content_stems(context.question)
+        # what an event is called, without who and where: "visiting" in "When is Leo visiting Maya in Denver?"
+        self.event = self.asked - stems(" ".join(self.speakers | self.places))
+        named = [(context.question.find(s), s) for s in self.speakers if re.search(rf"\b{re.escape(s)}\b",
+                                                                                  context.question)]
+        self.subject = min(named)[1] if named else None  # "When is Leo visiting Maya?" is about Leo
+        self.flow, self.window = self._flow()
+
+    def _flow(self) -> tuple[dict[tuple[int, str], float], dict[tuple[int, str], set[str]]]:
+        """Each sentence's score, or, when higher, FOLLOW_DECAY less than the best sentence before it in
+        its turn, FOLLOW_DECAY less than the turn said just before it, twice that for the turn before
+        that: an answer often comes a turn or two after the words that match the question ("I want to
+        come visit." — "When?" — "I could fly in on December 15th"). With it, the word stems of that
+        window (the sentence, those before it in its turn, the two turns before)."""
+        own = {(i, sentence): score for score, sentence, i in self.ranked}
+        best_turn: dict[int, float] = {}
+        for (i, _), score in own.items():
+            best_turn[i] = max(score, best_turn.get(i, score))
+        ev = self.evidence
+        flow, window = {}, {}
+        for i in sorted(best_turn):
+            before = [(j, hops) for j, hops in ((i - 1, 1), (i - 2, 2)) if j >= 0 and ev[j].session == ev[i].session
+                      and ev[i].position - ev[j].position == hops]
+            inherited = max((best_turn.get(j, -1.0) - FOLLOW_DECAY * hops for j, hops in before), default=-1.0)
+            said = set().union(*(stems(ev[j].text) for j, _ in before))
+            earlier = -1.0
+            for sentence in sentences(ev[i].text):
+                said |= stems(sentence)
+                if (i, sentence) in own:
+                    flow[(i, sentence)] = max(own[(i, sentence)], inherited, earlier - FOLLOW_DECAY)
+                    window[(i, sentence)] = set(said)
+                    earlier = max(earlier, own[(i, sentence)])
+        return flow, window
+
+    def span(self, kind: str, part: Part, want: Focus | None, sentence: str, i: int) -> tuple[str, int] | None:
+        """(span, strength) of `sentence` for a part of this kind, or None when it holds none."""
+        ev = self.evidence[i]
+        if kind == "when":
+            said = _said_on(ev)
+            plan = said if part.current and not part.past else None  # "When is …?" asks for what is to come
+            when = best_date(dates(sentence, said, part.past), sentence, self.asked, part.text, plan)
+            if when is None:
+                return None
+            topical = bool(stems(" ".join(sentence[:when.at].split()[-5:])) & self.event)  # "I start on June 1st"
+            return when.text, 2 if topical else int(bool(self.event & self.window[(i, sentence)]))
+        if kind == "where":
+            found = best_place(sentence, places(sentence, self.places, self.speakers, self.asked), self.asked)
+            return found or self._reply_place(sentence, i)
+        if kind == "who":
+            return next(iter(people(sentence, self.asked, self.places, self.names)), None)
+        taken = [(w.at, w.end) for w in dates(sentence, _said_on(ev))]  # a date is no number and no thing
+        if kind == "how-many" or want is None:
+            return next(iter(amounts(sentence, self.asked, part.text, taken)), None)
+        phrases = what_phrases(sentence, want, self.asked, self.speakers, taken)
+        if not phrases:
+            return None
+        if phrases[0][1]:
+            return phrases[0]
+        return closest([p for p, _ in phrases], want.text, self.embedder), 0
+
+    def _reply_place(self, sentence: str, i: int) -> tuple[str, int] | None:
+        """A place opening the reply to a where-question (answer_spans.reply_place), strength 1."""
+        ev = self.evidence
+        if i == 0 or ev[i - 1].session != ev[i].session or ev[i].position - ev[i - 1].position != 1 \
+                or not ev[i].text.strip().startswith(sentence[:20]):
+            return None
+        name = reply_place(sentence, ev[i - 1].text, self.speakers)
+        return (name, 1) if name else None
+
+    def answer(self, part: Part) -> tuple[str, int]:
+        """The span that answers `part` and the evidence turn it comes from.
+
+        The candidates are the sentences holding a span of the part's kind (for a what-question, of the
+        PHRASE_SENTENCES best), scored by `_score`; for a question naming a period, those stating its
+        day, else those said in it, come first. The best candidate wins, unless the question is about
+        now or a plan (`_current`). A when-answer coarser than a day ("next month") takes a day inside
+        it that the same turn or the speaker's next turns give (`_finer`); a short name the longest form
+        the evidence gives it (`_full_name`). Without any candidate, `_fallback`."""
+        want = focus(part, self.speakers) if part.kind == "what" else None
+        if want is not None and want.noun and want.noun.lower() in _QUANTITIES:
+            want = None  # "What is Sam's budget …?" asks for a number
+        kind = part.kind if part.kind != "what" or want is not None else "how-many"
+        look = self.ranked[:PHRASE_SENTENCES] if kind == "what" else self.ranked
+        found = [_Found(self.flow[(i, sentence)], own, span[1], span[0], i, sentence) for own, sentence, i in look
+                 if (span := self.span(kind, part, want, sentence, i))]
+        if part.periods:
+            stating = [f for f in found if self._states_period(f, part)]
+            found = stating or [f for f in found if said_in(self.evidence[f.index].time, list(part.periods))] or found
+        if not found:
+            return self._fallback(part)
+        best = max(found, key=self._score)
+        if part.current:
+            best = self._current(best, found, part, kind)
+        if kind in ("where", "who"):
+            return self._full_name(best.span), best.index
+        return self._finer(best, part) if kind == "when" else (best.span, best.index)
+
+    def _score(self, found: _Found) -> float:
+        """How well a candidate answers: its sentence's flow, STRENGTH_BONUS per step of strength, and
+        who said it (`_about`)."""
+        return found.score + STRENGTH_BONUS * found.strength + self._about(found)
+
+    def _current(self, best: _Found, found: list[_Found], part: Part, kind: str) -> _Found:
+        """For a question about the present or a plan, the newest statement wins: among the candidates as
+        strong as the best, with one of the question's event words nearby (`window`), said by the person
+        asked about, whose own sentence scores within CURRENT_MARGIN of the best ("I'm going May 10 to May
+        20 now" after "ten days in mid-April"), the newest. When the best is not that sure of its kind,
+        only a question that says "now" takes the newest within RECENT_MARGIN. The newest statement of
+        the chosen answer by the person asked about is then its source ("Greetings from Denver!" rather
+        than the "I'm moving to Denver next month!" before it)."""
+        top = self._score(best)
+
+        def close(f: _Found, margin: float) -> bool:
+            return self._score(f) - f.score + f.own >= top - margin
+
+        same = [f for f in found if f.strength >= best.strength and self.event & self.window[(f.index, f.sentence)]
+                and self.subject in (None, self.evidence[f.index].speaker) and close(f, CURRENT_MARGIN)]
+        if best.strength and best in same:
+            best = max(same, key=self._newest)
+        elif part.now:
+            best = max((f for f in found if self._score(f) >= top - RECENT_MARGIN), key=self._newest)
+        if kind == "when" or self.subject is None:
+            return best
+        return max((f for f in found if f.span == best.span and f.strength and f.strength >= best.strength - 1
+                    and self.evidence[f.index].speaker == self.subject and close(f, CURRENT_MARGIN)),
+                   key=self._newest, default=best)
+
+    def _full_name(self, name: str) -> str:
+        """The longest name the evidence gives for a short one: "Fernwood" → "Fernwood Robotics"."""
+        longer = [n for n in self.places | self.full_names if n.startswith(name + " ")]
+        return max(longer, key=len) if longer else name
+
+    def _newest(self, found: _Found) -> tuple[str, int, float]:
+        ev = self.evidence[found.index]
+        return ev.time or "", ev.position, found.score
+
+    def _about(self, found: _Found) -> float:
+        """SUBJECT_BONUS when the question's subject said the sentence, OTHER_PENALTY less when someone
+        else said it of themselves: asked "When did Leo start his new job?", Maya's "I start at the new
+        office on the 28th" is about Maya."""
+        if self.subject is None:
+            return 0.0
+        if self.evidence[found.index].speaker == self.subject:
+            return SUBJECT_BONUS
+        return -OTHER_PENALTY if _FIRST_PERSON.search(found.sentence) else 0.0
+
+    def _states_period(self, found: _Found, part: Part) -> bool:
+        """Whether the sentence states the day the question names ("I ran 8 miles yesterday", said on 15
+        March, for "How far did Sam run on 14 March 2024?"): such sentences come first, then those said in
+        the period. A longer period ("Where did Maya live in March 2023?") is a time things held in,
+        not an event's day, so only when it was said counts."""
+        days = [first for first, last in named_periods(part.text) if first == last]
+        said = _said_on(self.evidence[found.index])
+        return any(w.first == w.last and w.first.isoformat() in days for w in dates(found.sentence, said, part.past))
+
+    def _finer(self, best: _Found, part: Part) -> tuple[str, int]:
+        """A day inside a coarse date ("next month" → "I'm moving on August 19th"), from the same turn or
+        the speaker's next turns of the session, with the turn that gives it."""
+        ev = self.evidence
+        said = _said_on(ev[best.index])
+        coarse = best_date(dates(best.sentence, said, part.past), best.sentence, self.asked, part.text)
+        if coarse is None or coarse.precision == DAY:
+            return best.span, best.index
+        i = best.index
+        turns = [i] + [j for j in range(i + 1, min(i + 4, len(ev))) if ev[j].speaker == ev[i].speaker
+                       and ev[j].session == ev[i].session and ev[j].position - ev[i].position <= 3]
+        for j in turns:
+            for sentence in sentences(ev[j].text):
+                for w in dates(sentence, _said_on(ev[j]), part.past):
+                    if w.precision == DAY and coarse.first <= w.first and w.last <= coarse.last:
+                        return w.text, j
+        return best.span, best.index
+
+    def _fallback(self, part: Part) -> tuple[str, int]:
+        """No sentence holds a span of the part's kind: the noun phrase a cue of the best sentence's turn
+        found at ingest, for a when-question the day it was said, else the best sentence."""
+        _, sentence, i = self.ranked[0]
+        ev = self.evidence[i]
+        if part.kind == "when" and ev.time:
+            return f"on {format_human(ev.time, with_time=False)}", i
+        objects = [c for c in self.context.cues if c.turn == ev.source_id and c.kind == "triple" and c.object
+                   and c.object.lower() in sentence.lower() and not stems(c.object) <= self.asked]
+        if objects and part.kind == "what":
+            return max(objects, key=lambda c: c.score).object, i
+        return sentence, i
 
 
 def dated(text: str, said: date | None, past: bool = True) -> str:
@@ -246,20 +417,20 @@ def _source(ev) -> str:
 
 
 def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SOURCES) -> Answer:
-    """Offline, no model involved: the span the question asks for, from the evidence sentence that best
-    answers it (rank_sentences), then its turn as the source (speaker, turn id, day, text), then the
-    turns of the next best sentences (`sources` turns in all); no answer when nothing matched (`matched`).
+    """Offline, no model involved: for each part the question asks (answer_spans.question_parts: "What
+    breed is the dog Maya adopted, and when?" has two) the span that answers it, from the best evidence
+    sentence holding a span of that kind (_Reader.answer), the parts' spans joined by "; "; then each
+    span's turn as a source (speaker, turn id, day, text), then the turns of the best sentences
+    (rank_sentences) up to `sources` turns in all; no answer when nothing matched (`matched`).
 
-    The span follows the question (question_kind): when → the sentence's relative time phrase anchored
-    on the day it was said and resolved by the extractor's own date rules (extract.time_phrases), else a
-    date it names, else the day it was said; how many → a number and its noun; where → a capitalised
-    place after a preposition; who → a name; what/which → the object of the turn's best-scoring cue
-    (the parser's noun phrase, stored at ingest). In every source, relative time phrases carry their
-    date ("last weekend [the weekend before 14 May 2023: weekend of 6 May 2023]"). A question about the
-    present ("now", "currently", "still") takes the latest sentence scoring within RECENT_MARGIN of the
-    best: a fact that changed is stated last. Without such a word recency is not used: a bonus for later
-    sentences lost at every weight on LoCoMo (w · position / last, w 0.05 / 0.1 / 0.2: 0.420 / 0.395 /
-    0.350 against 0.422 of 400 questions with a gold turn among the chosen ones).
+    The spans: when → a date or range (answer_dates: "June 1st", "the 15th of November, back on the
+    18th", "last weekend" resolved against the day they were said); where → a capitalised place after
+    in/at/to/from/into/on/along, or a name the evidence uses so elsewhere; who → a name with its title
+    ("Professor de Vries"), or a relative ("my mother"); how many → a number and what it counts; what
+    → the noun phrase (spaCy) nearest the question's focus ("breed" → "beagle"). A span the question
+    already says answers nothing, so "I adopted a dog last weekend!" is passed over for the breed. In
+    every source, relative time phrases carry their date ("last weekend [the weekend before 14 May
+    2023: weekend of 6 May 2023]").
 
     Measured on 200 LoCoMo single-hop and temporal questions (`cuemem eval … --offline-answers` rule),
     each choice added to the last: two best sentences 0.246 / 0.035 (single-hop / temporal); the span
@@ -269,39 +440,24 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     0.577 / 0.421 (a fact often spans a turn's sentences); three source turns 0.620 / 0.456; dates
     inline in the sources 0.620 / 0.509 (four sources: 0.669 / 0.526, but an answer should stay short).
     """
-    kind = question_kind(context.question)
-    ranked = rank_sentences(context, embedder, short_places=kind == "where")
+    parts = question_parts(context.question)
+    if any(p.kind == "what" for p in parts):
+        preload_parser()
+    ranked = rank_sentences(context, embedder, short_places=any(p.kind == "where" for p in parts))
     if not matched(context, ranked):
         return Answer(text=None, kind="extractive")
-    evidence = context.evidence
-    # A where-question about a time, now or a named period, is answered by a sentence that names a place
-    # (when the evidence has one): the latest for now, one said in the period ("Where did Maya live in
-    # March 2023?"). Other where-questions keep the best sentence: a place that opens a reply has no
-    # preposition before it ("Lisbon, and we stayed a week"), and measured on LoCoMo, taking the place
-    # that opens a reply as well finds more interjections ("Plus", "Oops") than places.
-    now = bool(_NOW.search(context.question))
-    periods = question_periods(context.question) if kind == "where" else []
-    speakers = frozenset(ev.speaker for ev in evidence if ev.speaker)
-    answering = [r for r in ranked if places(r[1], speakers)] if kind == "where" and (now or periods) else []
-    answering = [r for r in answering if said_in(evidence[r[2]].time, periods)] or answering
-    best = (answering or ranked)[0]
-    if now:
-        close = [r for r in (answering or ranked) if r[0] >= best[0] - RECENT_MARGIN]
-        best = max(close, key=lambda r: (evidence[r[2]].time or "", evidence[r[2]].position, r[0]))
-    _, sentence, i = best
-    span = _span(kind, context.question, sentence, evidence[i], list(context.cues), speakers)
-    if kind == "when" and span.startswith("on "):  # no date in the sentence: another of its turn may say it
-        for part in split_sentences(evidence[i].text):
-            alt = _span(kind, context.question, part, evidence[i], [])
-            if not alt.startswith("on ") and alt != part:
-                span = alt
-                break
-    lines = [span, "source: " + _source(evidence[i])]
-    used = {i}
+    reader = _Reader(context, embedder, ranked)
+    found = [reader.answer(part) for part in parts]
+    lines = ["; ".join(dict.fromkeys(span for span, _ in found))]
+    used: list[int] = []
+    for _, i in found:
+        if i not in used:
+            used.append(i)
+            lines.append("source: " + _source(context.evidence[i]))
     for _, _, j in ranked:
         if len(used) >= sources:
             break
         if j not in used:
-            used.add(j)
-            lines.append("also: " + _source(evidence[j]))
+            used.append(j)
+            lines.append("also: " + _source(context.evidence[j]))
     return Answer(text="\n".join(lines), kind="extractive")

@@ -91,6 +91,9 @@ def test_offline_ask_says_no_evidence_matched_for_junk(cli, db_path, question):
     assert result.exit_code == 0, result.stderr
     data = orjson.loads(result.stdout)
     assert data["answer"] is None and data["answer_kind"] == "extractive"
-    assert isinstance(data["evidence"], list)  # the evidence is still shown, as retrieved
+    retrieved = orjson.loads(cli("--db", str(db_path), "ask", question, "--context-only", "--json").stdout)
+    shown = [(e["source_id"], e["position"]) for e in data["evidence"]]
+    assert shown and shown == [(e["source_id"], e["position"]) for e in retrieved["evidence"]]  # shown as retrieved
+    assert [p for _, p in shown] == sorted(p for _, p in shown)  # in the order it was said
     human = cli("--db", str(db_path), "ask", question)
     assert human.exit_code == 0 and "no evidence matched" in human.stdout.lower()

@@ -387,13 +387,14 @@ def test_retrieval_quality_on_conv26_stays_above_its_floor(cli, locomo_path, cac
 def test_offline_answers_on_conv26_stay_above_their_floor(cli, locomo_path, cache_dir):
     """Issue 22's measure on a slice: an offline answer counts when every content token of the gold
     answer occurs in it. Measured with `cuemem eval locomo locomo10.json --conversations conv-26
-    --systems cuemem --budget 2000 --offline-answers`: single-hop 0.543 of 70, temporal 0.730 of 37
-    (0.607 together; all of LoCoMo: 0.621 / 0.613). Floors sit a few points under."""
+    --systems cuemem --budget 2000 --offline-answers`: single-hop 0.557 of 70, temporal 0.784 of 37
+    (0.636 together; before issue 35's answer spans 0.543 / 0.730, 0.607; all of LoCoMo in
+    bench/RESULTS.md). Floors sit a few points under: two or three questions fewer fail."""
     summary = eval_json(cli, "locomo", str(locomo_path), "--conversations", "conv-26", "--systems", "cuemem",
                         "--budget", "2000", "--offline-answers", "--cache-dir", str(cache_dir))
     rows = {r["category"]: r for r in summary["rows"] if r["system"] == "cuemem"}
     single, temporal = rows["single-hop"], rows["temporal"]
     assert single["offline_scored"] == 70 and temporal["offline_scored"] == 37
     together = (single["offline_accuracy"] * 70 + temporal["offline_accuracy"] * 37) / 107
-    assert together >= 0.57, (single, temporal)
-    assert single["offline_accuracy"] >= 0.50 and temporal["offline_accuracy"] >= 0.65, (single, temporal)
+    assert together >= 0.60, (single, temporal)
+    assert single["offline_accuracy"] >= 0.52 and temporal["offline_accuracy"] >= 0.74, (single, temporal)

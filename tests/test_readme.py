@@ -15,5 +15,6 @@ def test_python_api_example_runs(tmp_path, monkeypatch, capsys, stub_models):
     exec(compile(code, "README.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("['h:")  # the example's messages carry no ids: identity is a content hash
-    assert out[1].startswith("extractive ")
+    promised = re.search(r"# prints: (.+)", code).group(1)  # the answer the example says it prints
+    assert out[1] == promised == "extractive Denver"  # the newer turn wins: "I moved to Denver yesterday!"
     assert (tmp_path / "demo.db").exists()
