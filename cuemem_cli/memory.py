@@ -4,7 +4,7 @@
     memory = Memory("chat.db")
     memory.add([{"speaker": "Maya", "text": "I moved to Denver last month.", "time": "2024-03-02"}],
                conversation="maya")
-    print(memory.ask("Where does Maya live?", conversation="maya").answer.text)
+    print(memory.ask("Where does Maya live?").answer.text)  # every conversation; conversation= narrows it
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .convert import converted_input
 from .errors import CuememError, StoreError
 from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
 from .records import Answer, Context, Message
-from .reconstruct import Settings, reconstruct, resolve_conversation
+from .reconstruct import Settings, reconstruct
 from .registry import bind_extractor, make_answerer, make_extractor
 from .store import Store, now_iso
 from .stores import open_store
@@ -155,16 +155,17 @@ class Memory:
         return ingestor
 
     # ---------------------------------------------------------------- read
-    def context(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
-                as_of: str | None = None) -> Context:
-        """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours."""
+    def context(self, question: str, conversation: str | Sequence[str] | None = None,
+                settings: Settings = Settings(), as_of: str | None = None) -> Context:
+        """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours, from every
+        conversation of the memory, or from those `conversation` names (a name or a title, or a list)."""
         as_of_iso = _as_of(as_of)
         embedder = self.embedder(quick_start=True)
         with self.store.snapshot():  # one consistent state, whatever other processes commit meanwhile
             return reconstruct(self.store, embedder, question, conversation, settings, as_of_iso,
                                held_at=as_of_iso if as_of is not None else None)
 
-    def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
+    def ask(self, question: str, conversation: str | Sequence[str] | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,
             on_token: Callable[[str], None] | None = None, record_retrieval: bool = True,
             answerer: str | None = None, on_context: Callable[[Context], None] | None = None) -> Result:
@@ -176,12 +177,21 @@ class Memory:
                                     on_token=on_token)
         context = self.context(question, conversation, settings, as_of)
         if record_retrieval and context.evidence:
-            cid, _ = resolve_conversation(self.store, context.conversation)
-            with self.store.transaction():
-                self.store.mark_retrieved(cid, [e.source_id for e in context.evidence], now_iso())
+            self.mark_used(context, now_iso())
         if on_context is not None:
             on_context(context)
         return Result(context, answer_with(context))
+
+    def mark_used(self, context: Context, when: str) -> None:
+        """Record that the context's turns were used (the LRU and decay forgetting policies read it)."""
+        used: dict[str, list[str]] = {}
+        for e in context.evidence:
+            used.setdefault(e.conversation, []).append(e.source_id)
+        with self.store.transaction():
+            for name, source_ids in used.items():
+                cid = self.store.conversation_id(name)
+                if cid is not None:  # forgotten meanwhile
+                    self.store.mark_retrieved(cid, source_ids, when)
 
     def conversations(self) -> list[str]:
         return self.store.conversation_names()

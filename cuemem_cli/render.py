@@ -67,7 +67,7 @@ def context_json(context: Context, answer: Answer | None) -> dict[str, Any]:
     data = asdict(context)
     return {
         "question": context.question,
-        "conversation": context.conversation,
+        "conversations": list(context.conversations),
         "as_of": context.as_of,
         "answer": answer.text if answer else None,
         "answer_kind": answer.kind if answer else None,
@@ -103,24 +103,26 @@ def shown_evidence(evidence: Sequence[Evidence], top: int | None) -> list[int]:
     if top is None:
         return list(range(len(evidence)))
     strongest = sorted(range(len(evidence)), key=lambda i: (-evidence[i].score, i))[:top]
-    at_position = {ev.position: i for i, ev in enumerate(evidence)}
+    at_position = {(ev.conversation, ev.position): i for i, ev in enumerate(evidence)}
     keep = set(strongest)
     for i in strongest:
         for position in (evidence[i].position - 1, evidence[i].position + 1):
-            j = at_position.get(position)
+            j = at_position.get((evidence[i].conversation, position))
             if j is not None and evidence[j].session == evidence[i].session:
                 keep.add(j)
     return sorted(keep)
 
 
 def render_evidence(context: Context, top: int | None = None) -> None:
-    """The evidence as the answer model reads it: a rule per day, then each turn's id, clock time, speaker
-    and text, with how it came in (and its best cue) dimmed below; it stays readable at 80 columns.
-    With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left out."""
+    """The evidence as the answer model reads it: a rule per run of turns of one conversation and day
+    (naming the conversation, by its title, when the turns come from several), then each turn's id,
+    clock time, speaker and text, with how it came in (and its best cue) dimmed below; it stays readable
+    at 80 columns. With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left out."""
     evidence = context.evidence
     shown = shown_evidence(evidence, top)
     count = f"{len(evidence)} turns" if len(shown) == len(evidence) else f"{len(shown)} of {len(evidence)} turns shown"
-    out.print(f"[bold]Evidence[/bold] · {escape(context.conversation)} · {count} · ~{context.tokens} tokens")
+    scope = ", ".join(context.conversations) or "every conversation"
+    out.print(f"[bold]Evidence[/bold] · {escape(scope)} · {count} · ~{context.tokens} tokens")
     if len(shown) < len(evidence):
         out.print(f"[dim]the {top} strongest turns and the turns beside them; the model read all "
                   f"{len(evidence)}: --evidence all shows them[/dim]")
@@ -128,7 +130,8 @@ def render_evidence(context: Context, top: int | None = None) -> None:
               for i, ev in ((i, evidence[i]) for i in shown)}
     widths = [max(map(len, column), default=0)
               for column in (stamps.values(), [evidence[i].speaker or "" for i in shown])]
-    grid, day, previous = None, None, -1
+    labelled = len({ev.conversation for ev in evidence}) > 1
+    grid, run, previous = None, None, -1
 
     def flush() -> None:
         if grid is not None and grid.row_count:
@@ -140,11 +143,12 @@ def render_evidence(context: Context, top: int | None = None) -> None:
             flush()
             grid = None
             out.print(f"[dim]  ⋯ {_turns(i - previous - 1)} not shown[/dim]")
-        if grid is None or day_of(ev.time) != day:
+        if grid is None or (ev.conversation, day_of(ev.time)) != run:
             flush()
-            if day_of(ev.time) != day:
-                day = day_of(ev.time)
-                out.rule(f"[bold]{escape(day)}[/bold]", align="left", style="dim")
+            if (ev.conversation, day_of(ev.time)) != run:
+                run = (ev.conversation, day_of(ev.time))
+                rule = f"{ev.title or ev.conversation} · {run[1]}" if labelled else run[1]
+                out.rule(f"[bold]{escape(rule)}[/bold]", align="left", style="dim")
             grid = Table.grid(padding=(0, 1), expand=True)
             grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
             grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
