@@ -113,14 +113,21 @@ def test_baselines_fill_the_budget_like_reconstruct():
     assert fill(ranked, 12) == [a, b, c] and context_tokens([a, b, c]) == 12
     assert fill(ranked, 17) == [a, b, c]
     assert fill(ranked, 18) == ranked and context_tokens(ranked) == 18
-    assert dialogue_lines((t.time, t.position, evidence_line(t.speaker, t.text)) for t in [a, b, d]) == [
+    assert dialogue_lines((t, evidence_line(t.speaker, t.text)) for t in [a, b, d]) == [
         "— 8 May 2023 —", "A: " + "x" * 13, "…", "A: xxxxx", "— 9 May 2023 —", "A: xxxxx"]
 
 
-def test_a_day_interrupted_by_another_pays_for_its_second_header():
-    turns = [Turn(i, "c", i, f"t{i}", "x" * 5, time=day, speaker="A") for i, day in enumerate([DAY1, DAY2, DAY1])]
-    chosen = fill(turns, 17)  # counted as 3 × 2 + 2 headers × 4 = 14, but shown with 3 headers: 18
-    assert [t.source_id for t in chosen] == ["t0", "t1"] and context_tokens(chosen) == 12
+def test_a_run_interrupted_by_another_conversation_pays_for_its_second_header():
+    """Turns of two conversations said the same day interleave by time: each run gets a header naming its
+    conversation ("— c · 8 May 2023 —", 5 tokens), the interrupted one twice, and the budget pays for it."""
+    times = ["2023-05-08T10:00:00", "2023-05-08T11:00:00", "2023-05-08T12:00:00"]
+    turns = [Turn(i, conv, i, f"t{i}", "x" * 5, time=time, speaker="A")
+             for i, (conv, time) in enumerate(zip("cdc", times, strict=True))]
+    assert context_tokens(turns) == 3 * 2 + 3 * 5  # t1 splits c's day: three headers, no gap line
+    assert fill(turns, 20) == turns[:2] and context_tokens(turns[:2]) == 2 * 2 + 2 * 5
+    assert fill(turns, 21) == turns
+    # one conversation: its header unnamed ("— 8 May 2023 —", 4) and a gap line (1): 2 + 2 + 4 + 1
+    assert fill(turns[::2], 8) == turns[:1] and fill(turns[::2], 9) == turns[::2] == [turns[0], turns[2]]
 
 
 # ------------------------------------------------------------------ cache key
