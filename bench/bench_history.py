@@ -1,0 +1,161 @@
+"""Ingest of a whole chat history, as a user runs it: `cuemem --db DB ingest --from chatgpt EXPORT`.
+
+    python bench/bench_history.py EXPORT.json [--db DB] [--out summary.json] [-- extra ingest options]
+    python bench/bench_history.py EXPORT.json --db DB --count-only   # only the counts below, no ingest
+
+EXPORT is a ChatGPT-shaped `conversations.json`, e.g. from `bench/corpus.py` (real ShareGPT chats). The
+ingest runs in its own process under `/usr/bin/time -v`; printed as JSON: wall seconds, turns/s, cues,
+cues per turn, CPU seconds (user + system), peak RSS, database bytes against the export's, the machine's
+load average before, during (highest of a sample every 5 s) and after, and what the stored cues come from:
+- `cues_from_code`: cues whose turn holds a fenced code block (```) and whose subject and object (bar the
+  turn's own speaker) all occur in the turn's code blocks but not all in its prose: cues made out of code. An estimate
+  (a cue records its turn, not where in the turn it was found); `cues_on_turns_with_code` is the upper bound.
+- `cues_of_padding_turns`: cues of user turns that only ask for more ("Continue", "continue writing please", "go on";
+  the rule is `corpus.is_padding`). Exact: a cue belongs to one turn.
+Without --db the database goes to a temporary folder that is removed afterwards. With --db into an existing
+memory, the ingest adds what is new (stored turns are skipped) and the counts are those of the whole memory.
+A load average above 1.5 on 2 cores means the timing is not a result: re-run on an idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from corpus import FENCE, has_code, is_padding, prose
+from cuemem_cli.records import Cue, Turn
+from cuemem_cli.store import Store
+
+
+def peak_rss_mb(time_v: str) -> float | None:
+    found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", time_v)
+    return round(int(found.group(1)) / 1024, 1) if found else None
+
+
+def cpu_seconds(time_v: str) -> float | None:
+    """User + system CPU seconds of the ingest: less sensitive than wall time to other work on the machine."""
+    found = [float(m) for m in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", time_v)]
+    return round(sum(found), 1) if len(found) == 2 else None
+
+
+def db_bytes(db: Path) -> int:
+    return sum(Path(f"{db}{suffix}").stat().st_size for suffix in ("", "-wal") if Path(f"{db}{suffix}").exists())
+
+
+def from_code(cue: Cue, turn: Turn, code: str, text: str) -> bool:
+    """The cue's subject and object are in the turn's code, and not both in its prose. The turn's own speaker
+    (a statement cue's subject, or a resolved "I") says nothing about where the cue was found: left out."""
+    own = {(turn.speaker or "").lower(), (turn.role or "").lower()}
+    parts = [p.lower() for p in (cue.subject, cue.object) if p.strip() and p.lower() not in own]
+    return bool(parts) and all(p in code for p in parts) and not all(p in text for p in parts)
+
+
+def cue_sources(db: Path) -> dict[str, Any]:
+    """Turns and cues of the memory, and how many cues come from code blocks and from padding turns."""
+    store = Store.open(db, create=False, readonly=True)
+    counts = {"turns": 0, "turns_with_code": 0, "padding_turns": 0, "turns_without_cues": 0, "cues": 0,
+              "cues_from_code": 0, "cues_on_turns_with_code": 0, "cues_of_padding_turns": 0}
+    try:
+        for name in store.conversation_names():
+            turns = store.turns(store.conversation_id(name))  # type: ignore[arg-type]
+            cues = store.cues_of_turns(t.id for t in turns)
+            for turn in turns:
+                mine = cues.get(turn.id, [])
+                counts["turns"] += 1
+                counts["cues"] += len(mine)
+                counts["turns_without_cues"] += not mine
+                if has_code(turn.text):
+                    code = " ".join(FENCE.findall(turn.text)).lower()
+                    text = prose(turn.text).lower()
+                    counts["turns_with_code"] += 1
+                    counts["cues_on_turns_with_code"] += len(mine)
+                    counts["cues_from_code"] += sum(from_code(c, turn, code, text) for c in mine)
+                if turn.role == "user" and is_padding(turn.text):
+                    counts["padding_turns"] += 1
+                    counts["cues_of_padding_turns"] += len(mine)
+    finally:
+        store.close()
+    return counts
+
+
+class LoadSampler(threading.Thread):
+    """The highest 1-minute load average seen while the ingest runs."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.highest = os.getloadavg()[0]
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(5):
+            self.highest = max(self.highest, os.getloadavg()[0])
+
+
+def measure(export: Path, db: Path, extra: list[str]) -> dict[str, Any]:
+    before = os.getloadavg()
+    sampler = LoadSampler()
+    sampler.start()
+    command = ["/usr/bin/time", "-v", sys.executable, "-m", "cuemem_cli", "--db", str(db), "ingest",
+               "--from", "chatgpt", str(export), "--json", *extra]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    sampler.done.set()
+    after = os.getloadavg()
+    if done.returncode not in (0, 3):  # 3: partial ingest, still measured
+        sys.stderr.write(done.stderr)
+        sys.exit(f"bench_history.py: ingest exited {done.returncode}")
+    report = json.loads(done.stdout)
+    sources = cue_sources(db)
+    added = report["turns_added"]
+    return {
+        "export": str(export), "export_bytes": export.stat().st_size, "db": str(db),
+        "command": " ".join(command[2:]), "exit_code": done.returncode,
+        "wall_seconds": round(wall, 1), "turns_added": added, "turns_existing": report["turns_existing"],
+        "turns_per_second": round(added / wall, 2) if wall else None,
+        "cues_added": report["cues"], "cues_per_turn_added": round(report["cues"] / added, 2) if added else None,
+        "texts_embedded": report["texts_embedded"], "stage_seconds": report["stage_seconds"],
+        "conversations_in_report": len(report["conversations"]),
+        "cpu_seconds": cpu_seconds(done.stderr), "peak_rss_mb": peak_rss_mb(done.stderr),
+        "db_bytes": db_bytes(db), "db_over_export": round(db_bytes(db) / export.stat().st_size, 2),
+        "memory": sources,
+        "load_average": {"before": round(before[0], 2), "highest_during": round(sampler.highest, 2),
+                         "after": round(after[0], 2), "cores": os.cpu_count()},
+    }
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("export", type=Path, help="a ChatGPT-shaped conversations.json")
+    parser.add_argument("--db", type=Path, help="the memory to ingest into (kept); default: a temporary one")
+    parser.add_argument("--out", type=Path, help="also write the JSON summary here")
+    parser.add_argument("--count-only", action="store_true",
+                        help="no ingest: count what the memory --db holds (a build that was stopped, say)")
+    parser.add_argument("extra", nargs="*", help="more `cuemem ingest` options, after --")
+    args = parser.parse_args(argv)
+    if args.count_only:
+        if not args.db:
+            parser.error("--count-only needs --db")
+        result = {"db": str(args.db), "db_bytes": db_bytes(args.db), "memory": cue_sources(args.db)}
+    elif args.db:
+        args.db.parent.mkdir(parents=True, exist_ok=True)
+        result = measure(args.export, args.db, args.extra)
+    else:
+        with tempfile.TemporaryDirectory(prefix="cuemem-history-") as folder:
+            result = measure(args.export, Path(folder) / "memory.db", args.extra)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))
