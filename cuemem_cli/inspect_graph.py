@@ -86,10 +86,10 @@ def _turn(store: Store, cid: int, name: str, source_id: str) -> Turn:
 
 
 def graph_of(store: Store, conversation: str | None) -> tuple[str, list[Turn], list[tuple]]:
-    """One conversation's turns and the edges leaving them, or (None) the whole memory's, whose semantic
-    edges cross conversations."""
-    if conversation is None:
-        turns = [t for cid, _, _ in store.conversations() for t in store.turns(cid)]
-        return "memory", turns, store.all_edges()
+    """One conversation's turns and the edges leaving them, or (None, several conversations) the whole
+    memory's, whose semantic edges cross conversations."""
+    rows = store.conversations()
+    if conversation is None and len(rows) != 1:
+        return "memory", [t for cid, _, _ in rows for t in store.turns(cid)], store.all_edges()
     cid, name = resolve_one(store, conversation)
     return name, store.turns(cid), store.all_edges(cid)

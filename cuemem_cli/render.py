@@ -121,8 +121,9 @@ def render_evidence(context: Context, top: int | None = None) -> None:
     evidence = context.evidence
     shown = shown_evidence(evidence, top)
     count = f"{len(evidence)} turns" if len(shown) == len(evidence) else f"{len(shown)} of {len(evidence)} turns shown"
-    scope = ", ".join(context.conversations) or "every conversation"
-    out.print(f"[bold]Evidence[/bold] · {escape(scope)} · {count} · ~{context.tokens} tokens")
+    chats = list(dict.fromkeys(ev.title or ev.conversation for ev in evidence))
+    where = ", ".join(context.conversations) or (chats[0] if len(chats) == 1 else f"{len(chats)} conversations")
+    out.print(f"[bold]Evidence[/bold] · {escape(where)} · {count} · ~{context.tokens} tokens")
     if len(shown) < len(evidence):
         out.print(f"[dim]the {top} strongest turns and the turns beside them; the model read all "
                   f"{len(evidence)}: --evidence all shows them[/dim]")
@@ -258,18 +259,23 @@ def render_ingest_report(report: dict[str, Any]) -> None:
 
 
 def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:
-    """One row per conversation, narrow enough for 80 columns: edges as temporal/semantic, degree as
-    min/mean/max, "no cue" counting turns without a cue, the span in months, and "pending" only when a
-    turn's extraction failed (`--format json` has every count and the exact times)."""
+    """One row per conversation, narrow enough for 80 columns: its title (cut to fit) when any conversation
+    has one, edges as temporal/semantic, degree as min/mean/max, "no cue" counting turns without a cue, the
+    span in months, and "pending" only when a turn's extraction failed (`--format json` has every count,
+    the whole title and the exact times)."""
     pending = any(s["pending_turns"] for s in stats)
+    titled = any(s.get("title") for s in stats)
     table = _compact_table("Memory")
     table.add_column("conversation", no_wrap=True)
+    if titled:
+        table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=24)
     for col in ("turns", "cues", "edges t/s", "degree", "no cue", *(["pending"] if pending else [])):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("span", no_wrap=True)
     for s in stats:
         d = s["degree"]
-        table.add_row(escape(s["conversation"]), str(s["turns"]), str(s["cues"]),
+        table.add_row(escape(s["conversation"]), *([escape(s.get("title") or "")] if titled else []),
+                      str(s["turns"]), str(s["cues"]),
                       f"{s['temporal_edges']}/{s['semantic_edges']}", f"{d['min']}/{d['mean']:.1f}/{d['max']}",
                       str(s["turns_without_cues"]), *([str(s["pending_turns"])] if pending else []),
                       escape(_span(s["first_time"], s["last_time"])))

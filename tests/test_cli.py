@@ -8,6 +8,8 @@ import re
 import orjson
 import pytest
 
+from cuemem_cli.reconstruct import shown_text
+
 from conftest import SAMPLES
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
@@ -126,7 +128,8 @@ def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
     lines = prompt.split("<dialogue>\n")[1].split("\n</dialogue>")[0].splitlines()
     evidence = data["evidence"]
     assert [line for line in lines if line != "…" and not line.startswith("— ")] == \
-        [f"{e['speaker']}: {html.escape(e['text'], quote=False)}" for e in evidence]
+        [f"{e['speaker']}: {html.escape(shown_text(e['text'], e['time']), quote=False)}" for e in evidence]
+    assert any("[" in line and "2023]" in line for line in lines)  # a relative date, resolved for the model
     left_out = [a["time"][:10] == b["time"][:10] and b["position"] > a["position"] + 1
                 for a, b in zip(evidence, evidence[1:])]
     assert lines.count("…") == sum(left_out) > 0  # one line wherever turns of a day are left out
@@ -139,15 +142,22 @@ def test_cuemem_model_env_is_the_default_model(cli, maya_db, fake_llm, monkeypat
     assert data["model"] == "fake/from-env"
 
 
-def test_several_conversations_need_a_choice(cli, db_path):
+def test_a_question_ranges_over_every_conversation_and_c_narrows_it(cli, db_path):
     assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
-    result = cli("--db", str(db_path), "ask", "What is Sam's diet?")
-    assert result.exit_code == 1
-    assert "maya-and-leo" in result.stderr and "assistant-chat" in result.stderr and "--conversation" in result.stderr
-    data = ask_json(cli, db_path, "What is Sam's diet?", "--conversation", "assistant-chat", "--context-only")
-    assert all(e["source_id"].startswith("s") for e in data["evidence"])
-    assert data["conversation"] == "assistant-chat"
+    data = ask_json(cli, db_path, "What is Sam's diet?")
+    assert data["conversations"] == [] and data["answer_kind"] == "extractive"
+    best = max(data["evidence"], key=lambda e: e["score"])
+    assert (best["conversation"], best["title"]) == ("assistant-chat", None)
+    data = ask_json(cli, db_path, "What is Sam's diet?", "--conversation", "maya-and-leo", "--context-only")
+    assert data["conversations"] == ["maya-and-leo"] and {e["conversation"] for e in data["evidence"]} == {"maya-and-leo"}
+    both = ask_json(cli, db_path, "Where did Maya and Sam travel?", "-c", "maya-and-leo", "-c", "assistant-chat",
+                    "--context-only")
+    assert both["conversations"] == ["maya-and-leo", "assistant-chat"]
+    assert {e["conversation"] for e in both["evidence"]} == {"maya-and-leo", "assistant-chat"}
+    unknown = cli("--db", str(db_path), "ask", "What is Sam's diet?", "-c", "sam")
+    assert unknown.exit_code == 1 and "no conversation named 'sam'" in unknown.stderr
+    assert "maya-and-leo" in unknown.stderr and "assistant-chat" in unknown.stderr
 
 
 def test_reingest_adds_nothing_and_appending_adds_only_new(cli, db_path, tmp_path):
