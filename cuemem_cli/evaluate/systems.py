@@ -97,7 +97,7 @@ class ConversationView:
 
     def __init__(self, store: Store, name: str | None, counter: TokenCounter):
         scope = resolve_scope(store, name)
-        self.name, self.scope = name or "(memory)", scope.names or None
+        self.name, self.scope, self.scope_name = name or "(memory)", scope.names or None, name
         self.ids = scope.ids
         cids = scope.ids if scope.ids is not None else [cid for cid, _, _ in store.conversations()]
         self.turns = [t for cid in cids for t in store.turns(cid)]
