@@ -260,6 +260,12 @@ def _context_json(context: Context) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ server
+# The tools' parameters are annotations, evaluated at module level (this module postpones them): the
+# description of `conversations`, shared by recall and ask, lives here rather than in build_server.
+NARROWING = ("Search only these conversations (names, or titles naming one chat: see list_conversations); "
+             "leave out to search every conversation in memory.")
+
+
 def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: bool = False):
     """The MCP server: each tool runs `tools`' method on `worker` (one thread); a CuememError becomes a
     tool error (the model reads its message and hint) and leaves the server running."""
@@ -286,13 +292,10 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
         items = [m.model_dump(exclude_none=True) for m in messages]
         return await run(tools.remember, conversation, items)
 
-    narrowing = Field(description="Search only these conversations (names or titles, see list_conversations); "
-                                  "leave out to search every conversation in memory.")
-
     @server.tool(annotations=reading)
     async def recall(
         question: Annotated[str, Field(description="What to look for, as a question or keywords.")],
-        conversations: Annotated[list[str] | None, narrowing] = None,
+        conversations: Annotated[list[str] | None, Field(description=NARROWING)] = None,
         budget: Annotated[int, Field(ge=50, description="Evidence budget in tokens (about characters / 4).")]
         = DEFAULT_BUDGET,
         as_of: Annotated[str | None, Field(description="Recall as of this time: later turns are left out.")] = None,
@@ -306,7 +309,7 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
     async def ask(
         question: Annotated[str, Field(description="The question.")],
-        conversations: Annotated[list[str] | None, narrowing] = None,
+        conversations: Annotated[list[str] | None, Field(description=NARROWING)] = None,
         model: Annotated[str | None, Field(description="A litellm model name; default: the server's.")] = None,
     ) -> dict[str, Any]:
         """Answer a question from memory with the configured model, with the evidence it used. Without a
