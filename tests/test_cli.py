@@ -160,6 +160,48 @@ def test_a_question_ranges_over_every_conversation_and_c_narrows_it(cli, db_path
     assert "maya-and-leo" in unknown.stderr and "assistant-chat" in unknown.stderr
 
 
+CHATS = [  # an export's shape: chats named by id, titled; two share a title
+    {"conversation": "c-9f1", "title": "Lisbon trip", "speaker": "Ana", "time": "2024-05-03T10:00:00",
+     "text": "We are staying at a guesthouse in Alfama for the Lisbon trip."},
+    {"conversation": "c-9f1", "title": "Lisbon trip", "speaker": "Assistant", "time": "2024-05-03T10:01:00",
+     "text": "Alfama is lovely: steep streets, fado bars and views of the river."},
+    {"conversation": "c-2b7", "title": "Lisbon trip", "speaker": "Ana", "time": "2023-11-20T09:00:00",
+     "text": "Plan a weekend in Lisbon for my parents in December."},
+    {"conversation": "c-3aa", "title": "Knee rehab", "speaker": "Ana", "time": "2024-02-01T08:00:00",
+     "text": "My physio wants me to cycle twenty minutes a day for the knee."},
+]
+
+
+def test_titles_name_chats_everywhere_and_an_ambiguous_title_lists_its_chats(cli, db_path, tmp_path):
+    chats = tmp_path / "chats.jsonl"
+    chats.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in CHATS))
+    assert cli("--db", str(db_path), "ingest", str(chats)).exit_code == 0
+    assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
+    ambiguous = cli("--db", str(db_path), "ask", "Where are we staying?", "-c", "lisbon TRIP")
+    assert ambiguous.exit_code == 1
+    assert "c-9f1 (Lisbon trip)" in ambiguous.stderr and "c-2b7 (Lisbon trip)" in ambiguous.stderr
+    knee = ask_json(cli, db_path, "What did the physio say?", "-c", "Knee rehab", "--context-only")
+    assert knee["conversations"] == ["c-3aa"] and {e["title"] for e in knee["evidence"]} == {"Knee rehab"}
+    wide = ask_json(cli, db_path, "Where are we staying in Lisbon?", "--context-only")
+    top = max(wide["evidence"], key=lambda e: e["score"])
+    assert (top["conversation"], top["title"]) == ("c-9f1", "Lisbon trip") and "Alfama" in top["text"]
+    assert {e["conversation"] for e in wide["evidence"]} > {"c-9f1"}  # other chats fill the rest of the budget
+    # the rich view: a rule per chat and day, naming the chat by its title
+    shown = cli("--db", str(db_path), "ask", "Where are we staying in Lisbon?", "--context-only", "--evidence", "all")
+    assert shown.exit_code == 0 and "Lisbon trip · 3 May 2024" in shown.stdout
+    stats = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--format", "json").stdout)
+    assert {c["conversation"]: c["title"] for c in stats["conversations"]} == \
+        {"c-9f1": "Lisbon trip", "c-2b7": "Lisbon trip", "c-3aa": "Knee rehab", "maya-and-leo": None}
+    table = cli("--db", str(db_path), "inspect-graph")
+    assert table.exit_code == 0 and "title" in table.stdout and "Knee rehab" in table.stdout
+    exported = cli("--db", str(db_path), "export", "-c", "knee rehab")
+    assert exported.exit_code == 0
+    [record] = [orjson.loads(line) for line in exported.stdout.splitlines()]
+    assert (record["conversation"], record["title"]) == ("c-3aa", "Knee rehab")
+    refused = cli("--db", str(db_path), "export", "-c", "Lisbon trip")
+    assert refused.exit_code == 1 and "c-2b7 (Lisbon trip)" in refused.stderr and not refused.stdout
+
+
 def test_reingest_adds_nothing_and_appending_adds_only_new(cli, db_path, tmp_path):
     lines = MAYA.read_bytes().splitlines(keepends=True)
     first = tmp_path / "first.jsonl"
