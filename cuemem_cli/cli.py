@@ -167,7 +167,7 @@ def ingest(
        "speaker": "Maya", "role": "user", "text": "I adopted a dog!", "id": "s2:1"}
     Fields (aliases in brackets):
       text          required: what was said [content, message, utterance]
-      conversation  required unless --conversation; memory is partitioned by it
+      conversation  required unless --conversation; the chat it was said in
                     [conversation_id, conv]
       time          ISO 8601, "8 May, 2023", epoch seconds …; with a zone → UTC
                     [timestamp, date, datetime, created_at]

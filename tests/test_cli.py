@@ -150,7 +150,8 @@ def test_a_question_ranges_over_every_conversation_and_c_narrows_it(cli, db_path
     best = max(data["evidence"], key=lambda e: e["score"])
     assert (best["conversation"], best["title"]) == ("assistant-chat", None)
     data = ask_json(cli, db_path, "What is Sam's diet?", "--conversation", "maya-and-leo", "--context-only")
-    assert data["conversations"] == ["maya-and-leo"] and {e["conversation"] for e in data["evidence"]} == {"maya-and-leo"}
+    assert data["conversations"] == ["maya-and-leo"]
+    assert {e["conversation"] for e in data["evidence"]} == {"maya-and-leo"}
     both = ask_json(cli, db_path, "Where did Maya and Sam travel?", "-c", "maya-and-leo", "-c", "assistant-chat",
                     "--context-only")
     assert both["conversations"] == ["maya-and-leo", "assistant-chat"]
