@@ -242,8 +242,11 @@ def _name(conversation: str) -> str:
     return _text(conversation, "conversation")
 
 
-def _names(conversations: list[str] | None) -> list[str] | None:
-    """The conversations a question is narrowed to (names or titles); None or [] for the whole memory."""
+def _names(conversations: list[str] | str | None) -> list[str] | None:
+    """The conversations a question is narrowed to (names or titles); None or [] for the whole memory
+    (one name alone is taken as a list of one, not as its letters)."""
+    if isinstance(conversations, str):
+        conversations = [conversations]
     return [_name(c) for c in conversations] if conversations else None
 
 

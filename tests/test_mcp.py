@@ -356,12 +356,12 @@ def test_used_turns_are_recorded_in_batches_so_warm_recalls_keep_the_view(tmp_pa
     try:
         tools.remember("maya-and-leo", maya(20))
         for _ in range(3):
-            tools.recall("Where does Leo work?", "maya-and-leo")
+            tools.recall("Where does Leo work?", ["maya-and-leo"])
         assert used(db) == set(), "not yet recorded"
         assert any(view is not None for _, view in _views[tools.memory.store].values()), \
             "the third recall was answered from the in-memory view"
         monkeypatch.setattr(mcp_server, "USED_FLUSH_SECONDS", 0.0)
-        recalled = tools.recall("Where does Leo work?", "maya-and-leo")
+        recalled = tools.recall("Where does Leo work?", ["maya-and-leo"])
         assert used(db) == {e["source_id"] for e in recalled["evidence"]}
     finally:
         tools.close()
