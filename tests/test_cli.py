@@ -142,6 +142,7 @@ def test_cuemem_model_env_is_the_default_model(cli, maya_db, fake_llm, monkeypat
     assert data["model"] == "fake/from-env"
 
 
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_a_question_ranges_over_every_conversation_and_c_narrows_it(cli, db_path):
     assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
@@ -173,6 +174,7 @@ CHATS = [  # an export's shape: chats named by id, titled; two share a title
 ]
 
 
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_titles_name_chats_everywhere_and_an_ambiguous_title_lists_its_chats(cli, db_path, tmp_path):
     chats = tmp_path / "chats.jsonl"
     chats.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in CHATS))

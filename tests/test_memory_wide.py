@@ -78,6 +78,7 @@ def memory(tmp_path_factory):
     mem.close()
 
 
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_a_question_ranges_over_every_conversation(memory):
     maya = memory.context("What breed is the dog Maya adopted?")
     assert maya.conversations == () and maya.evidence[0].conversation
@@ -88,6 +89,7 @@ def test_a_question_ranges_over_every_conversation(memory):
     assert "Alfama" in top.text
 
 
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and_day(memory):
     from cuemem_cli.answer import build_messages
 
@@ -107,6 +109,7 @@ def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and
             assert not after.startswith("— ")
 
 
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_a_relative_date_is_resolved_for_the_model_and_paid_for(memory):
     from cuemem_cli.answer import build_messages
 
@@ -119,6 +122,7 @@ def test_a_relative_date_is_resolved_for_the_model_and_paid_for(memory):
     assert sum(estimate_tokens(line) for line in block) == ctx.tokens
 
 
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_a_question_narrowed_by_title_or_name_stays_inside(memory):
     store = memory.store
     with pytest.raises(CuememError, match="names 2 conversations: c-9f1 \\(Lisbon trip\\), c-2b7 \\(Lisbon trip\\)"):

@@ -1,8 +1,10 @@
-"""The README's Python API example runs as written."""
+"""The README's examples run as written: the Python API, and the Quick start's cuemem commands."""
 
 from __future__ import annotations
 
 import re
+
+import pytest
 
 from conftest import REPO
 
@@ -19,6 +21,7 @@ def test_python_api_example_runs(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "demo.db").exists()
 
 
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_quick_start_asks_a_memory_of_both_samples_without_naming_one(cli, tmp_path, monkeypatch):
     """The Quick start's cuemem commands, as written, from a folder holding the samples: the question is
     asked with no conversation named, of a memory of several, and finds its answer."""
