@@ -3,6 +3,7 @@ narrowed by name or title, evidence from several chats with its headers paid for
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +61,8 @@ def test_semantic_edges_cross_conversations_and_a_later_ingest_never_rewrites_ol
     later = Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=1)  # another run, as a new process
     later.run([Message("y", text, source_id=f"t{i}") for i, text in enumerate(["c", "d"])], IngestReport())
     after = _edges(store)
-    assert before <= after and {e for e in after if e[0].startswith("x/")} == {e for e in before if e[0].startswith("x/")}
+    assert before <= after
+    assert {e for e in after if e[0].startswith("x/")} == {e for e in before if e[0].startswith("x/")}
     # y's "c" (0.8, 0.6, 0) is nearest to x's "a"; y's "d" (0.6, 0, 0.8) too (0.6 beats c's 0.48 and b's 0)
     assert ("y/t0", "x/t0", "semantic", 0.8, 1) in after and ("y/t1", "x/t0", "semantic", 0.6, 1) in after
     assert ("y/t1", "y/t0", "temporal", 1.0, 1) in after
@@ -93,7 +95,8 @@ def test_a_question_ranges_over_every_conversation(memory):
 def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and_day(memory):
     from cuemem_cli.answer import build_messages
 
-    ctx = memory.context("Where are we staying in Lisbon, and what did Sam plan in Japan?", settings=Settings(budget=700))
+    ctx = memory.context("Where are we staying in Lisbon, and what did Sam plan in Japan?",
+                         settings=Settings(budget=700))
     assert len({e.conversation for e in ctx.evidence}) > 1
     keys = [(e.time or "", e.conversation, e.position) for e in ctx.evidence]
     assert keys == sorted(keys)
@@ -103,8 +106,8 @@ def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and
     assert "— Lisbon trip · 3 May 2024 —" in headers
     assert any(h.startswith("— assistant-chat · ") for h in headers)  # untitled: its name
     runs = [(e.conversation, e.time[:10] if e.time else None) for e in ctx.evidence]
-    assert len(headers) == 1 + sum(a != b for a, b in zip(runs, runs[1:], strict=False))
-    for line, after in zip(block, block[1:], strict=False):  # a gap line sits inside one chat's run only
+    assert len(headers) == 1 + sum(a != b for a, b in pairwise(runs))
+    for line, after in pairwise(block):  # a gap line sits inside one chat's run only
         if line == "…":
             assert not after.startswith("— ")
 
