@@ -89,6 +89,10 @@ def test_a_question_ranges_over_every_conversation(memory):
     top = max(lisbon.evidence, key=lambda e: e.score)
     assert (top.conversation, top.title, top.source_id) == ("c-9f1", "Lisbon trip", top.source_id)
     assert "Alfama" in top.text
+    both = memory.ask("What did Maya adopt?", ["assistant-chat", "maya-and-leo"])  # the Python API takes a list
+    assert both.context.conversations == ("assistant-chat", "maya-and-leo") and both.answer.kind == "extractive"
+    assert {e.conversation for e in both.context.evidence} <= {"assistant-chat", "maya-and-leo"}
+    assert memory.context("Where are we staying?", "c-2b7").conversations == ("c-2b7",)  # or one name
 
 
 @pytest.mark.slow  # real spaCy and MiniLM
