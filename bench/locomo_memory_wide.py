@@ -9,7 +9,9 @@ goals checked. The runs (about an hour each on 2 loaded cores; `nice` them):
         --out as-exports.json
     cuemem eval locomo locomo10.json --setting as-exports --conversations conv-26 \\
         --systems cuemem,naive-rag,bm25 --budget 2000 --out as-exports-conv26.json
-    python bench/locomo_memory_wide.py one.json as-exports.json as-exports-conv26.json
+    cuemem eval locomo locomo10.json --conversations conv-26 --systems cuemem --budget 2000 \
+        --cache-dir NEW_DIR --out one-conv26-alone.json    # optional: conv-26 in a memory of its own
+    python bench/locomo_memory_wide.py one.json as-exports.json as-exports-conv26.json [one-conv26-alone.json]
 
 Goals (issue 34): as-exports all-evidence >= 0.85 at 2,000 tokens and every category within 0.03 of
 one-conversation; one sample's sessions alone >= that sample's one-conversation figure - 0.01.
@@ -52,7 +54,7 @@ def run(name: str, partial: bool = False) -> dict[str, Any]:
     return data
 
 
-def main(one_path: str, wide_path: str, conv26_path: str) -> None:
+def main(one_path: str, wide_path: str, conv26_path: str, alone_path: str | None = None) -> None:
     one, wide, conv26 = run(one_path), run(wide_path, partial=True), run(conv26_path)
     systems = wide["summary"]["systems"]
     asked = {r["question_id"] for r in wide["records"]} if wide["summary"]["interrupted"] else None
@@ -64,6 +66,10 @@ def main(one_path: str, wide_path: str, conv26_path: str) -> None:
         "one-conversation, conv-26": {s: scores(one["records"], s, "conv-26") for s in systems},
         "as-exports, conv-26 sessions only": {s: scores(conv26["records"], s) for s in systems},
     }
+    if alone_path:  # conv-26 without the nine other samples in its memory (their semantic edges included)
+        alone_run = run(alone_path)
+        table["one-conversation, conv-26 alone in its memory"] = {
+            s: scores(alone_run["records"], s) for s in alone_run["summary"]["systems"]}
     base = table["one-conversation, the questions as-exports finished" if asked else "one-conversation"]["cuemem"]
     mem = table["as-exports"]["cuemem"]
     gaps = {c: round(mem[c]["all_evidence"] - base[c]["all_evidence"], 4) for c in base}
@@ -84,9 +90,12 @@ def main(one_path: str, wide_path: str, conv26_path: str) -> None:
             "conv-26 sessions alone >= one-conversation conv-26 - 0.01": alone >= alone_base - 0.01,
         },
     }
+    if alone_path:
+        alone_figure = table["one-conversation, conv-26 alone in its memory"]["cuemem"]["overall"]["all_evidence"]
+        result["goals"]["conv-26 sessions alone >= conv-26 alone in its memory - 0.01"] = alone >= alone_figure - 0.01
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({"gaps": gaps, "conv26": [alone, alone_base], "goals": result["goals"]}, indent=1))
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
