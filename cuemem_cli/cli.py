@@ -184,7 +184,7 @@ def ingest(
        "speaker": "Maya", "role": "user", "text": "I adopted a dog!", "id": "s2:1"}
     Fields (aliases in brackets):
       text          required: what was said [content, message, utterance]
-      conversation  required unless --conversation; memory is partitioned by it
+      conversation  required unless --conversation; the chat it was said in
                     [conversation_id, conv]
       time          ISO 8601, "8 May, 2023", epoch seconds …; with a zone → UTC
                     [timestamp, date, datetime, created_at]
@@ -240,8 +240,10 @@ def _print_ingest_report(report, json_out: bool) -> None:
 @app.command()
 def ask(
     question: str = typer.Argument(..., help="The question."),
-    conversation: str | None = typer.Option(None, "--conversation", "-c",
-                                            help="Conversation to search (required when the DB holds several)."),
+    conversation: list[str] | None = typer.Option(
+        None, "--conversation", "-c", metavar="NAME|TITLE",
+        help="Search only this conversation: its name, or its title when that names one chat; repeatable. "
+             "Default: every conversation in memory."),
     top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
     window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
     sem_k: int = typer.Option(ASK_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
@@ -269,8 +271,10 @@ def ask(
 ) -> None:
     """Answer a question from memory, showing the evidence turns it used.
 
-    The evidence comes first and the answer last, so the answer stays on screen; on a terminal, output
-    longer than the screen goes through $PAGER (else less), never in a pipe or with --json.
+    The question ranges over every conversation in memory unless --conversation narrows it; evidence from
+    several chats is shown in the order it was said, under each chat's title (or name) and day. The
+    evidence comes first and the answer last, so the answer stays on screen; on a terminal, output longer
+    than the screen goes through $PAGER (else less), never in a pipe or with --json.
     """
     from .errors import LLMError
     from .reconstruct import Settings
@@ -278,6 +282,7 @@ def ask(
                          write_json)
 
     top = _evidence_shown(evidence, context_only)
+    scope = conversation or None
     settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
                         excerpt_tokens=excerpt)
     chosen_model = config.answer_model(model)
@@ -302,19 +307,19 @@ def ask(
     try:
         with _memory(embedder=embedder) as memory:
             if context_only:
-                context = memory.context(question, conversation, settings, as_of)
+                context = memory.context(question, scope, settings, as_of)
                 answer = None
             else:
                 stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
                 try:
                     # a streamed answer's length is unknown: keep a few lines for it below the evidence
-                    result = memory.ask(question, conversation, settings, as_of, chosen_model, on_token=stream,
+                    result = memory.ask(question, scope, settings, as_of, chosen_model, on_token=stream,
                                         answerer=answerer,
                                         on_context=(lambda c: show_evidence(c, 3)) if stream else None)
                     context, answer = result.context, result.answer
                 except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
                     failure, answer = exc, None
-                    context = memory.context(question, conversation, settings, as_of)
+                    context = memory.context(question, scope, settings, as_of)
     except CuememError as exc:
         raise fail(exc) from exc
     if json_out:
@@ -353,14 +358,16 @@ def _evidence_shown(value: str | None, context_only: bool) -> int | None:
 # ----------------------------------------------------------- inspect-graph
 @app.command("inspect-graph")
 def inspect_graph(
-    conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c", metavar="NAME|TITLE",
+                                            help="Limit to one conversation (its name, or a title naming one)."),
     turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
                                                          "(with dot or graphml: its neighbourhood graph)."),
     fmt: str = typer.Option("table", "--format", metavar="FORMAT",
                             help="table, json, dot (Graphviz) or graphml (Gephi)."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout (the same as --format json)."),
 ) -> None:
-    """Show what memory holds: per-conversation counts, one turn's neighbourhood, or the whole graph.
+    """Show what memory holds: per-conversation counts and titles, one turn's neighbourhood, or the whole graph
+    (semantic edges cross conversations).
 
     In a pipe or a file the tables are tab-separated values, every value whole (--json for all counts)."""
     from . import inspect_graph as inspector
@@ -500,8 +507,9 @@ def extract(
 @app.command()
 def forget(
     conversation: str | None = typer.Option(
-        None, "--conversation", "-c",
-        help="Forget this conversation (alone: all of it), or limit the other options to it."),
+        None, "--conversation", "-c", metavar="NAME|TITLE",
+        help="Forget this conversation (alone: all of it), or limit the other options to it; its name, or a title "
+             "naming one chat."),
     session: str | None = typer.Option(
         None, "--session", help="Forget one session (needs --conversation when the DB holds several)."),
     turn: list[str] | None = typer.Option(
@@ -572,7 +580,8 @@ def forget(
 @app.command()
 def export(
     conversation: str | None = typer.Option(
-        None, "--conversation", "-c", help="Export one conversation (default: all)."),
+        None, "--conversation", "-c", metavar="NAME|TITLE",
+        help="Export one conversation, by its name or a title naming one (default: all)."),
     output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
                                       help="Write to a new file (created 0600) instead of stdout; - is stdout."),
 ) -> None:

@@ -63,6 +63,12 @@ def locomo(
     conversations: list[str] | None = typer.Option(None, "--conversations",
                                                    help="Sample ids, comma-separated or repeated (conv-26,…)."),
     adversarial: bool = typer.Option(False, "--adversarial", help="Add category 5 (judged as abstention)."),
+    setting: str = typer.Option(
+        "one-conversation", "--setting", metavar="one-conversation|as-exports",
+        help="one-conversation: each sample is one conversation and its questions are asked in it. as-exports: "
+             "every session of every sample is its own conversation (conv-26/session_3, titled by its speakers), "
+             "all in ONE memory, and every question is asked over the whole memory, as of a chat export; "
+             "baselines search the whole memory too."),
     systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
@@ -109,7 +115,7 @@ def _run(options: dict[str, Any], dataset: str) -> None:
         extract_model=options["extract_model"], embedder=options["embedder"], model=options["model"],
         judge_model=options["judge_model"], priority=not options["no_priority"], workers=options["workers"],
         cache_dir=options["cache_dir"], rebuild=options["rebuild"], offline_answers=options["offline_answers"],
-        store_url=options["store"],
+        store_url=options["store"], setting=options.get("setting") or "one-conversation",
     )
     try:
         with progress_display(sys.stderr.isatty()) as progress:

@@ -21,9 +21,10 @@ from typing import IO, Any
 
 import orjson
 
-from .errors import CuememError, InputError, UnknownConversation
+from .errors import CuememError, InputError
 from .ingest import Ingestor, IngestReport, source_id_of
 from .inputs import read_messages
+from .reconstruct import resolve_one
 from .records import Message, Triple
 from .sources import Input, open_input
 from .store import Store
@@ -35,14 +36,11 @@ CUES = "cues"
 def export_records(store: Store, conversation: str | None = None) -> Iterator[dict[str, Any]]:
     """Every turn as an export record, conversation by conversation in chronological order.
 
-    Reads one consistent snapshot, so an ingest running meanwhile cannot tear the export. An unknown
-    conversation is refused here, before anything is written.
+    Reads one consistent snapshot, so an ingest running meanwhile cannot tear the export. `conversation`
+    is a name, or a title naming one conversation; an unknown one is refused here, before anything is
+    written.
     """
-    cid = None
-    if conversation is not None:
-        cid = store.conversation_id(conversation)
-        if cid is None:
-            raise UnknownConversation(conversation, store.conversation_names())
+    cid = None if conversation is None else resolve_one(store, conversation)[0]
     return _records(store, cid)
 
 

@@ -601,3 +601,30 @@ def time_phrases(text: str, said: date | None, past: bool = True) -> list[tuple[
             resolved = turn._ago(count, unit, f"{count_word} {unit}s") or ""
             out.append((phrase, f"{count_word} {match.group(5).lower()} before {anchor}", resolved))
     return out
+
+
+def said_on(time: str | None) -> date | None:
+    """The day of a stored turn time (ISO), or None."""
+    try:
+        return datetime.fromisoformat(time).date() if time else None
+    except ValueError:
+        return None
+
+
+def dated(text: str, said: date | None, past: bool = True, brief: bool = False) -> str:
+    """`text` with each relative time phrase followed by what it means on the day it was said: "last
+    weekend" → "last weekend [the weekend before 14 May 2023: weekend of 6 May 2023]" (the offline
+    answer's sources), or `brief`ly "last weekend [weekend of 6 May 2023]" (the answer prompt's
+    evidence: reconstruct.shown_text)."""
+    out, end = [], 0
+    for phrase, anchored, resolved in time_phrases(text, said, past):
+        at = text.find(phrase, end)
+        if at < 0:
+            continue
+        if brief:
+            note = resolved or anchored
+        else:
+            note = anchored if anchored == resolved or not resolved else f"{anchored}: {resolved}"
+        out += [text[end:at + len(phrase)], f" [{note}]"]
+        end = at + len(phrase)
+    return "".join(out) + text[end:]

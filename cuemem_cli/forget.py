@@ -2,7 +2,8 @@
 
 Selectors narrow the set of turns, all of them together (AND):
 
-- `conversation`: one conversation (required with `session` or `turns` when the memory holds several);
+- `conversation`: one conversation, by its name or by a title naming one (required with `session` or `turns`
+  when the memory holds several: their ids are unique within a conversation only);
 - `session`: one session id; `turns`: source ids (the JSONL `id`); `before`: turns whose time is earlier.
 
 Two policies then apply *within* that selection, per conversation:
@@ -38,7 +39,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from .errors import CuememError, UnknownConversation
+from .errors import CuememError
+from .reconstruct import conversation_labels, resolve_one
 from .store import TURN_WITH_PREVIOUS, Store, now_iso
 from .text import plural
 from .timeparse import parse_time
@@ -71,6 +73,7 @@ class ForgetReport:
     extraction_cache: int = 0
     conversations: dict[str, int] = field(default_factory=dict)  # turns forgotten per conversation
     conversations_removed: list[str] = field(default_factory=list)
+    titles: dict[str, str] = field(default_factory=dict)  # of those conversations that have one
     selection: dict[str, Any] = field(default_factory=dict)
     dry_run: bool = False
     applied: bool = False
@@ -79,11 +82,11 @@ class ForgetReport:
 
     def summary(self, done: bool = True) -> str:
         """What is forgotten, as "forgot …" ends (`done`) or as "would forget …", a prompt and a refusal end:
-        a conversation left empty is removed, or would be."""
-        per = ", ".join(f"{name}: {n}" for name, n in self.conversations.items())
+        a conversation left empty is removed, or would be. Conversations are named with their titles."""
+        per = ", ".join(f"{self._named(name)}: {n}" for name, n in self.conversations.items())
         text = (f"{plural(self.turns, 'turn')} ({per or 'none'}), {plural(self.cues, 'cue')}, "
                 f"{plural(self.vectors, 'cue vector')}, {plural(self.edges, 'edge')}")
-        removed = self.conversations_removed
+        removed = [self._named(name) for name in self.conversations_removed]
         if removed:
             which = f"the conversation {removed[0]}" if len(removed) == 1 else \
                 f"the {len(removed)} conversations {', '.join(removed)}"
@@ -95,6 +98,9 @@ class ForgetReport:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def _named(self, name: str) -> str:
+        return f"{name} ({self.titles[name]})" if name in self.titles else name
 
 
 def stdin_is_terminal() -> bool:
@@ -133,20 +139,23 @@ def _decay_cutoff(selection: Selection) -> str | None:
 
 
 def _scope(store: Store, selection: Selection) -> int | None:
-    """The conversation id the selection is limited to, or None for all; refuses ambiguous selections."""
-    names = store.conversation_names()
+    """The conversation id the selection is limited to (by name, or a title naming one), or None for all;
+    refuses ambiguous selections."""
     if selection.conversation is None:
-        if (selection.session is not None or selection.turns) and len(names) > 1:
-            raise CuememError(
-                f"--session and --turn name ids that several conversations may share; this memory holds "
-                f"{len(names)}: {', '.join(names[:20])}",
-                "say which one with --conversation NAME",
-            )
+        if selection.session is not None or selection.turns:
+            labels = conversation_labels(store)
+            if len(labels) > 1:
+                raise CuememError(
+                    f"--session and --turn name ids that several conversations may share; this memory holds "
+                    f"{len(labels)}: {', '.join(labels[:20])}" + (", …" if len(labels) > 20 else ""),
+                    "say which one with --conversation NAME (or its title)",
+                )
         return None
-    cid = store.conversation_id(selection.conversation)
-    if cid is None:
-        raise UnknownConversation(selection.conversation, names)
-    return cid
+    return resolve_one(store, selection.conversation)[0]
+
+
+def _titles(store: Store, report: ForgetReport) -> dict[str, str]:
+    return {name: title for _, name, title in store.conversations() if title and name in report.conversations}
 
 
 def _select(store: Store, selection: Selection, cid: int | None) -> list[tuple[int, str]]:
@@ -170,6 +179,7 @@ def plan(store: Store, selection: Selection) -> tuple[list[int], ForgetReport]:
                 counts["cues"], counts["vectors"], counts["edges"], counts["extraction_cache"])
             totals = {row["conversation"]: row["turns"] for row in store.conversation_stats()}
             report.conversations_removed = [name for name, n in report.conversations.items() if totals.get(name) == n]
+            report.titles = _titles(store, report)
     return ids, report
 
 
@@ -204,6 +214,7 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
         renew = store.turn_vector_text() == TURN_WITH_PREVIOUS
         model = _load(store, embedder) if renew and store.turns_after(ids) else None
         with store.transaction():
+            titles = _titles(store, report)
             agreed = set(ids)
             now_selected = [tid for tid, _ in _select(store, selection, cid) if tid in agreed]
             after = store.turns_after(now_selected) if renew else []
@@ -217,6 +228,7 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
         report.extraction_cache = counts["extraction_cache"]
         report.conversations = counts["conversations"]
         report.conversations_removed = counts["conversations_removed"]
+        report.titles = {name: title for name, title in titles.items() if name in report.conversations}
         report.applied = True
     if vacuum:
         store.scrub()

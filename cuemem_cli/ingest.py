@@ -18,10 +18,10 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from . import cells
 from .config import BUILD_SEM_K, BUILD_WINDOW
 from .errors import CuememError, StoreError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
@@ -75,7 +75,7 @@ CONFLICT_IDS_SHOWN = 10
 class _Conversation:
     id: int
     next_position: int
-    index: NeighbourIndex | None  # None: not in memory; loaded from the store when a batch needs it
+    titled: bool = False  # its title was offered to the store (the first message carrying one names it)
 
 
 @dataclass
@@ -151,6 +151,7 @@ class Ingestor:
         self.replace = replace
         self.window, self.sem_k = self._graph_settings(window, sem_k)
         self._conversations: dict[str, _Conversation] = {}
+        self._index: NeighbourIndex | None = None  # the memory's cue vectors; loaded when a batch needs them
         self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
         self._committed = 0  # report.turns_added as of the last batch committed
 
@@ -176,24 +177,26 @@ class Ingestor:
             )
         return w, k
 
-    def _conversation(self, name: str) -> _Conversation:
-        """The conversation's write state. Called for each message before any of its rows is written,
-        so an index (re)loaded here holds exactly the cues stored before this batch."""
+    def _conversation(self, name: str, title: Any = None) -> _Conversation:
+        """A conversation's write state (created if new, titled by the first message that carries a
+        `title`: convert.py keeps a ChatGPT or Claude chat's in each message's extra)."""
         conv = self._conversations.get(name)
         if conv is None:
             cid = self.store.conversation_id(name, create=True)
-            conv = _Conversation(cid, self.store.next_position(cid), None)
+            conv = _Conversation(cid, self.store.next_position(cid))
             self._conversations[name] = conv
-        if conv.index is None:
-            conv.index = NeighbourIndex.load(self.store, conv.id, self.embedder.dim)
+        if not conv.titled and isinstance(title, str) and title.strip():
+            self.store.set_title(conv.id, title.strip())
+            conv.titled = True
         return conv
 
-    def _release_indexes(self, keep: set[str]) -> None:
-        """Drop the in-memory cue vectors of conversations the last batch did not touch: a file of many
-        conversations is ingested in flat memory (a single conversation still needs all its vectors)."""
-        for name, conv in self._conversations.items():
-            if name not in keep:
-                conv.index = None
+    def _neighbours(self) -> NeighbourIndex:
+        """The memory's cue vectors, for semantic edges. Called under the write lock before any row of a
+        batch is written, so an index (re)loaded here holds exactly the cues stored before the batch;
+        kept between batches (and runs of a long-lived writer) until another process writes."""
+        if self._index is None:
+            self._index = NeighbourIndex.load(self.store, self.embedder.dim)
+        return self._index
 
     def run(self, messages: Iterable[Message], report: IngestReport,
             progress: Callable[[int, int, int], None] | None = None, batch_turns: int = BATCH_TURNS) -> IngestReport:
@@ -272,6 +275,7 @@ class Ingestor:
         version = self.store.data_version()
         if version != self._data_version:
             self._conversations.clear()
+            self._index = None
             self._data_version = version
 
     def _next_batch(self, batch: list[Message], embedding: Future[_Prepared] | None, background: ThreadPoolExecutor,
@@ -337,7 +341,6 @@ class Ingestor:
             self._sync()
             self._store_batch(self._sort_out(prepared.fresh, report), report)
         self._committed = report.turns_added
-        self._release_indexes({item.message.conversation for item in prepared.fresh})
         report.add_time("store+graph", time.perf_counter() - t0)
 
     def _turn_pairs(self, items: list[_Fresh]) -> list[tuple[str, str | None]]:
@@ -365,6 +368,7 @@ class Ingestor:
         """Write the sorted-out turns; call under the write lock. A replacing turn takes the position of
         the turn it replaces, which goes first with all that is its (Store.delete_turns)."""
         replaced: dict[int, int] = {}  # id(item) → position of the turn it replaces
+        index = self._neighbours()
         if any(item.replaces for item in fresh):
             old_ids = []
             for item in fresh:
@@ -372,14 +376,13 @@ class Ingestor:
                     cid = int(self.store.conversation_id(item.message.conversation) or 0)  # stored: it has this turn
                     old_id, replaced[id(item)], _ = self.store.stored_texts(cid, [item.source_id])[item.source_id]
                     old_ids.append(old_id)
-                    if item.message.conversation in self._conversations:  # its index holds the old cues
-                        self._conversations[item.message.conversation].index = None
             self.store.delete_turns(old_ids, keep_conversations=True)
+            index.remove(set(old_ids))
         staged = []
         turn_ids = []
         for item in fresh:
             message, triples = item.message, item.triples
-            conv = self._conversation(message.conversation)
+            conv = self._conversation(message.conversation, message.extra.get("title"))
             if message.conversation not in report.conversations:
                 report.conversations.append(message.conversation)
             if item.replaces:
@@ -436,6 +439,7 @@ class Ingestor:
             self._sync()
             still = {turn.id for turn, _ in self.store.pending_turns()}  # another process may have done or forgot some
             with_vectors = [item for item in with_vectors if item[0].id in still]
+            self._neighbours()
             staged = []
             for turn, triples, cue_vectors in with_vectors:
                 conv = self._conversation(turn.conversation)
@@ -458,34 +462,31 @@ class Ingestor:
         return cue_ids
 
     def _link(self, staged, report: IngestReport, temporal: bool) -> None:
-        """Temporal and semantic edges for the turns just written, per conversation; cells kept up to date.
+        """Temporal edges for the turns just written, per conversation, and semantic edges across the memory.
 
         A turn that replaced one is linked, temporally, with the turns within the window after it too (the
         old turn's edges went with it); its cues link to earlier turns as always, and later turns keep the
         semantic edges they had (the graph is append-only: see graph.py)."""
-        by_conv: dict[int, list] = {}
-        for conv, turn_id, position, cue_ids, vecs, replaces in staged:
-            by_conv.setdefault(conv.id, []).append((conv, turn_id, position, cue_ids, vecs, replaces))
-        for cid, items in by_conv.items():
-            conv = items[0][0]
-            if temporal:
-                new = [(tid, pos) for _, tid, pos, _, _, _ in items]
+        if temporal:
+            by_conv: dict[int, list] = {}
+            for conv, turn_id, position, _, _, replaces in staged:
+                by_conv.setdefault(conv.id, []).append((turn_id, position, replaces))
+            for cid, items in by_conv.items():
+                new = [(tid, pos) for tid, pos, _ in items]
                 ids = {tid for tid, _ in new}
-                for _, _, pos, _, _, replaces in items:
+                for _, pos, replaces in items:
                     if replaces:  # the turns after it look back to it
                         new += [(t, p) for t, p in self.store.turns_at_positions(cid, pos + 1, pos + self.window)
                                 if (t, p) not in new]
                 edges = [e for e in temporal_edges(self.store, cid, new, self.window) if e[0] in ids or e[1] in ids]
                 self.store.insert_edges(edges)
                 report.temporal_edges += len(edges)
-            turn_ids = np.array([tid for _, tid, _, _, v, _ in items for _ in range(len(v))], dtype=np.int64)
-            positions = np.array([pos for _, _, pos, _, v, _ in items for _ in range(len(v))], dtype=np.int64)
-            vecs = [v for *_, v, _ in items if len(v)]
-            matrix = (vecs[0] if len(vecs) == 1 else np.vstack(vecs)) if vecs else \
-                np.zeros((0, self.embedder.dim), dtype=np.float32)
-            semantic = semantic_edges(conv.index, turn_ids, positions, matrix, self.sem_k)
-            self.store.insert_edges(semantic)
-            report.semantic_edges += len(semantic)
-            conv.index.add(turn_ids, positions, matrix)
-            cells.add(self.store, cid, self.embedder.dim,
-                      np.array([c for *_, ids, _, _ in items for c in ids], dtype=np.int64), matrix)
+        turn_ids = np.array([tid for _, tid, _, _, v, _ in staged for _ in range(len(v))], dtype=np.int64)
+        vecs = [v for *_, v, _ in staged if len(v)]
+        matrix = (vecs[0] if len(vecs) == 1 else np.vstack(vecs)) if vecs else \
+            np.zeros((0, self.embedder.dim), dtype=np.float32)
+        index = self._neighbours()
+        semantic = semantic_edges(index, turn_ids, matrix, self.sem_k)
+        self.store.insert_edges(semantic)
+        report.semantic_edges += len(semantic)
+        index.add(turn_ids, matrix)

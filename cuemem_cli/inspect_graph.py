@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .errors import CuememError, UnknownConversation
+from .errors import CuememError
 from .records import Turn
-from .reconstruct import resolve_conversation
+from .reconstruct import resolve_one
 from .store import Store
 
 
@@ -20,9 +20,8 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
     """Counts and settings; with `graph`, the nodes and edges too (`--format json`)."""
     stats = store.conversation_stats()
     if conversation is not None:
-        stats = [s for s in stats if s["conversation"] == conversation]
-        if not stats:
-            raise UnknownConversation(conversation, store.conversation_names())
+        _, name = resolve_one(store, conversation)
+        stats = [s for s in stats if s["conversation"] == name]
     for s in stats:
         s["degree"] = store.degree_stats(store.conversation_id(s["conversation"]))
     meta = store.meta()
@@ -45,7 +44,7 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
 
 
 def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[str, Any]:
-    cid, name = resolve_conversation(store, conversation)
+    cid, name = resolve_one(store, conversation)
     turn = _turn(store, cid, name, source_id)
     cues = store.cues_of_turns([turn.id]).get(turn.id, [])
     edges = store.edges_of(turn.id)
@@ -62,7 +61,7 @@ def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[
 
 def neighbourhood(store: Store, conversation: str | None, source_id: str) -> tuple[str, list[Turn], list[tuple]]:
     """One turn, its one-hop neighbours and the edges between it and them (`--turn` with dot or graphml)."""
-    cid, name = resolve_conversation(store, conversation)
+    cid, name = resolve_one(store, conversation)
     turn = _turn(store, cid, name, source_id)
     edges = store.edges_of(turn.id)
     others = store.turns_by_id({dst if src == turn.id else src for src, dst, *_ in edges})
@@ -87,5 +86,10 @@ def _turn(store: Store, cid: int, name: str, source_id: str) -> Turn:
 
 
 def graph_of(store: Store, conversation: str | None) -> tuple[str, list[Turn], list[tuple]]:
-    cid, name = resolve_conversation(store, conversation)
+    """One conversation's turns and the edges leaving them, or (None, several conversations) the whole
+    memory's, whose semantic edges cross conversations."""
+    rows = store.conversations()
+    if conversation is None and len(rows) != 1:
+        return "memory", [t for cid, _, _ in rows for t in store.turns(cid)], store.all_edges()
+    cid, name = resolve_one(store, conversation)
     return name, store.turns(cid), store.all_edges(cid)

@@ -33,7 +33,7 @@ from .errors import CuememError, InputError, UnknownConversation
 from .ingest import Ingestor, IngestReport
 from .inputs import parse_line
 from .memory import Memory
-from .reconstruct import Settings
+from .reconstruct import Settings, conversation_labels
 from .records import Context, Message
 from .store import now_iso
 from .text import plural
@@ -41,8 +41,9 @@ from .text import plural
 SERVER_NAME = "cuemem"
 INSTRUCTIONS = (
     "Long-term memory of conversations. Store turns with `remember` (one conversation name per chat, e.g. "
-    "the project or the user), find what was said with `recall` (evidence turns, oldest first, each with "
-    "its id, time and speaker), list what is stored with `list_conversations`."
+    "the project or the session), find what was said with `recall` (evidence turns from every conversation, "
+    "oldest first, each with its conversation, id, time and speaker; `conversations` narrows it), list what "
+    "is stored with `list_conversations`."
 )
 
 T = TypeVar("T")
@@ -144,23 +145,23 @@ class MemoryTools:
                               "(the stored turns are kept): give new ids, or forget the old turns first")
         return result
 
-    def recall(self, question: str, conversation: str, budget: int = DEFAULT_BUDGET,
+    def recall(self, question: str, conversations: list[str] | None = None, budget: int = DEFAULT_BUDGET,
                as_of: str | None = None) -> dict[str, Any]:
-        """The evidence `cuemem ask --context-only --json` gives; its turns count as used (forget's decay
-        and LRU policies), as after an `ask`."""
-        context = self._context(question, conversation, Settings(budget=budget), as_of)
+        """The evidence `cuemem ask --context-only --json` gives, from every conversation or those named;
+        its turns count as used (forget's decay and LRU policies), as after an `ask`."""
+        context = self._context(question, conversations, Settings(budget=budget), as_of)
         self._note_used(context)
         return _context_json(context)
 
-    def ask(self, question: str, conversation: str, model: str | None = None) -> dict[str, Any]:
+    def ask(self, question: str, conversations: list[str] | None = None, model: str | None = None) -> dict[str, Any]:
         """An answer from `model`, else the server's model; with neither, cuemem's offline extractive
         answer (the evidence sentences nearest the question) and a note saying no model is configured."""
         from .render import context_json
 
-        question, conversation = _text(question, "question"), _name(conversation)
+        question = _text(question, "question")
         chosen = model or self.model
-        self._require(conversation)
-        result = self.memory.ask(question, conversation, Settings(), model=chosen, record_retrieval=False)
+        self._require()
+        result = self.memory.ask(question, _names(conversations), Settings(), model=chosen, record_retrieval=False)
         self._note_used(result.context)
         data = context_json(result.context, result.answer)
         del data["cues"]
@@ -173,7 +174,7 @@ class MemoryTools:
     def list_conversations(self) -> list[dict[str, Any]]:
         if not self._exists():
             return []
-        keys = ("conversation", "turns", "cues", "pending_turns", "first_time", "last_time")
+        keys = ("conversation", "title", "turns", "cues", "pending_turns", "first_time", "last_time")
         return [{key: row[key] for key in keys} for row in self.memory.store.conversation_stats()]
 
     def forget(self, conversation: str, turn_ids: list[str] | None = None) -> dict[str, Any]:
@@ -182,7 +183,9 @@ class MemoryTools:
         if turn_ids is not None and not turn_ids:
             raise CuememError("turn_ids is empty: nothing to forget",
                               "name the turns' ids, or leave turn_ids out to forget the whole conversation")
-        store = self._require(conversation)
+        store = self._require()
+        if store.conversation_id(conversation) is None:
+            raise UnknownConversation(conversation, conversation_labels(store))
         missing: list[str] = []
         if turn_ids:
             cid = store.conversation_id(conversation)
@@ -205,26 +208,25 @@ class MemoryTools:
     # --------------------------------------------------------------- helpers
     def _note_used(self, context: Context) -> None:
         now = now_iso()
-        self._used.setdefault(context.conversation, {}).update((e.source_id, now) for e in context.evidence)
+        for e in context.evidence:
+            self._used.setdefault(e.conversation, {})[e.source_id] = now
         if time.monotonic() - self._flushed >= USED_FLUSH_SECONDS:
             try:
                 self.flush_used()
             except CuememError as exc:  # another storage fault (an I/O error): the answer stands, these marks are lost
                 logging.getLogger(__name__).warning("could not record used turns: %s", exc.message)
 
-    def _require(self, conversation: str):
-        """The store, when it holds `conversation`; else the error listing the ones it holds."""
+    def _require(self):
+        """The store, once something was remembered (reading tools never create the file)."""
         if not self._exists():
-            raise UnknownConversation(conversation, [])
-        store = self.memory.store
-        if store.conversation_id(conversation) is None:
-            raise UnknownConversation(conversation, store.conversation_names())
-        return store
+            raise CuememError("this memory is empty", "remember something first")
+        return self.memory.store
 
-    def _context(self, question: str, conversation: str, settings: Settings, as_of: str | None) -> Context:
-        question, conversation = _text(question, "question"), _name(conversation)
-        self._require(conversation)
-        return self.memory.context(question, conversation, settings, as_of)
+    def _context(self, question: str, conversations: list[str] | None, settings: Settings,
+                 as_of: str | None) -> Context:
+        question = _text(question, "question")
+        self._require()
+        return self.memory.context(question, _names(conversations), settings, as_of)
 
 
 def _text(value: str, what: str) -> str:
@@ -237,11 +239,19 @@ def _name(conversation: str) -> str:
     return _text(conversation, "conversation")
 
 
+def _names(conversations: list[str] | str | None) -> list[str] | None:
+    """The conversations a question is narrowed to (names or titles); None or [] for the whole memory
+    (one name alone is taken as a list of one, not as its letters)."""
+    if isinstance(conversations, str):
+        conversations = [conversations]
+    return [_name(c) for c in conversations] if conversations else None
+
+
 def _context_json(context: Context) -> dict[str, Any]:
     """`ask --context-only --json` without the cue list (up to top-m rows an agent need not read)."""
     return {
         "question": context.question,
-        "conversation": context.conversation,
+        "conversations": list(context.conversations),
         "as_of": context.as_of,
         "evidence": [asdict(e) for e in context.evidence],
         "tokens": context.tokens,
@@ -250,6 +260,12 @@ def _context_json(context: Context) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ server
+# The tools' parameters are annotations, evaluated at module level (this module postpones them): the
+# description of `conversations`, shared by recall and ask, lives here rather than in build_server.
+NARROWING = ("Search only these conversations (names, or titles naming one chat: see list_conversations); "
+             "leave out to search every conversation in memory.")
+
+
 def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: bool = False):
     """The MCP server: each tool runs `tools`' method on `worker` (one thread); a CuememError becomes a
     tool error (the model reads its message and hint) and leaves the server running."""
@@ -278,29 +294,30 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
     @server.tool(annotations=reading)
     async def recall(
         question: Annotated[str, Field(description="What to look for, as a question or keywords.")],
-        conversation: Annotated[str, Field(description="The conversation to search (see list_conversations).")],
+        conversations: Annotated[list[str] | None, Field(description=NARROWING)] = None,
         budget: Annotated[int, Field(ge=50, description="Evidence budget in tokens (about characters / 4).")]
         = DEFAULT_BUDGET,
         as_of: Annotated[str | None, Field(description="Recall as of this time: later turns are left out.")] = None,
     ) -> dict[str, Any]:
-        """The turns of a conversation that bear on a question, chronological, within a token budget: each
-        with source_id, time, speaker, text and via (anchor: matched the question; temporal/semantic:
-        its neighbour). Use it before answering from memory."""
-        return await run(tools.recall, question, conversation, budget, as_of)
+        """The turns of memory that bear on a question, from every conversation (or those named),
+        chronological, within a token budget: each with conversation, title, source_id, time, speaker,
+        text and via (anchor: matched the question; temporal/semantic: its neighbour). Use it before
+        answering from memory."""
+        return await run(tools.recall, question, conversations, budget, as_of)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
     async def ask(
         question: Annotated[str, Field(description="The question.")],
-        conversation: Annotated[str, Field(description="The conversation to answer from.")],
+        conversations: Annotated[list[str] | None, Field(description=NARROWING)] = None,
         model: Annotated[str | None, Field(description="A litellm model name; default: the server's.")] = None,
     ) -> dict[str, Any]:
         """Answer a question from memory with the configured model, with the evidence it used. Without a
         configured model the answer is extractive and a note says so: prefer recall then."""
-        return await run(tools.ask, question, conversation, model)
+        return await run(tools.ask, question, conversations, model)
 
     @server.tool(annotations=reading)
     async def list_conversations() -> list[dict[str, Any]]:
-        """The conversations in memory: name, turns, cues, pending_turns, first and last turn time."""
+        """The conversations in memory: name, title, turns, cues, pending_turns, first and last turn time."""
         return await run(tools.list_conversations)
 
     if allow_forget:

@@ -4,7 +4,7 @@
     memory = Memory("chat.db")
     memory.add([{"speaker": "Maya", "text": "I moved to Denver last month.", "time": "2024-03-02"}],
                conversation="maya")
-    print(memory.ask("Where does Maya live?", conversation="maya").answer.text)
+    print(memory.ask("Where does Maya live?").answer.text)  # every conversation; conversation= narrows it
 """
 
 from __future__ import annotations
@@ -165,16 +165,17 @@ class Memory:
         return ingestor
 
     # ---------------------------------------------------------------- read
-    def context(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
-                as_of: str | None = None) -> Context:
-        """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours."""
+    def context(self, question: str, conversation: str | Sequence[str] | None = None,
+                settings: Settings = Settings(), as_of: str | None = None) -> Context:
+        """The evidence `ask` would give the model: cues, anchors and their one-hop neighbours, from every
+        conversation of the memory, or from those `conversation` names (a name or a title, or a list)."""
         as_of_iso = _as_of(as_of)
         embedder = self.embedder(quick_start=True)
         with self.store.snapshot():  # one consistent state, whatever other processes commit meanwhile
             return reconstruct(self.store, embedder, question, conversation, settings, as_of_iso,
                                held_at=as_of_iso if as_of is not None else None)
 
-    def ask(self, question: str, conversation: str | None = None, settings: Settings = Settings(),
+    def ask(self, question: str, conversation: str | Sequence[str] | None = None, settings: Settings = Settings(),
             as_of: str | None = None, model: str | None = None, priority: bool = True,
             on_token: Callable[[str], None] | None = None, record_retrieval: bool = True,
             answerer: str | None = None, on_context: Callable[[Context], None] | None = None) -> Result:
@@ -186,7 +187,7 @@ class Memory:
                                     on_token=on_token)
         context = self.context(question, conversation, settings, as_of)
         if record_retrieval and context.evidence:
-            self.record_used({context.conversation: dict.fromkeys((e.source_id for e in context.evidence), now_iso())})
+            self.record_used(used_by(context, now_iso()))
         if on_context is not None:
             on_context(context)
         return Result(context, answer_with(context))
@@ -272,6 +273,15 @@ class Memory:
         return {"completed": len(pending) - len(still), "still_pending": still, "model": chosen,
                 "calls": extractor.calls, "cues": report.cues, "semantic_edges": report.semantic_edges,
                 "extraction_failures": extractor.failures}
+
+
+def used_by(context: Context, when: str) -> dict[str, dict[str, str]]:
+    """The turns a context's evidence holds, by conversation (evidence may come from several), for
+    Memory.record_used."""
+    used: dict[str, dict[str, str]] = {}
+    for e in context.evidence:
+        used.setdefault(e.conversation, {})[e.source_id] = when
+    return used
 
 
 class _StoreWhenUsed:

@@ -265,6 +265,51 @@ def sqlite_m011_edge_kind_codes(conn: Connection) -> None:
     )
 
 
+
+def _title_backfill(json_text: str, is_text: str) -> str:
+    """The UPDATE that gives each conversation the title its earliest titled turn kept from an export
+    (convert.py puts a ChatGPT or Claude chat's title in each turn's extra)."""
+    return ("UPDATE conversations SET title = (SELECT " + json_text + " FROM turns t"
+            " WHERE t.conversation_id = conversations.id AND t.extra IS NOT NULL AND " + is_text +
+            " ORDER BY t.position LIMIT 1)")
+
+
+def sqlite_m012_conversation_titles(conn: Connection) -> None:
+    """A conversation's title (a ChatGPT or Claude chat's name), so people can name a chat by it
+    (`ask -c "Lisbon trip"`) and listings show it. Until now it was kept only in each turn's extra."""
+    conn.execute("ALTER TABLE conversations ADD COLUMN title TEXT")
+    conn.execute(_title_backfill("json_extract(t.extra, '$.title')",
+                                 "json_valid(t.extra) AND json_type(t.extra, '$.title') = 'text'"
+                                 " AND trim(json_extract(t.extra, '$.title')) <> ''"))
+
+
+def sqlite_m013_memory_wide_vectors(conn: Connection, dim: int) -> None:
+    """One vector table for the whole memory: a question searches every conversation at once (issue 34),
+    so the conversation is no longer vec0's partition key but a metadata column, which vec0 filters inside
+    its KNN when a question is narrowed to some conversations. Rows are written in cue id order (vec0 fills
+    one chunk at a time). The coarse cells of large conversations (`cue_cells`, per conversation) go: a
+    memory-wide search never reads them (m014 drops their centroids)."""
+    from .vectors import encode
+
+    conn.execute("CREATE TEMP TABLE _rows AS SELECT cue_id, conversation_id, embedding FROM cue_vectors")
+    conn.execute("DROP TABLE cue_vectors")
+    conn.execute(f"CREATE VIRTUAL TABLE cue_vectors USING vec0(cue_id INTEGER PRIMARY KEY, conversation_id INTEGER,"
+                 f" embedding int8[{int(dim)}] distance_metric=cosine, chunk_size={VECTOR_CHUNK})")
+    cursor = conn.execute("SELECT cue_id, conversation_id, embedding FROM temp._rows ORDER BY cue_id")
+    while rows := cursor.fetchmany(10_000):
+        codes = encode(_vectors([r[2] for r in rows], dim))
+        conn.executemany("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, vec_int8(?))",
+                         [(r[0], r[1], c.tobytes()) for r, c in zip(rows, codes, strict=True)])
+    conn.execute("DROP TABLE temp._rows")
+    conn.execute("DROP TABLE IF EXISTS cue_cells")
+
+
+def sqlite_m014_drop_cell_centroids(conn: Connection) -> None:
+    """The centroids of the coarse cells m013 dropped. Measured on real MiniLM cues, the cells' search
+    was approximate (top-100 overlap 0.868 at 16 probes), and the memory-wide search replaces it
+    (view.py, bench/RESULTS.md)."""
+    conn.execute("DROP TABLE IF EXISTS cell_centroids")
+
 # ------------------------------------------------------------- PostgreSQL bodies
 TEXT_SEARCH = "cuemem"  # the text search configuration postgres_m001_initial creates (store_postgres.py searches it)
 # Split on ASCII punctuation before PostgreSQL's parser sees the text, as FTS5's unicode61 tokenizer does:
@@ -396,6 +441,20 @@ def postgres_m011_edge_kind_codes(conn: Connection) -> None:
     conn.execute("ALTER TABLE edges ADD CONSTRAINT edges_kind_check CHECK (kind IN (0, 1))")
 
 
+
+def postgres_m012_conversation_titles(conn: Connection) -> None:
+    """As SQLite's: a conversation's title, backfilled from its turns' extra."""
+    conn.execute("ALTER TABLE conversations ADD COLUMN title text")
+    conn.execute(_title_backfill("CAST(t.extra AS jsonb) ->> 'title'",
+                                 "jsonb_typeof(CAST(t.extra AS jsonb) -> 'title') = 'string'"
+                                 " AND trim(CAST(t.extra AS jsonb) ->> 'title') <> ''"))
+
+
+def postgres_m013_memory_wide_vectors(conn: Connection, dim: int) -> None:
+    """`cue_vectors` keeps its conversation column (a question narrowed to some conversations filters on
+    it) and is searched memory-wide; the coarse cells go, as in SQLite."""
+    conn.execute("DROP TABLE IF EXISTS cue_cells")
+
 def already(why: str) -> Callable[..., None]:
     """The body of a migration whose change this backend's schema already had: nothing to do but be recorded."""
 
@@ -449,6 +508,11 @@ MIGRATIONS: list[Migration] = [
               already("pgvector columns hold what the int8 codes decode to: vectors were stored that way from the"
                       " start, and a vector column has no chunks"), needs_dim=True),
     Migration("m011_edge_kind_codes", sqlite_m011_edge_kind_codes, postgres_m011_edge_kind_codes),
+    Migration("m012_conversation_titles", sqlite_m012_conversation_titles, postgres_m012_conversation_titles),
+    Migration("m013_memory_wide_vectors", sqlite_m013_memory_wide_vectors, postgres_m013_memory_wide_vectors,
+              needs_dim=True),
+    Migration("m014_drop_cell_centroids", sqlite_m014_drop_cell_centroids,
+              "DROP TABLE IF EXISTS cell_centroids"),
 ]
 
 

@@ -1,6 +1,8 @@
 """Question → top cues → anchor turns → one hop over the turn graph → scored, chronological evidence.
 
-The paper adds every one-hop neighbour of every anchor. Measured on LoCoMo at a 2,000-token budget that
+A question ranges over the whole memory, every conversation at once, unless it is narrowed to some
+(`resolve_scope`: by name, or by a title that names one conversation). The paper adds every one-hop
+neighbour of every anchor. Measured on LoCoMo at a 2,000-token budget that
 spends most of the budget on neighbours that do not help (bench/RESULTS.md), so here expansion must earn
 its tokens: anchors, their one-hop neighbours and lexical (FTS5) hits are all *candidates*, and each gets
 a score; the budget is filled by score, then the chosen turns are put back in chronological order.
@@ -25,9 +27,12 @@ same session; rare words (names of places, pets, books) are
 what BM25 finds and MiniLM blurs; "what did she do on 25 May, 2022" names the day the turn was said.
 The weights are round values from the middle of a flat plateau (bench/quality_notes.md), not a fit.
 
+The chosen turns are ordered by when they were said across conversations (`chronological`: an undated
+turn by when it was stored, its conversation's own order; position breaks ties within a conversation).
 Tokens are estimated as ceil(characters / 4) of each line of the evidence block as the answer prompt
-shows it (turn lines, day headers and the "…" lines between turns that were not said one after the
-other: `dialogue_lines`); each turn is taken whole or not at all, except that a turn
+shows it (turn lines, a header per run of turns of one conversation and day, naming the conversation
+when the turns come from several, and the "…" lines between turns of a conversation that were not said
+one after the other: `dialogue_lines`); each turn is taken whole or not at all, except that a turn
 longer than `excerpt_tokens` is shown (and paid for) as an excerpt of its sentences nearest the
 question (excerpt.py).
 """
@@ -42,19 +47,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from functools import lru_cache
-from itertools import groupby
+from typing import Protocol
 
 import numpy as np
 
 from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M
 from .embed import embed_questions
 from .errors import CuememError, UnknownConversation
+from .extract import dated, said_on
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import TURN_ALONE, Store
 from .timeparse import day_of, named_periods
-from .view import Hops, conversation_source
+from .view import Hops, memory_source
 
 DATE_SLACK_DAYS = 7
 
@@ -84,11 +90,11 @@ def estimate_tokens(text: str) -> int:
 def evidence_line(speaker: str | None, text: str) -> str:
     """How a turn is shown to the answer model, and what the budget counts: `speaker: text`.
 
-    Its day is on a header line above it (`day_header`), once per run of turns said the same day:
-    questions ask on which day, and a date repeated on every line costs ~3 tokens a turn (measured:
-    0.005 more questions with all evidence at 2,000 tokens on LoCoMo, bench/RESULTS.md). Its turn id
-    is not shown: the model is not asked to cite, and an id tells it nothing but where the turn sits,
-    which a "…" line between turns not said one after the other tells for one token per gap
+    Its day is on a header line above it (`header_line`), once per run of turns said the same day in the
+    same conversation: questions ask on which day, and a date repeated on every line costs ~3 tokens a
+    turn (measured: 0.005 more questions with all evidence at 2,000 tokens on LoCoMo, bench/RESULTS.md).
+    Its turn id is not shown: the model is not asked to cite, and an id tells it nothing but where the
+    turn sits, which a "…" line between turns not said one after the other tells for one token per gap
     (`dialogue_lines`). Ids cost ~2.5 tokens a line on LoCoMo ("[D14:23] ") and ~5 for hash or
     session ids ("[h:3f9a0c2e71b4d586] "): without them, 0.008 more LoCoMo questions have all their
     evidence at 2,000 tokens (bench/quality_notes.md). People see the ids in `ask`'s evidence table.
@@ -96,101 +102,195 @@ def evidence_line(speaker: str | None, text: str) -> str:
     return f"{speaker or 'unknown'}: {text}"
 
 
-def day_header(day: str) -> str:
-    return f"— {day} —"
+def shown_text(text: str, time: str | None) -> str:
+    """A turn's text as the answer prompt shows it: each relative date ("yesterday", "last week", "next
+    month") followed by the day it means, resolved against the day the turn was said, by the rules the
+    date cues and the offline answer use (extract.dated): "yesterday [7 May 2023]". The local-model run
+    missed temporal questions over an unresolved "yesterday" (issue 34); the budget pays for the notes."""
+    return dated(text, said_on(time), brief=True)
 
 
-GAP_LINE = GAP  # between two turns of one day that were not said one after the other
+def day_header(day: str, chat: str | None = None) -> str:
+    """A run's header: its day, after its conversation's title (or name) when the evidence comes from
+    several conversations: `— Lisbon trip · 3 May 2024 —`."""
+    return f"— {chat} · {day} —" if chat else f"— {day} —"
 
 
-def dialogue_lines(items: Iterable[tuple[str | None, int, str]]) -> list[str]:
-    """(time, position, evidence line) in chronological order → the evidence block's lines: a day
-    header wherever the day changes, and a "…" line where turns between two shown ones are left out."""
+GAP_LINE = GAP  # between two turns of one conversation and day that were not said one after the other
+
+
+class Said(Protocol):
+    """What places a turn in the evidence block: a stored `Turn`, or an `Evidence` item."""
+
+    @property
+    def conversation(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def time(self) -> str | None: ...
+    @property
+    def position(self) -> int: ...
+
+
+def chronological(turn: Turn) -> tuple[str, str, int]:
+    """A turn's place in time across conversations: when it was said (an undated turn: when it was
+    stored, its conversation's own order), then its conversation and position, which break ties."""
+    return turn.time or turn.stored_at or "", turn.conversation, turn.position
+
+
+def _run(turn: Said) -> tuple[str, str]:
+    """The run a turn belongs to: one header per run of turns of one conversation and day."""
+    return turn.conversation, day_of(turn.time)
+
+
+def header_line(turn: Said, labelled: bool) -> str:
+    return day_header(day_of(turn.time), (turn.title or turn.conversation) if labelled else None)
+
+
+def _between(before: Said | None, after: Said, labelled: bool) -> list[str]:
+    """The lines the evidence block shows between two consecutive turns (before None: at its start): a
+    header where the run changes, "…" where turns of the run were left out between them."""
+    if before is None or _run(before) != _run(after):
+        return [header_line(after, labelled)]
+    return [GAP_LINE] if after.position > before.position + 1 else []
+
+
+def dialogue_lines(items: Iterable[tuple[Said, str]]) -> list[str]:
+    """(turn, its evidence line) in chronological order → the evidence block's lines: a header wherever
+    the conversation or the day changes (naming the conversation when the turns come from several), and
+    a "…" line where turns between two shown ones of a conversation are left out."""
+    items = list(items)
+    labelled = len({turn.conversation for turn, _ in items}) > 1
     lines: list[str] = []
-    for day, group in groupby(items, key=lambda item: day_of(item[0])):
-        lines.append(day_header(day))
-        previous = None
-        for _, position, line in group:
-            if previous is not None and position > previous + 1:
-                lines.append(GAP_LINE)
-            lines.append(line)
-            previous = position
+    previous: Said | None = None
+    for turn, line in items:
+        lines += _between(previous, turn, labelled)
+        lines.append(line)
+        previous = turn
     return lines
 
 
 def break_lines(turns: Iterable[Turn]) -> list[str]:
-    """The lines of the evidence block that are not turns (day headers and gap lines), in order, for
-    turns in chronological order."""
-    lines = dialogue_lines((t.time, t.position, "") for t in turns)
-    return [line for line in lines if line]
+    """The lines of the evidence block that are not turns (headers and gap lines), in order."""
+    ordered = sorted(turns, key=chronological)
+    labelled = len({t.conversation for t in ordered}) > 1
+    return [line for before, turn in zip([None, *ordered], ordered, strict=False)
+            for line in _between(before, turn, labelled)]
 
 
 def turn_cost(turn: Turn) -> int:
-    return _line_cost(turn.speaker or turn.role, turn.text)
+    return _line_cost(turn.speaker or turn.role, turn.text, turn.time)
 
 
 @lru_cache(maxsize=65536)
-def _line_cost(speaker: str | None, text: str) -> int:
-    """Every question re-ranks the same turns of a conversation: their costs are worth keeping."""
-    return estimate_tokens(evidence_line(speaker, text))
+def _line_cost(speaker: str | None, text: str, time: str | None) -> int:
+    """Every question re-ranks the same turns of a memory: their costs are worth keeping."""
+    return estimate_tokens(evidence_line(speaker, shown_text(text, time)))
 
 
 def context_tokens(turns: Sequence[Turn]) -> int:
-    """Tokens of the evidence block as the prompt shows it: turn lines, day headers and gap lines."""
-    ordered = sorted(turns, key=lambda t: t.position)
-    return sum(turn_cost(t) for t in ordered) + sum(estimate_tokens(line) for line in break_lines(ordered))
+    """Tokens of the evidence block as the prompt shows it: turn lines, headers and gap lines."""
+    return sum(turn_cost(t) for t in turns) + sum(estimate_tokens(line) for line in break_lines(turns))
 
 
-def _gaps(before: tuple[int, str] | None, after: tuple[int, str] | None) -> int:
-    """1 if a gap line stands between two shown turns, given as (position, day)."""
-    return int(before is not None and after is not None and before[1] == after[1] and after[0] > before[0] + 1)
+def _separator(before: Turn | None, after: Turn | None, labelled: bool) -> int:
+    if after is None:
+        return 0
+    return sum(estimate_tokens(line) for line in _between(before, after, labelled))
 
 
 def fill_budget(ranked: Iterable[Turn], budget: int) -> list[Turn]:
     """Turns in rank order while they fit, each whole or skipped (a skipped turn is not a stop).
 
-    A turn said on a day not yet shown also pays for its day header, and for the gap lines it adds
-    between itself and the shown turns beside it (less the one it closes). Should the chronological
-    rendering need more headers than that (a day interrupted by another), the lowest-ranked turns
-    are dropped until the block fits.
+    A turn pays for its line and for what it changes in the lines around it where it falls in
+    chronological order: the header of a run it starts, the "…" lines it adds between itself and the
+    turns beside it, less one it closes. Both totals are kept, with conversations named in the headers
+    and without (`dialogue_lines` names them once the turns come from two conversations), so the block
+    the prompt shows costs exactly what was counted: `context_tokens(chosen) ≤ budget`.
     """
     chosen: list[Turn] = []
-    shown: list[tuple[int, str]] = []  # (position, day) of the chosen turns, in order
-    used = 0
-    days: set[str] = set()
-    gap_cost = estimate_tokens(GAP_LINE)
+    ordered: list[Turn] = []  # the chosen turns in chronological order, and their keys
+    keys: list[tuple[str, str, int]] = []
+    used = {False: 0, True: 0}  # tokens without and with conversations named in headers
+    conversations: set[str] = set()
     for turn in ranked:
-        day = day_of(turn.time)
-        here = (turn.position, day)
-        at = bisect(shown, here)
-        before, after = (shown[at - 1] if at else None), (shown[at] if at < len(shown) else None)
-        gaps = _gaps(before, here) + _gaps(here, after) - _gaps(before, after)
-        cost = turn_cost(turn) + (0 if day in days else estimate_tokens(day_header(day))) + gaps * gap_cost
-        if used + cost > budget:
+        key = chronological(turn)
+        at = bisect(keys, key)
+        before, after = (ordered[at - 1] if at else None), (ordered[at] if at < len(ordered) else None)
+        cost = {labelled: turn_cost(turn) + _separator(before, turn, labelled) + _separator(turn, after, labelled)
+                - _separator(before, after, labelled) for labelled in (False, True)}
+        labelled = len(conversations | {turn.conversation}) > 1
+        if used[labelled] + cost[labelled] > budget:
             continue
         chosen.append(turn)
-        shown.insert(at, here)
-        used += cost
-        days.add(day)
-    while chosen and context_tokens(chosen) > budget:
-        chosen.pop()
+        ordered.insert(at, turn)
+        keys.insert(at, key)
+        used = {named: used[named] + cost[named] for named in used}
+        conversations.add(turn.conversation)
     return chosen
 
 
-def resolve_conversation(store: Store, conversation: str | None) -> tuple[int, str]:
-    names = store.conversation_names()
-    if not names:
+@dataclass(frozen=True)
+class Scope:
+    """What a question ranges over: the whole memory (`ids` None, `names` empty) or some conversations."""
+
+    ids: tuple[int, ...] | None = None
+    names: tuple[str, ...] = ()
+
+
+def conversation_labels(store: Store) -> list[str]:
+    """Every conversation as messages list it: its name, and its title in brackets when it has one."""
+    return [f"{name} ({title})" if title else name for _, name, title in store.conversations()]
+
+
+def resolve_scope(store: Store, conversations: str | Sequence[str] | None) -> Scope:
+    """The conversations a question is narrowed to: each named by its name, or by its title when that
+    title names exactly one conversation (case and surrounding spaces aside); none named, the whole memory.
+    An unknown name lists the conversations there are; an ambiguous title lists the ones it names."""
+    rows = store.conversations()
+    if not rows:
         raise CuememError("this memory is empty", "ingest a dialogue first: cuemem ingest FILE")
+    wanted = [conversations] if isinstance(conversations, str) else list(conversations or [])
+    if not wanted:
+        return Scope()
+    by_name = {name: cid for cid, name, _ in rows}
+    by_title: dict[str, list[tuple[int, str, str]]] = {}
+    for cid, name, title in rows:
+        if title:
+            by_title.setdefault(title.strip().casefold(), []).append((cid, name, title))
+    chosen: dict[int, str] = {}
+    for item in wanted:
+        if item in by_name:
+            chosen[by_name[item]] = item
+            continue
+        titled = by_title.get(item.strip().casefold(), [])
+        if not titled:
+            raise UnknownConversation(item, conversation_labels(store))
+        if len(titled) > 1:
+            listed = ", ".join(f"{name} ({title})" for _, name, title in titled[:20])
+            raise CuememError(f"the title {item!r} names {len(titled)} conversations: {listed}"
+                              + (", …" if len(titled) > 20 else ""),
+                              "name the one you mean by its name: --conversation NAME")
+        chosen[titled[0][0]] = titled[0][1]
+    return Scope(tuple(chosen), tuple(chosen.values()))
+
+
+def resolve_one(store: Store, conversation: str | None) -> tuple[int, str]:
+    """One conversation, by name or title (`resolve_scope`); None: the memory's only one, else an error
+    listing them (what a turn's source id needs: ids are unique within a conversation only)."""
     if conversation is None:
-        if len(names) > 1:
-            listed = ", ".join(names[:20]) + (f", … ({len(names)} in all)" if len(names) > 20 else "")
-            raise CuememError(f"this memory holds {len(names)} conversations: {listed}",
-                              "choose one with --conversation NAME")
-        conversation = names[0]
-    cid = store.conversation_id(conversation)
-    if cid is None:
-        raise UnknownConversation(conversation, names)
-    return cid, conversation
+        rows = store.conversations()
+        if len(rows) > 1:
+            labels = conversation_labels(store)
+            listed = ", ".join(labels[:20]) + (f", … ({len(labels)} in all)" if len(labels) > 20 else "")
+            raise CuememError(f"this memory holds {len(rows)} conversations: {listed}",
+                              "choose one with --conversation NAME (or its title)")
+        if not rows:
+            raise CuememError("this memory is empty", "ingest a dialogue first: cuemem ingest FILE")
+        return rows[0][0], rows[0][1]
+    scope = resolve_scope(store, conversation)
+    assert scope.ids is not None  # a name was given
+    return scope.ids[0], scope.names[0]
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
@@ -276,8 +376,9 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
         order = np.argsort(ids)
         src, dst = (order[np.searchsorted(ids[order], end)] for end in (hops.src, hops.dst))
         temporal, weight = hops.temporal, hops.weight
-        sessions: dict[str | None, int] = {}
-        session = np.array([sessions.setdefault(turns[tid].session, len(sessions)) for tid in candidates])
+        sessions: dict[tuple[str, str | None], int] = {}  # a session is one conversation's
+        session = np.array([sessions.setdefault((turns[tid].conversation, turns[tid].session), len(sessions))
+                            for tid in candidates])
         same_session = session[src] == session[dst]
         factor = np.where(temporal, settings.temporal_weight, settings.semantic_weight * weight)
         positive = np.maximum(own, 0.0)
@@ -303,7 +404,7 @@ def excerpt_turn(turn: Turn, similarity: dict[str, float], limit: int) -> Turn:
     tokens (excerpt.py); `similarity` maps each of its sentences to its cosine with the question."""
 
     def fits(text: str) -> bool:
-        return estimate_tokens(evidence_line(turn.speaker or turn.role, text)) <= limit
+        return _line_cost(turn.speaker or turn.role, text, turn.time) <= limit
 
     return replace(turn, text=excerpt(turn.text, similarity, fits))
 
@@ -318,14 +419,17 @@ def _excerpts(source, turns: dict[int, Turn], vector: np.ndarray, limit: int) ->
     return {tid: turn for tid, turn in cut.items() if turn.text != turns[tid].text}
 
 
-def reconstruct(store: Store, embedder, question: str, conversation: str | None = None,
+def reconstruct(store: Store, embedder, question: str, conversations: str | Sequence[str] | None = None,
                 settings: Settings = Settings(), as_of: str | None = None, held_at: str | None = None) -> Context:
-    """`as_of` is the question time the answer prompt states; `held_at` (ISO) limits memory to what it
+    """The evidence for `question` from the whole memory, or from the conversations named (`resolve_scope`).
+
+    `as_of` is the question time the answer prompt states; `held_at` (ISO) limits memory to what it
     held then: turns said after it, and undated turns stored after it, are never candidates, anchors
-    or graph neighbours (`ask --as-of`)."""
+    or graph neighbours (`ask --as-of`). A narrowed question never reaches past its conversations, not
+    even over a semantic edge into another one."""
     if not question.strip():
         raise CuememError("the question is empty", 'ask something, e.g. cuemem ask "Where does Maya live now?"')
-    cid, name = resolve_conversation(store, conversation)
+    scope = resolve_scope(store, conversations)
     if not store.has_vectors():
         raise CuememError("this memory holds no cue vectors yet", "ingest a dialogue first: cuemem ingest FILE")
     store.check_embedder(embedder.model_id, embedder.dim)
@@ -338,23 +442,23 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
         )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    source = conversation_source(store, cid, embedder.dim)
-    speakers = source.speakers()
+    source = memory_source(store, embedder.dim)
+    speakers = source.speakers(scope.ids)
     mentioned = {name for name in speakers if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)}
     topic = without_names(question, speakers) or question
     vector = embed_questions(embedder, [topic])[0]
     t1 = time.perf_counter()
     timings["embed_query"] = (t1 - t0) * 1000
 
-    hidden, hidden_cues = store.turns_not_held_at(cid, held_at) if held_at else (set(), 0)
-    hits = source.knn_cues(vector, settings.top_m + hidden_cues)  # each source caps k at its store's max_k
+    hidden, hidden_cues = store.turns_not_held_at(held_at, scope.ids) if held_at else (set(), 0)
+    hits = source.knn_cues(vector, settings.top_m + hidden_cues, scope.ids)  # each source caps k at max_k
     if hidden:
         hits = [hit for hit in hits if hit[0].turn_id not in hidden][:settings.top_m]
     best = _best_cues(hits)
     lexical: dict[int, float] = {}
     query = fts_query(topic) if settings.lexical_weight else ""
     if query:
-        lexical = dict(store.search_turns_fts(cid, query, settings.lexical_m + len(hidden)))
+        lexical = dict(store.search_turns_fts(query, settings.lexical_m + len(hidden), scope.ids))
         lexical = dict([(t, v) for t, v in lexical.items() if t not in hidden][:settings.lexical_m])
     t2 = time.perf_counter()
     timings["cue_search"] = (t2 - t1) * 1000
@@ -366,6 +470,12 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
         hops = Hops(*(column[held] for column in hops))
     candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
+    if scope.ids is not None:  # semantic edges cross conversations; a narrowed question stays inside its own
+        outside = [tid for tid, turn in turns.items() if turn.conversation not in scope.names]
+        if outside:
+            inside = ~np.isin(hops.dst, np.array(outside, dtype=np.int64))
+            hops = Hops(*(column[inside] for column in hops))
+            candidates = [tid for tid in candidates if tid not in set(outside)]
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
     mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, mix), best, lexical, hops,
@@ -374,16 +484,16 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000
 
-    ranked = sorted(candidates, key=lambda tid: (-score[tid], turns[tid].position))
-    shown = _excerpts(source, turns, vector, settings.excerpt_tokens)
-    chosen = sorted(fill_budget((shown.get(tid, turns[tid]) for tid in ranked), settings.budget),
-                    key=lambda t: t.position)
+    ranked = sorted(candidates, key=lambda tid: (-score[tid], chronological(turns[tid])))
+    shown = _excerpts(source, {tid: turns[tid] for tid in candidates}, vector, settings.excerpt_tokens)
+    chosen = sorted(fill_budget((shown.get(tid, turns[tid]) for tid in ranked), settings.budget), key=chronological)
     used = context_tokens(chosen)
     evidence = tuple(
         Evidence(
             source_id=t.source_id, time=t.time, speaker=t.speaker, text=t.text, via=via[t.id],
             session=t.session, position=t.position, score=round(score[t.id], 4),
             cue=_render_cue(best[t.id][0]) if t.id in best else None, tokens=turn_cost(t), excerpt=t.id in shown,
+            conversation=t.conversation, title=t.title,
         )
         for t in chosen
     )
@@ -395,5 +505,5 @@ def reconstruct(store: Store, embedder, question: str, conversation: str | None 
     timings["trim"] = (time.perf_counter() - t3) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
     timings = {k: round(v, 2) for k, v in timings.items()}
-    return Context(question=question, conversation=name, as_of=as_of, cues=cues, evidence=evidence,
+    return Context(question=question, conversations=scope.names, as_of=as_of, cues=cues, evidence=evidence,
                    tokens=used, timings_ms=timings)

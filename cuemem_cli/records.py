@@ -40,7 +40,8 @@ class Message:
 
 @dataclass(frozen=True)
 class Turn:
-    """A stored turn. `position` is its chronological index within the conversation."""
+    """A stored turn. `position` is its chronological index within the conversation; `stored_at` when it was
+    stored (an undated turn's place in time); `title` its conversation's title."""
 
     id: int
     conversation: str
@@ -51,6 +52,8 @@ class Turn:
     time: str | None = None
     speaker: str | None = None
     role: str | None = None
+    stored_at: str | None = None
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,12 +105,17 @@ class Evidence:
     cue: str | None = None  # the matched cue, rendered, for anchors
     tokens: int = 0
     excerpt: bool = False  # text holds only the turn's sentences nearest the question ("…" marks gaps)
+    conversation: str = ""  # the conversation it was said in (its name), and that conversation's title
+    title: str | None = None
 
 
 @dataclass(frozen=True)
 class Context:
+    """The evidence for a question. `conversations`: the conversations it was narrowed to, by name; empty
+    when it ranged over the whole memory."""
+
     question: str
-    conversation: str
+    conversations: tuple[str, ...]
     as_of: str | None
     cues: tuple[ScoredCue, ...]
     evidence: tuple[Evidence, ...]

@@ -68,7 +68,7 @@ def context_json(context: Context, answer: Answer | None) -> dict[str, Any]:
     data = asdict(context)
     return {
         "question": context.question,
-        "conversation": context.conversation,
+        "conversations": list(context.conversations),
         "as_of": context.as_of,
         "answer": answer.text if answer else None,
         "answer_kind": answer.kind if answer else None,
@@ -104,11 +104,11 @@ def shown_evidence(evidence: Sequence[Evidence], top: int | None) -> list[int]:
     if top is None:
         return list(range(len(evidence)))
     strongest = sorted(range(len(evidence)), key=lambda i: (-evidence[i].score, i))[:top]
-    at_position = {ev.position: i for i, ev in enumerate(evidence)}
+    at_position = {(ev.conversation, ev.position): i for i, ev in enumerate(evidence)}
     keep = set(strongest)
     for i in strongest:
         for position in (evidence[i].position - 1, evidence[i].position + 1):
-            j = at_position.get(position)
+            j = at_position.get((evidence[i].conversation, position))
             if j is not None and evidence[j].session == evidence[i].session:
                 keep.add(j)
     return sorted(keep)
@@ -119,16 +119,19 @@ _READERS = {"model": "the model read all {n}", "offline": "the offline answer wa
 
 
 def render_evidence(context: Context, top: int | None = None, reader: str | None = None) -> None:
-    """The evidence as the answer model reads it: a rule per day, then each turn's id, clock time, speaker
-    and text, with how it came in (and its best cue) dimmed below; it stays readable at 80 columns.
-    With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left out, saying who
-    read all of it: `reader` "model" (an LLM answered), "offline" (the extractive answer) or None (no
-    answer: --context-only, or a model that failed)."""
+    """The evidence as the answer model reads it: a rule per run of turns of one conversation and day
+    (naming the conversation, by its title, when the turns come from several), then each turn's id,
+    clock time, speaker and text, with how it came in (and its best cue) dimmed below; it stays readable
+    at 80 columns. With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left
+    out, saying who read all of it: `reader` "model" (an LLM answered), "offline" (the extractive answer)
+    or None (no answer: --context-only, or a model that failed)."""
     evidence = context.evidence
     shown = shown_evidence(evidence, top)
     count = plural(len(evidence), "turn") if len(shown) == len(evidence) else \
         f"{len(shown)} of {plural(len(evidence), 'turn')} shown"
-    out.print(f"[bold]Evidence[/bold] · {escape(context.conversation)} · {count} · ~{context.tokens} tokens")
+    chats = list(dict.fromkeys(ev.title or ev.conversation for ev in evidence))
+    where = ", ".join(context.conversations) or (chats[0] if len(chats) == 1 else f"{len(chats)} conversations")
+    out.print(f"[bold]Evidence[/bold] · {escape(where)} · {count} · ~{context.tokens} tokens")
     if len(shown) < len(evidence):
         which = ("none shown (--evidence 0)" if not top else "the strongest turn and the turns beside it" if top == 1
                  else f"the {top} strongest turns and the turns beside them")
@@ -137,7 +140,8 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
               for i, ev in ((i, evidence[i]) for i in shown)}
     widths = [max(map(len, column), default=0)
               for column in (stamps.values(), [evidence[i].speaker or "" for i in shown])]
-    grid, day, previous = None, None, -1
+    labelled = len({ev.conversation for ev in evidence}) > 1
+    grid, run, previous = None, None, -1
 
     def flush() -> None:
         if grid is not None and grid.row_count:
@@ -149,11 +153,12 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
             flush()
             grid = None
             out.print(f"[dim]  ⋯ {plural(i - previous - 1, 'turn')} not shown[/dim]")
-        if grid is None or day_of(ev.time) != day:
+        if grid is None or (ev.conversation, day_of(ev.time)) != run:
             flush()
-            if day_of(ev.time) != day:
-                day = day_of(ev.time)
-                out.rule(f"[bold]{escape(day)}[/bold]", align="left", style="dim")
+            if (ev.conversation, day_of(ev.time)) != run:
+                run = (ev.conversation, day_of(ev.time))
+                rule = f"{ev.title or ev.conversation} · {run[1]}" if labelled else run[1]
+                out.rule(f"[bold]{escape(rule)}[/bold]", align="left", style="dim")
             grid = Table.grid(padding=(0, 1), expand=True)
             grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
             grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
@@ -262,14 +267,17 @@ def render_ingest_report(report: dict[str, Any]) -> None:
 
 
 def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:
-    """One row per conversation, narrow enough for 80 columns: edges as temporal/semantic, degree as
-    min/mean/max, "no cue" counting turns without a cue, the span in months, and "pending" only when a
-    turn's extraction failed (`--format json` has every count and the exact times). In a pipe: the rows
-    as tab-separated values, then a blank line and the settings as name, value lines."""
+    """One row per conversation, narrow enough for 80 columns: its title (cut to fit) when any conversation
+    has one, edges as temporal/semantic, degree as min/mean/max, "no cue" counting turns without a cue, the
+    span in months, and "pending" only when a turn's extraction failed (`--format json` has every count,
+    the whole title and the exact times). In a pipe: the rows as tab-separated values, every value whole,
+    then a blank line and the settings as name, value lines."""
     pending = any(s["pending_turns"] for s in stats)
-    columns = ["conversation", "turns", "cues", "edges t/s", "degree", "no cue", *(["pending"] if pending else []),
-               "span"]
-    rows = [[s["conversation"], str(s["turns"]), str(s["cues"]), f"{s['temporal_edges']}/{s['semantic_edges']}",
+    titled = any(s.get("title") for s in stats)
+    columns = ["conversation", *(["title"] if titled else []), "turns", "cues", "edges t/s", "degree", "no cue",
+               *(["pending"] if pending else []), "span"]
+    rows = [[s["conversation"], *([s.get("title") or ""] if titled else []), str(s["turns"]), str(s["cues"]),
+             f"{s['temporal_edges']}/{s['semantic_edges']}",
              f"{s['degree']['min']}/{s['degree']['mean']:.1f}/{s['degree']['max']}", str(s["turns_without_cues"]),
              *([str(s["pending_turns"])] if pending else []), _span(s["first_time"], s["last_time"])] for s in stats]
     if piped():
@@ -279,7 +287,10 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
         return
     table = _compact_table("Memory")
     for col in columns:
-        table.add_column(col, no_wrap=True, justify="left" if col in ("conversation", "span") else "right")
+        if col == "title":
+            table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=24)
+        else:
+            table.add_column(col, no_wrap=True, justify="left" if col in ("conversation", "span") else "right")
     for row in rows:
         table.add_row(*map(escape, row))
     out.print(table)

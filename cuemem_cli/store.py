@@ -11,8 +11,8 @@ method here, so a changed query or a third backend is written once.
 
 Shared SQL is written in the form both accept (SQLite ≥ 3.39, PostgreSQL): named parameters `:name`,
 `ON CONFLICT … DO UPDATE`, `RETURNING`, `IS NOT DISTINCT FROM`, `CAST`. The dialect fills in the rest:
-how a list of ids is bound and tested, greatest/least, finding a substring, reading a JSON field, the
-stored form of a vector.
+how a list of ids is bound and tested, greatest/least, finding a substring, the stored form of a
+vector.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Literal, Protocol, overload
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol, overload
 
 import numpy as np
 import orjson
@@ -42,9 +42,10 @@ KIND_NAME = "CASE e.kind " + " ".join(f"WHEN {code} THEN '{name}'" for name, cod
 TURN_WITH_PREVIOUS = "turn+previous"
 TURN_ALONE = "turn"
 
-TURN_COLUMNS = "t.id, c.name, t.position, t.source_id, t.text, t.session, t.time, t.speaker, t.role"
+TURN_COLUMNS = ("t.id, c.name, t.position, t.source_id, t.text, t.session, t.time, t.speaker, t.role, t.stored_at,"
+                " c.title")
 _CUE_COLUMNS = "id, turn_id, subject, relation, object, kind"
-_STREAM_ROWS = 10_000  # rows fetched at a time where a result can be large (a conversation's vectors)
+_STREAM_ROWS = 10_000  # rows fetched at a time where a result can be large (the memory's vectors)
 
 
 def now_iso() -> str:
@@ -55,7 +56,7 @@ def turn_from_row(row: Sequence[Any]) -> Turn:
     """A `Turn` from the columns of TURN_COLUMNS, in that order."""
     return Turn(
         id=row[0], conversation=row[1], position=row[2], source_id=row[3], text=row[4],
-        session=row[5], time=row[6], speaker=row[7], role=row[8],
+        session=row[5], time=row[6], speaker=row[7], role=row[8], stored_at=row[9], title=row[10],
     )
 
 
@@ -74,6 +75,16 @@ class NewTurn:
     role: str | None
     extra: dict[str, Any]
     status: str = "done"
+
+
+class CueCodes(NamedTuple):
+    """Cue vectors as their int8 codes (vectors.py), a row per cue in cue id order: what the ingest's
+    neighbour index (graph.py) and the in-memory view (view.py) hold, a quarter of float32's bytes."""
+
+    cue_ids: np.ndarray  # int64
+    turn_ids: np.ndarray  # int64
+    conversation_ids: np.ndarray  # int64
+    codes: np.ndarray  # int8, (cues, dim)
 
 
 class Store(Protocol):
@@ -118,6 +129,8 @@ class Store(Protocol):
     @overload
     def conversation_id(self, name: str, create: bool = False) -> int | None: ...
     def conversation_names(self) -> list[str]: ...
+    def conversations(self) -> list[tuple[int, str, str | None]]: ...
+    def set_title(self, conversation_id: int, title: str) -> None: ...
 
     # --------------------------------------------------------------------- turns
     def stored_texts(self, conversation_id: int, source_ids: Sequence[str]) -> dict[str, tuple[int, int, str]]: ...
@@ -125,8 +138,8 @@ class Store(Protocol):
     def insert_turns(self, turns: Sequence[NewTurn]) -> list[int]: ...
     def turns(self, conversation_id: int) -> list[Turn]: ...
     def turns_by_id(self, turn_ids: Iterable[int]) -> dict[int, Turn]: ...
-    def turns_not_held_at(self, conversation_id: int, when: str) -> tuple[set[int], int]: ...
-    def speakers(self, conversation_id: int) -> list[str]: ...
+    def turns_not_held_at(self, when: str, conversation_ids: Sequence[int] | None = None) -> tuple[set[int], int]: ...
+    def speakers(self, conversation_ids: Sequence[int] | None = None) -> list[str]: ...
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None: ...
     def turns_at_positions(self, conversation_id: int, low: int, high: int) -> list[tuple[int, int]]: ...
     def set_status(self, turn_ids: Sequence[int], status: str) -> None: ...
@@ -142,32 +155,30 @@ class Store(Protocol):
     # ------------------------------------------------------------- cues, vectors
     def insert_cues(self, conversation_id: int, rows: Sequence[tuple[int, str, str, str, str]]) -> list[int]: ...
     def cues_of_turns(self, turn_ids: Iterable[int]) -> dict[int, list[Cue]]: ...
+    def cues_by_id(self, cue_ids: Iterable[int]) -> dict[int, Cue]: ...
     def conversation_cues(self, conversation_id: int) -> list[Cue]: ...
-    def cue_count(self, conversation_id: int) -> int: ...
+    def cue_count(self, conversation_id: int | None = None) -> int: ...
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None: ...
     def statement_vectors(self, turn_ids: Iterable[int]) -> dict[int, list[tuple[str, np.ndarray]]]: ...
     def insert_turn_vectors(self, rows: Sequence[tuple[int, np.ndarray]]) -> None: ...
     def turn_vectors(self, turn_ids: Iterable[int]) -> dict[int, np.ndarray]: ...
     def turn_vector_text(self) -> str: ...
-    def conversation_vectors(self, conversation_id: int,
-                             dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
-    def conversation_turn_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def cue_codes(self, dim: int) -> CueCodes: ...
+    def turn_codes(self, dim: int) -> tuple[np.ndarray, np.ndarray]: ...
     def map_file(self) -> None: ...
 
-    # ------------------------------------------------------------ search, cells
-    def knn_cues(self, conversation_id: int, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]: ...
-    def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]: ...
-    def cell_centroids(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray]: ...
-    def replace_cells(self, conversation_id: int, centroids: np.ndarray, cue_ids: np.ndarray, cells: np.ndarray,
-                      vectors: np.ndarray) -> np.ndarray: ...
-    def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None: ...
-    def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]: ...
+    # -------------------------------------------------------------------- search
+    def knn_cues(self, vector: np.ndarray, k: int,
+                 conversation_ids: Sequence[int] | None = None) -> list[tuple[Cue, float]]: ...
+    def search_turns_fts(self, query: str, limit: int,
+                         conversation_ids: Sequence[int] | None = None) -> list[tuple[int, float]]: ...
 
     # --------------------------------------------------------------------- edges
     def insert_edges(self, rows: Iterable[tuple[int, int, str, float, int]]) -> int: ...
     def neighbours(self, turn_ids: Sequence[int], window: int, sem_k: int) -> list[tuple[int, int, str, float]]: ...
+    def edge_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
     def edges_of(self, turn_id: int) -> list[tuple[int, int, str, float, int]]: ...
-    def all_edges(self, conversation_id: int) -> list[tuple[int, int, str, float, int]]: ...
+    def all_edges(self, conversation_id: int | None = None) -> list[tuple[int, int, str, float, int]]: ...
 
     # -------------------------------------------------------- statistics, cache
     def conversation_stats(self) -> list[dict[str, Any]]: ...
@@ -211,10 +222,6 @@ class Dialect(ABC):
         """SQL true when `expr` is none of the list bound as `param`."""
 
     @abstractmethod
-    def json_text(self, expr: str, key: str) -> str:
-        """SQL for the value under `key` of the JSON object held as text in `expr` (NULL when absent)."""
-
-    @abstractmethod
     def array(self, values: Iterable[int | str]) -> Any:
         """A list of ids (or texts) as one parameter, for `within` / `not_within`."""
 
@@ -231,12 +238,8 @@ class Dialect(ABC):
         """Stored code vectors back as unit float32 rows (`dim` for an empty result)."""
 
     @abstractmethod
-    def floats(self, vectors: np.ndarray) -> list[Any]:
-        """Rows of float32 vectors stored exactly (cell centroids)."""
-
-    @abstractmethod
-    def from_floats(self, stored: Sequence[Any], dim: int) -> np.ndarray:
-        """Exactly stored vectors back as float32 rows."""
+    def int8_codes(self, stored: Sequence[Any], dim: int) -> np.ndarray:
+        """Stored code vectors as their int8 codes (vectors.encode of what they decode to)."""
 
 
 class SQLStore(ABC):
@@ -290,17 +293,16 @@ class SQLStore(ABC):
         """Changes whenever anything is committed, by this connection or another: what caches key on."""
 
     @abstractmethod
-    def knn_cues(self, conversation_id: int, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-k cues of one conversation by cosine similarity, best first, equal scores lowest cue id first."""
+    def knn_cues(self, vector: np.ndarray, k: int,
+                 conversation_ids: Sequence[int] | None = None) -> list[tuple[Cue, float]]:
+        """Top-k cues of the memory (or of the given conversations) by cosine similarity, best first, equal
+        scores lowest cue id first."""
 
     @abstractmethod
-    def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-k cues among the given cells (cells.py), best first."""
-
-    @abstractmethod
-    def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
-        """Lexical turn search in one conversation: (turn id, BM25 score, higher is better), best first.
-        `query` is what reconstruct.fts_query writes: quoted words OR-ed."""
+    def search_turns_fts(self, query: str, limit: int,
+                         conversation_ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+        """Lexical turn search over the memory (or the given conversations): (turn id, BM25 score, higher is
+        better), best first. `query` is what reconstruct.fts_query writes: quoted words OR-ed."""
 
     @abstractmethod
     def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
@@ -464,6 +466,15 @@ class SQLStore(ABC):
     def conversation_names(self) -> list[str]:
         return [r[0] for r in self._rows("SELECT name FROM conversations ORDER BY id")]
 
+    def conversations(self) -> list[tuple[int, str, str | None]]:
+        """(id, name, title) of every conversation, oldest first."""
+        return self._rows("SELECT id, name, title FROM conversations ORDER BY id")
+
+    def set_title(self, conversation_id: int, title: str) -> None:
+        """Give a conversation its title, unless it has one: the first message that carries one names it."""
+        self._execute("UPDATE conversations SET title = :title WHERE id = :cid AND title IS NULL",
+                      {"title": title, "cid": conversation_id})
+
     # ------------------------------------------------------------------- turns
     def stored_texts(self, conversation_id: int, source_ids: Sequence[str]) -> dict[str, tuple[int, int, str]]:
         """source id → (turn id, position, text) of those of `source_ids` the conversation already holds."""
@@ -501,18 +512,28 @@ class SQLStore(ABC):
                           f" WHERE {self.dialect.within('t.id', 'ids')}", ids=self.dialect.array(turn_ids))
         return {r[0]: turn_from_row(r) for r in rows}
 
-    def turns_not_held_at(self, conversation_id: int, when: str) -> tuple[set[int], int]:
+    def _scope(self, column: str, conversation_ids: Sequence[int] | None) -> tuple[str, dict[str, Any]]:
+        """A WHERE condition limiting `column` to the given conversations (None: the whole memory), and
+        its parameter."""
+        if conversation_ids is None:
+            return "1 = 1", {}
+        return self.dialect.within(column, "scope"), {"scope": self.dialect.array(conversation_ids)}
+
+    def turns_not_held_at(self, when: str, conversation_ids: Sequence[int] | None = None) -> tuple[set[int], int]:
         """Turns memory did not hold at `when` (ISO): said after it, or, undated, stored after it; and
         how many cues they have (what a KNN must fetch beyond top-m to still return top-m held cues)."""
+        scope, params = self._scope("t.conversation_id", conversation_ids)
         rows = self._rows(
             "SELECT t.id, (SELECT count(*) FROM cues c WHERE c.turn_id = t.id) FROM turns t"
-            " WHERE t.conversation_id = :cid AND CASE WHEN t.time IS NOT NULL THEN t.time > :when"
-            " ELSE coalesce(t.stored_at, '') > :when END", cid=conversation_id, when=when)
+            f" WHERE {scope} AND CASE WHEN t.time IS NOT NULL THEN t.time > :when"
+            " ELSE coalesce(t.stored_at, '') > :when END", when=when, **params)
         return {r[0] for r in rows}, sum(r[1] for r in rows)
 
-    def speakers(self, conversation_id: int) -> list[str]:
-        return [r[0] for r in self._rows("SELECT DISTINCT speaker FROM turns WHERE conversation_id = :cid"
-                                         " AND speaker IS NOT NULL", cid=conversation_id)]
+    def speakers(self, conversation_ids: Sequence[int] | None = None) -> list[str]:
+        """The names turns were said by, in the memory or the given conversations."""
+        scope, params = self._scope("conversation_id", conversation_ids)
+        return [r[0] for r in self._rows(f"SELECT DISTINCT speaker FROM turns WHERE {scope}"
+                                         " AND speaker IS NOT NULL ORDER BY speaker", **params)]
 
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
         row = self._one(f"SELECT {TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
@@ -536,7 +557,7 @@ class SQLStore(ABC):
             f"SELECT {TURN_COLUMNS}, t.content_hash FROM turns t JOIN conversations c ON c.id = t.conversation_id"
             " WHERE t.status = 'pending'" + ("" if conversation_id is None else " AND t.conversation_id = :cid")
             + " ORDER BY t.conversation_id, t.position", cid=conversation_id)
-        return [(turn_from_row(r), r[9]) for r in rows]
+        return [(turn_from_row(r), r[11]) for r in rows]
 
     def mark_retrieved(self, conversation_id: int, source_ids: Sequence[str], when: str) -> None:
         """Record that `ask` used these turns (the LRU forgetting policy reads it)."""
@@ -597,7 +618,7 @@ class SQLStore(ABC):
             out.setdefault(r[1], []).append(Cue(*r))
         return out
 
-    def _cues(self, cue_ids: Iterable[int]) -> dict[int, Cue]:
+    def cues_by_id(self, cue_ids: Iterable[int]) -> dict[int, Cue]:
         rows = self._rows(f"SELECT {_CUE_COLUMNS} FROM cues WHERE {self.dialect.within('id', 'ids')}",
                           ids=self.dialect.array(cue_ids))
         return {r[0]: Cue(*r) for r in rows}
@@ -606,7 +627,10 @@ class SQLStore(ABC):
         return [Cue(*r) for r in self._rows(
             f"SELECT {_CUE_COLUMNS} FROM cues WHERE conversation_id = :cid ORDER BY id", cid=conversation_id)]
 
-    def cue_count(self, conversation_id: int) -> int:
+    def cue_count(self, conversation_id: int | None = None) -> int:
+        """Cues of one conversation, or of the memory."""
+        if conversation_id is None:
+            return self._value("SELECT count(*) FROM cues")
         return self._value("SELECT count(*) FROM cues WHERE conversation_id = :cid", cid=conversation_id)
 
     # ----------------------------------------------------------------- vectors
@@ -615,11 +639,6 @@ class SQLStore(ABC):
         self._insert_codes("INSERT INTO cue_vectors(cue_id, conversation_id, embedding)"
                            f" VALUES (:id, :part, {self.dialect.vector_param('e')})",
                            [(int(cid), int(conversation_id)) for cid in cue_ids], vectors)
-
-    def insert_cell_vectors(self, cue_ids: np.ndarray, cell_ids: np.ndarray, vectors: np.ndarray) -> None:
-        self._insert_codes(f"INSERT INTO cue_cells(cue_id, cell, embedding) VALUES (:id, :part,"
-                           f" {self.dialect.vector_param('e')})",
-                           [(int(c), int(cell)) for c, cell in zip(cue_ids, cell_ids, strict=True)], vectors)
 
     def _insert_codes(self, query: str, keys: Sequence[tuple[int, int]], vectors: np.ndarray) -> None:
         """Rows of (id, partition, code), a block of vectors encoded at a time (a long turn has ~100,000)."""
@@ -655,61 +674,39 @@ class SQLStore(ABC):
         """What this database's turn vectors hold: TURN_WITH_PREVIOUS, or TURN_ALONE if written before m005."""
         return self.get_meta("turn_vectors") or TURN_WITH_PREVIOUS
 
-    def conversation_vectors(self, conversation_id: int,
-                             dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """All cue vectors of a conversation: (cue ids, turn ids, turn positions, matrix).
+    def cue_codes(self, dim: int) -> CueCodes:
+        """Every cue vector of the memory as its int8 code, with its cue, turn and conversation ids, in
+        cue id order. Read a block at a time into one preallocated matrix (`_stored_codes`): 500,000 cues
+        are 190 MB of codes, never float rows or row objects."""
+        columns = np.array(self._rows("SELECT id, turn_id, conversation_id FROM cues ORDER BY id"),
+                           dtype=np.int64).reshape(-1, 3)
+        codes = np.zeros((len(columns), dim), dtype=np.int8)
+        have = np.zeros(len(columns), dtype=bool)
+        for cue_ids, block in self._stored_codes(dim):
+            rows = np.searchsorted(columns[:, 0], cue_ids)
+            rows = np.minimum(rows, max(len(columns) - 1, 0))
+            known = (columns[rows, 0] == cue_ids) if len(columns) else np.zeros(len(cue_ids), dtype=bool)
+            codes[rows[known]] = block[known]
+            have[rows[known]] = True
+        if not have.all():  # a cue without a vector: ingest never leaves one, but only what is held is returned
+            columns, codes = columns[have], codes[have]
+        return CueCodes(columns[:, 0].copy(), columns[:, 1].copy(), columns[:, 2].copy(), codes)
 
-        Read in chunks into one preallocated matrix, so a 1M-cue conversation costs its 1.5 GB once
-        rather than again as row objects.
-        """
-        matrix = np.empty((self.cue_count(conversation_id), dim), dtype=np.float32)
-        ids: list[tuple[int, int, int]] = []
-        for rows in self._stream("SELECT v.cue_id, c.turn_id, t.position, v.embedding FROM cue_vectors v"
-                                 " JOIN cues c ON c.id = v.cue_id JOIN turns t ON t.id = c.turn_id"
-                                 " WHERE v.conversation_id = :cid ORDER BY v.cue_id",
-                                 {"cid": conversation_id}, _STREAM_ROWS):
-            block = self.dialect.from_codes([r[3] for r in rows], dim)
-            if len(ids) + len(rows) > len(matrix):  # cues without vectors never exist; be safe anyway
-                matrix = np.vstack([matrix, np.empty((len(rows), dim), dtype=np.float32)])
-            matrix[len(ids):len(ids) + len(rows)] = block
-            ids.extend((r[0], r[1], r[2]) for r in rows)
-        columns = np.array(ids, dtype=np.int64).reshape(len(ids), 3)
-        return columns[:, 0].copy(), columns[:, 1].copy(), columns[:, 2].copy(), matrix[:len(ids)]
+    def _stored_codes(self, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(cue ids, int8 codes) of the stored cue vectors, a block at a time, in no particular order."""
+        for rows in self._stream("SELECT cue_id, embedding FROM cue_vectors", {}, _STREAM_ROWS):
+            yield (np.array([r[0] for r in rows], dtype=np.int64),
+                   self.dialect.int8_codes([r[1] for r in rows], dim))
 
-    def conversation_turn_vectors(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """(turn ids, matrix) of every turn vector of a conversation."""
-        rows = self._rows("SELECT v.turn_id, v.embedding FROM turn_vectors v JOIN turns t ON t.id = v.turn_id"
-                          " WHERE t.conversation_id = :cid ORDER BY v.turn_id", cid=conversation_id)
-        return np.array([r[0] for r in rows], dtype=np.int64), self.dialect.from_codes([r[1] for r in rows], dim)
-
-    # ------------------------------------------------------------------- cells
-    def cell_centroids(self, conversation_id: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
-        """(cell ids, centroid matrix) of a conversation's coarse cells; empty when it has none."""
-        rows = self._rows("SELECT id, centroid FROM cell_centroids WHERE conversation_id = :cid ORDER BY id",
-                          cid=conversation_id)
-        return np.array([r[0] for r in rows], dtype=np.int64), self.dialect.from_floats([r[1] for r in rows], dim)
-
-    def replace_cells(self, conversation_id: int, centroids: np.ndarray, cue_ids: np.ndarray, cells: np.ndarray,
-                      vectors: np.ndarray) -> np.ndarray:
-        """Swap a conversation's cells for new ones; call inside `transaction()`. Returns the cell ids.
-
-        `cells[i]` is the row of `centroids` that cue `cue_ids[i]` belongs to. Rows are written grouped by
-        cell: vec0 appends to one chunk per partition, so cell order writes each chunk once (measured:
-        1M rows in ~65 s, against ~400 s in arrival order).
-        """
-        old = [r[0] for r in self._rows("SELECT id FROM cell_centroids WHERE conversation_id = :cid",
-                                        cid=conversation_id)]
-        self._execute(f"DELETE FROM cue_cells WHERE {self.dialect.within('cell', 'ids')}",
-                      {"ids": self.dialect.array(old)})
-        self._execute("DELETE FROM cell_centroids WHERE conversation_id = :cid", {"cid": conversation_id})
-        stored = self.dialect.floats(centroids)
-        ids = np.array([self._value("INSERT INTO cell_centroids(conversation_id, centroid) VALUES (:cid, :c)"
-                                    " RETURNING id", cid=conversation_id, c=c) for c in stored], dtype=np.int64)
-        order = np.argsort(cells, kind="stable")
-        for lo in range(0, len(order), 50_000):
-            block = order[lo:lo + 50_000]
-            self.insert_cell_vectors(cue_ids[block], ids[cells[block]], vectors[block])
-        return ids
+    def turn_codes(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """(turn ids, int8 codes) of every turn vector of the memory, in turn id order."""
+        ids: list[int] = []
+        blocks = []
+        for rows in self._stream("SELECT turn_id, embedding FROM turn_vectors ORDER BY turn_id", {}, _STREAM_ROWS):
+            ids.extend(r[0] for r in rows)
+            blocks.append(self.dialect.int8_codes([r[1] for r in rows], dim))
+        codes = np.vstack(blocks) if blocks else np.zeros((0, dim), dtype=np.int8)
+        return np.array(ids, dtype=np.int64), codes
 
     # ------------------------------------------------------------------- edges
     def insert_edges(self, rows: Iterable[tuple[int, int, str, float, int]]) -> int:
@@ -737,11 +734,25 @@ class SQLStore(ABC):
             f"  AND e.kind = {SEMANTIC} AND e.rank <= :k",
             ids=self.dialect.array(turn_ids), w=window, k=sem_k)
 
+    def edge_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every edge of the memory as columns: src, dst (turn ids), kind code (SEMANTIC, TEMPORAL), weight,
+        rank. Read a block at a time: a large memory has millions of edges, too many for row tuples."""
+        blocks = [np.array(rows, dtype=np.float64).reshape(-1, 5)
+                  for rows in self._stream("SELECT src, dst, kind, weight, rank FROM edges", {}, _STREAM_ROWS)]
+        table = np.vstack(blocks) if blocks else np.zeros((0, 5))
+        return (table[:, 0].astype(np.int64), table[:, 1].astype(np.int64), table[:, 2].astype(np.int8),
+                table[:, 3].astype(np.float32), table[:, 4].astype(np.int32))
+
     def edges_of(self, turn_id: int) -> list[tuple[int, int, str, float, int]]:
         return self._rows(f"SELECT e.src, e.dst, {KIND_NAME}, e.weight, e.rank FROM edges e"
                           " WHERE e.src = :t OR e.dst = :t ORDER BY e.kind, e.weight DESC, e.src, e.dst", t=turn_id)
 
-    def all_edges(self, conversation_id: int) -> list[tuple[int, int, str, float, int]]:
+    def all_edges(self, conversation_id: int | None = None) -> list[tuple[int, int, str, float, int]]:
+        """The edges leaving one conversation's turns (they may reach into another's: semantic edges cross
+        conversations, graph.py), or every edge of the memory."""
+        if conversation_id is None:
+            return self._rows(f"SELECT e.src, e.dst, {KIND_NAME}, e.weight, e.rank FROM edges e"
+                              " ORDER BY e.src, e.kind, e.dst")
         return self._rows(
             f"SELECT e.src, e.dst, {KIND_NAME}, e.weight, e.rank FROM edges e JOIN turns t ON t.id = e.src"
             " WHERE t.conversation_id = :cid ORDER BY e.src, e.kind, e.dst", cid=conversation_id)
@@ -750,7 +761,7 @@ class SQLStore(ABC):
     def conversation_stats(self) -> list[dict[str, Any]]:
         rows = self._rows(
             f"""
-            SELECT c.name,
+            SELECT c.name, c.title,
                    (SELECT count(*) FROM turns t WHERE t.conversation_id = c.id),
                    (SELECT count(*) FROM cues q WHERE q.conversation_id = c.id),
                    (SELECT count(*) FROM edges e JOIN turns t ON t.id = e.src
@@ -764,7 +775,7 @@ class SQLStore(ABC):
                    (SELECT max(time) FROM turns t WHERE t.conversation_id = c.id)
             FROM conversations c ORDER BY c.id
             """)
-        keys = ("conversation", "turns", "cues", "temporal_edges", "semantic_edges", "turns_without_cues",
+        keys = ("conversation", "title", "turns", "cues", "temporal_edges", "semantic_edges", "turns_without_cues",
                 "pending_turns", "first_time", "last_time")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
@@ -790,12 +801,9 @@ class SQLStore(ABC):
         counts. `search` matches name or title (case-insensitive substring); `name` picks one conversation.
         Counts come from the indexes, never a scan of another conversation's rows."""
         d = self.dialect
-        title = d.json_text("t.extra", "title")
         found = f"{d.find}(lower(name), lower(:q)) > 0 OR {d.find}(lower(coalesce(title, '')), lower(:q)) > 0"
         matched = (
-            "WITH listed AS (SELECT c.id, c.name, c.created_at,"
-            f"  (SELECT {title} FROM turns t WHERE t.conversation_id = c.id"
-            f"    AND t.extra IS NOT NULL AND {title} IS NOT NULL ORDER BY t.position LIMIT 1) AS title,"
+            "WITH listed AS (SELECT c.id, c.name, c.created_at, c.title,"
             "  (SELECT min(t.time) FROM turns t WHERE t.conversation_id = c.id) AS first_time,"
             "  (SELECT max(t.time) FROM turns t WHERE t.conversation_id = c.id) AS last_time"
             " FROM conversations c" + ("" if name is None else " WHERE c.name = :name") + "),"
@@ -882,7 +890,7 @@ class SQLStore(ABC):
     def delete_turns(self, turn_ids: Sequence[int], keep_conversations: bool = False) -> dict[str, Any]:
         """Remove turns and all that is theirs; call inside `transaction()`.
 
-        Order respects the foreign keys: cue vectors (and their cell copies), cues, edges (either end),
+        Order respects the foreign keys: cue vectors, cues, edges (either end),
         turn vectors, full-text entries (`_unindex_turns`), turns, extraction-cache entries no remaining turn
         shares, then conversations left empty (unless `keep_conversations`: a replaced turn's successor is
         stored next).
@@ -905,7 +913,6 @@ class SQLStore(ABC):
             counts["vectors"] = self._value(f"SELECT count(*) FROM cue_vectors WHERE {d.within('cue_id', 'ids')}",
                                             ids=cue_ids)
             self._execute(f"DELETE FROM cue_vectors WHERE {d.within('cue_id', 'ids')}", {"ids": cue_ids})
-            self._execute(f"DELETE FROM cue_cells WHERE {d.within('cue_id', 'ids')}", {"ids": cue_ids})
         counts["cues"] = self._execute(f"DELETE FROM cues WHERE {d.within('id', 'ids')}", {"ids": cue_ids}).rowcount
         counts["edges"] = self._execute(f"DELETE FROM edges WHERE {d.within('src', 'ids')} OR {d.within('dst', 'ids')}",
                                         {"ids": ids}).rowcount

@@ -6,16 +6,15 @@ pipeline above never knows which store it has: both satisfy the `store.Store` Pr
 
 What differs here, and why:
 - Vectors are pgvector `vector` columns holding what SQLite's int8 codes decode to (vectors.py), so both
-  stores score a cue alike; a conversation's KNN is an exact scan of its rows
-  (`WHERE conversation_id = … ORDER BY embedding <=> q, cue_id`), as vec0's partition scan is in SQLite,
-  with no limit on k (sqlite-vec's VEC0_MAX_K is SQLite's own). Very large conversations get the same
-  coarse cells (cells.py) as there.
+  stores score a cue alike; a question's KNN is an exact scan of the memory's rows
+  (`ORDER BY embedding <=> q, cue_id`, with `WHERE conversation_id = ANY(…)` when it is narrowed), as
+  vec0's scan is in SQLite, with no limit on k (sqlite-vec's VEC0_MAX_K is SQLite's own).
 - The lexical index is PostgreSQL's full text (a generated `tsvector` per turn, GIN index, the `cuemem`
   text search configuration: words split at punctuation and no stop words dropped, as FTS5's
   `porter unicode61` indexes them, but stemmed by Snowball English, not Porter). Turns are ranked by the
-  same BM25 as FTS5's `bm25()` (k1 = 1.2, b = 0.75), with the counts taken inside the asked conversation
-  (in SQLite over the whole file): a conversation's ranking never depends on another's turns. The index
-  keeps itself up to date, so `_index_turns` and `_unindex_turns` have nothing to do.
+  same BM25 as FTS5's `bm25()` (k1 = 1.2, b = 0.75), with the counts taken inside the memory, or inside
+  the conversations a question is narrowed to (in SQLite over the whole file). The index keeps itself up
+  to date, so `_index_turns` and `_unindex_turns` have nothing to do.
 - Writers: `transaction()` takes one advisory lock per database (what BEGIN IMMEDIATE is in SQLite), so
   concurrent ingests serialise their short write phases and each re-reads what it decided under the lock;
   readers never wait (MVCC). `snapshot()` is a REPEATABLE READ, READ ONLY transaction. Migrations run
@@ -48,7 +47,7 @@ from .errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from .migrations import TEXT_SEARCH
 from .records import Cue
 from .store import Dialect, SQLStore
-from .vectors import roundtrip
+from .vectors import encode, roundtrip
 
 LOCK_TIMEOUT = "30s"  # how long a writer waits for another's write lock (BUSY_TIMEOUT in SQLite)
 WRITE_LOCK = 0x43554D45  # advisory lock key of the write lock ("CUME", as SQLite's application id)
@@ -89,9 +88,6 @@ class PostgresDialect(Dialect):
     def not_within(self, expr: str, param: str) -> str:
         return f"{expr} <> ALL(:{param})"
 
-    def json_text(self, expr: str, key: str) -> str:
-        return f"CAST({expr} AS jsonb) ->> '{key}'"
-
     def array(self, values: Iterable[int | str]) -> list[int | str]:
         return [v if isinstance(v, str) else int(v) for v in values]
 
@@ -104,11 +100,8 @@ class PostgresDialect(Dialect):
     def from_codes(self, stored: Sequence[np.ndarray], dim: int | None) -> np.ndarray:
         return np.vstack(stored) if len(stored) else np.zeros((0, dim or 0), dtype=np.float32)
 
-    def floats(self, vectors: np.ndarray) -> list[np.ndarray]:
-        return list(np.asarray(vectors, dtype=np.float32))
-
-    def from_floats(self, stored: Sequence[np.ndarray], dim: int) -> np.ndarray:
-        return self.from_codes(stored, dim)
+    def int8_codes(self, stored: Sequence[np.ndarray], dim: int) -> np.ndarray:
+        return encode(self.from_codes(stored, dim)) if len(stored) else np.zeros((0, dim), dtype=np.int8)
 
 
 @lru_cache(maxsize=1)
@@ -385,29 +378,26 @@ class PostgresStore(SQLStore):
                 yield rows
 
     # ------------------------------------------------------------- KNN: exact scan
-    def knn_cues(self, conversation_id: int, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """An exact scan of the conversation's rows, ties broken by the lowest cue id (as SQLite and view.py)."""
-        return self._nearest("cue_vectors", "conversation_id = :part", conversation_id, vector, k)
-
-    def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        if not len(cell_ids):
+    def knn_cues(self, vector: np.ndarray, k: int,
+                 conversation_ids: Sequence[int] | None = None) -> list[tuple[Cue, float]]:
+        """An exact scan of the memory's rows (or of the given conversations'), ties broken by the lowest
+        cue id (as SQLite and view.py)."""
+        if int(k) <= 0 or (conversation_ids is not None and not len(conversation_ids)):
             return []
-        return self._nearest("cue_cells", self.dialect.within("cell", "part"), self.dialect.array(cell_ids), vector, k)
-
-    def _nearest(self, table: str, where: str, part: Any, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        if int(k) <= 0:
-            return []
+        where = "" if conversation_ids is None else f"WHERE {self.dialect.within('conversation_id', 'scope')}"
         rows = self._rows(
-            f"WITH hits AS (SELECT cue_id, embedding <=> :q AS distance FROM {table} WHERE {where}"
+            f"WITH hits AS (SELECT cue_id, embedding <=> :q AS distance FROM cue_vectors {where}"
             "  ORDER BY distance, cue_id LIMIT :k)"
             " SELECT c.id, c.turn_id, c.subject, c.relation, c.object, c.kind, hits.distance"
             " FROM hits JOIN cues c ON c.id = hits.cue_id ORDER BY hits.distance, c.id",
-            q=vector.astype(np.float32), part=part, k=int(k))
+            q=vector.astype(np.float32), k=int(k),
+            scope=None if conversation_ids is None else self.dialect.array(conversation_ids))
         return [(Cue(*r[:6]), 1.0 - float(r[6])) for r in rows]
 
     # ---------------------------------------------------------------- full text
-    def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
-        """BM25 as FTS5 ranks it, its counts taken within the conversation.
+    def search_turns_fts(self, query: str, limit: int,
+                         conversation_ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
+        """BM25 as FTS5 ranks it, its counts taken within the memory (or the given conversations).
 
         Each quoted word of `query` is a phrase of the lexemes the text search configuration makes of it;
         a turn's frequency for a phrase of several lexemes is that of its rarest lexeme (an upper bound of
@@ -415,13 +405,14 @@ class PostgresStore(SQLStore):
         words = [w.replace('""', '"') for w in re.findall(r'"((?:[^"]|"")*)"', query)]
         if not words or limit <= 0:
             return []
+        scope, params = self._scope("conversation_id", conversation_ids)
         rows = self._rows(
             f"""
             WITH terms AS (
               SELECT i, phraseto_tsquery('{TEXT_SEARCH}', cuemem_words(word)) AS q,
                      tsvector_to_array(to_tsvector('{TEXT_SEARCH}', cuemem_words(word))) AS lexemes
               FROM unnest(CAST(:words AS text[])) WITH ORDINALITY AS w(word, i)),
-            docs AS (SELECT id, tsv, tokens FROM turns WHERE conversation_id = :cid),
+            docs AS (SELECT id, tsv, tokens FROM turns WHERE {scope}),
             stats AS (SELECT CAST(count(*) AS float8) AS n, CAST(greatest(avg(tokens), 1e-9) AS float8) AS avgdl
                       FROM docs),
             hits AS (
@@ -433,7 +424,7 @@ class PostgresStore(SQLStore):
                              * h.tf * {_K1 + 1} / (h.tf + {_K1} * (1 - {_B} + {_B} * h.tokens / s.avgdl))) AS score
             FROM hits h JOIN df USING (i) CROSS JOIN stats s
             GROUP BY h.id ORDER BY score DESC, h.id LIMIT :limit
-            """, words=words, cid=conversation_id, limit=limit)
+            """, words=words, limit=limit, **params)
         return [(r[0], float(r[1])) for r in rows]
 
     def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:
@@ -460,7 +451,7 @@ class PostgresStore(SQLStore):
         space made reusable. It does not overwrite the freed bytes, nor WAL, replicas or backups (docs/postgres.md)."""
         if self._in_transaction():
             raise StoreError("cannot vacuum the database inside a transaction")
-        tables = ["turns", "cues", "edges", "turn_vectors", "extraction_cache", "conversations", "cell_centroids"]
+        tables = ["turns", "cues", "edges", "turn_vectors", "extraction_cache", "conversations"]
         if self.has_vectors():
-            tables += ["cue_vectors", "cue_cells"]
+            tables += ["cue_vectors"]
         self.conn.execute(f"VACUUM {', '.join(tables)}")

@@ -1,11 +1,12 @@
 """The store in one SQLite file: what only SQLite does (the queries both backends share are store.SQLStore).
 
 SQLite comes from `pysqlite3` because this Python's stdlib sqlite3 cannot load extensions; sqlite-vec
-provides the `vec0` tables of cue vectors, partitioned by conversation so a KNN never leaves it, holding
-int8 codes (vectors.py) that are rescored in float. FTS5 (Porter-stemmed, contentless) is the lexical
-index. Here alone: opening and guarding the file, WAL and the write lock (BEGIN IMMEDIATE with a busy
-timeout), the backup before a file's first migration, vec0 KNN and its limit `VEC0_MAX_K`, FTS5 upkeep
-and BM25, `VACUUM`, and the page-for-page copy `copy_to`.
+provides the `vec0` table of the memory's cue vectors (one table, each row's conversation a metadata column
+that a narrowed question filters on), holding int8 codes (vectors.py) that are rescored in float. FTS5
+(Porter-stemmed, contentless) is the lexical index. Here alone: opening and guarding the file, WAL and
+the write lock (BEGIN IMMEDIATE with a busy timeout), the backup before a file's first migration, vec0
+KNN and its limit `VEC0_MAX_K`, reading vec0's chunks whole, FTS5 upkeep and BM25, `VACUUM`, and the
+page-for-page copy `copy_to`.
 
 Faults of a real machine arrive as cuemem's errors, not the driver's: every statement runs through
 `_Connection`/`_Cursor`, which turn SQLite's storage errors (a full disk, a read-only file, an I/O error,
@@ -138,7 +139,7 @@ def _candidates(k: int) -> int:
 
 class SQLiteDialect(Dialect):
     """Lists bound as JSON text and read with json_each; vectors stored as int8 code blobs (vec0 `int8`
-    columns take them through vec_int8()); centroids as float32 blobs."""
+    columns take them through vec_int8())."""
 
     name = "sqlite"
     greatest, least = "max", "min"
@@ -150,9 +151,6 @@ class SQLiteDialect(Dialect):
 
     def not_within(self, expr: str, param: str) -> str:
         return f"{expr} NOT IN (SELECT value FROM json_each(:{param}))"
-
-    def json_text(self, expr: str, key: str) -> str:
-        return f"json_extract({expr}, '$.{key}')"
 
     def array(self, values: Iterable[int | str]) -> str:
         return orjson.dumps([v if isinstance(v, str) else int(v) for v in values]).decode()
@@ -166,11 +164,8 @@ class SQLiteDialect(Dialect):
     def from_codes(self, stored: Sequence[bytes], dim: int | None) -> np.ndarray:
         return vec.from_blobs(list(stored), dim or (len(stored[0]) if stored else 0))
 
-    def floats(self, vectors: np.ndarray) -> list[bytes]:
-        return [row.tobytes() for row in np.asarray(vectors, dtype=np.float32)]
-
-    def from_floats(self, stored: Sequence[bytes], dim: int) -> np.ndarray:
-        return np.frombuffer(b"".join(stored), dtype=np.float32).reshape(len(stored), dim)
+    def int8_codes(self, stored: Sequence[bytes], dim: int) -> np.ndarray:
+        return np.frombuffer(b"".join(stored), dtype=np.int8).reshape(len(stored), dim)
 
 
 class SQLiteStore(SQLStore):
@@ -382,8 +377,10 @@ class SQLiteStore(SQLStore):
         self.conn.execute(f"PRAGMA mmap_size={2**31}")
 
     # ------------------------------------------------------------ vec0 search
-    def knn_cues(self, conversation_id: int, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-k cues of one conversation by cosine similarity (vec0 partition search).
+    def knn_cues(self, vector: np.ndarray, k: int,
+                 conversation_ids: Sequence[int] | None = None) -> list[tuple[Cue, float]]:
+        """Top-k cues of the memory, or of the given conversations (vec0 filters its `conversation_id`
+        metadata column inside the scan), by cosine similarity.
 
         vec0 compares int8 codes (vectors.py) with the question's own code; the `_candidates(k)` it
         returns are rescored with the float question against their decoded vectors, exactly as view.py
@@ -392,30 +389,20 @@ class SQLiteStore(SQLStore):
         place: while the tie runs to the end of what came back, more are asked for.
         """
         k = min(int(k), VEC0_MAX_K)
-        if k <= 0:
+        if k <= 0 or (conversation_ids is not None and not len(conversation_ids)):
             return []
+        scope = "" if conversation_ids is None else " AND conversation_id IN (SELECT value FROM json_each(?))"
+        extra = () if conversation_ids is None else (self.dialect.array(conversation_ids),)
         fetch = _candidates(k)
         while True:
             rows = self.conn.execute(
                 "SELECT cue_id, embedding, distance FROM cue_vectors"
-                " WHERE embedding MATCH vec_int8(?) AND k = ? AND conversation_id = ?",
-                (vec.blob(vector), fetch, conversation_id)).fetchall()
+                f" WHERE embedding MATCH vec_int8(?) AND k = ?{scope}",
+                (vec.blob(vector), fetch, *extra)).fetchall()
             tie_cut = len(rows) == fetch and fetch < VEC0_MAX_K and rows[-1][2] == rows[min(k, len(rows)) - 1][2]
             if not tie_cut:
                 return self._rescored([r[:2] for r in rows], vector, k)
             fetch = min(2 * fetch, VEC0_MAX_K)
-
-    def knn_cues_in_cells(self, cell_ids: Sequence[int], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Top-k cues among the given cells (vec0 returns candidates per cell; the best k of all are kept)."""
-        k = min(int(k), VEC0_MAX_K)
-        if k <= 0 or not len(cell_ids):
-            return []
-        cells = ",".join(str(int(c)) for c in cell_ids)
-        hits = self.conn.execute(
-            f"SELECT cue_id, embedding FROM cue_cells WHERE embedding MATCH vec_int8(?) AND k = ?"
-            f" AND cell IN ({cells})",
-            (vec.blob(vector), _candidates(k))).fetchall()
-        return self._rescored(hits, vector, k)
 
     def _rescored(self, hits: Sequence[tuple[int, bytes]], vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
         """(cue id, code) candidates → the k best (cue, similarity to the float `vector`), best first."""
@@ -423,17 +410,41 @@ class SQLiteStore(SQLStore):
             return []
         sims = vec.similarities(vec.from_blobs([h[1] for h in hits], len(hits[0][1])), vector)
         best = sorted(zip((h[0] for h in hits), sims.tolist(), strict=True), key=lambda h: (-h[1], h[0]))[:k]
-        cues = self._cues(cid for cid, _ in best)
+        cues = self.cues_by_id(cid for cid, _ in best)
         return [(cues[cid], sim) for cid, sim in best if cid in cues]
 
+    def _stored_codes(self, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The codes as vec0 keeps them: a blob of `chunk_size` codes per chunk, with the chunk's cue ids
+        and a bitmap of its slots in use, read whole from vec0's own tables (sqlite-vec 0.1.9's layout; the
+        version is pinned). About 10× faster than reading the virtual table row by row (500 real chats,
+        115,247 cues: 0.14 s against 1.5 s), which matters for every ingest and view of a large memory."""
+        try:
+            rows = self.conn.execute(
+                "SELECT c.rowids, c.validity, v.vectors FROM cue_vectors_chunks c"
+                " JOIN cue_vectors_vector_chunks00 v ON v.rowid = c.chunk_id ORDER BY c.chunk_id")
+        except sqlite3.OperationalError:  # another layout (a newer sqlite-vec): row by row, as any backend
+            yield from super()._stored_codes(dim)
+            return
+        for rowids, validity, vectors in rows:
+            ids = np.frombuffer(rowids, dtype=np.int64)
+            if len(vectors) != len(ids) * dim:
+                raise StoreError(f"{self.path}: a vec0 chunk of cue vectors is not the size sqlite-vec 0.1.9 writes",
+                                 "install the sqlite-vec version cuemem pins: pip install 'sqlite-vec==0.1.9'")
+            used = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:len(ids)].astype(bool)
+            yield ids[used], np.frombuffer(vectors, dtype=np.int8).reshape(len(ids), dim)[used]
+
     # -------------------------------------------------------------------- FTS5
-    def search_turns_fts(self, conversation_id: int, query: str, limit: int) -> list[tuple[int, float]]:
+    def search_turns_fts(self, query: str, limit: int,
+                         conversation_ids: Sequence[int] | None = None) -> list[tuple[int, float]]:
         """FTS5's BM25 (negated: higher is better), its counts taken over the whole file."""
-        rows = self.conn.execute(
-            "SELECT t.id, -bm25(turns_fts) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
-            " WHERE turns_fts MATCH ? AND t.conversation_id = ? ORDER BY s DESC LIMIT ?",
-            (query, conversation_id, limit),
-        )
+        if conversation_ids is None:
+            rows = self.conn.execute("SELECT rowid, -bm25(turns_fts) AS s FROM turns_fts WHERE turns_fts MATCH ?"
+                                     " ORDER BY s DESC LIMIT ?", (query, limit))
+        else:
+            rows = self.conn.execute(
+                "SELECT t.id, -bm25(turns_fts) AS s FROM turns_fts JOIN turns t ON t.id = turns_fts.rowid"
+                " WHERE turns_fts MATCH ? AND t.conversation_id IN (SELECT value FROM json_each(?))"
+                " ORDER BY s DESC LIMIT ?", (query, self.dialect.array(conversation_ids), limit))
         return [(r[0], float(r[1])) for r in rows]
 
     def browse_search_turns(self, words: Sequence[str], limit: int) -> list[tuple[int, float]]:

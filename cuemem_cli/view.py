@@ -1,33 +1,39 @@
-"""One conversation held in memory, for a process that asks it many questions.
+"""The memory held in memory, for a process that asks it many questions.
 
-`reconstruct` needs, per question, the top cues, the anchors' one-hop neighbours, the candidate turns
-and their vectors. From SQLite that is ~17 ms p50 on a LoCoMo conversation (vec0 scan, edge joins, row
-decoding) before any scoring; from NumPy arrays already in memory the whole reconstruction, scoring
-included, is ~5 ms (bench/bench_reconstruct.py). Loading the arrays takes ~0.3 s, more than a
-one-question `cuemem ask` would save. So a view is built only when a process asks the same
-conversation a second time with nothing committed in between (a library user, `cuemem eval`), and it
-is dropped as soon as anything is committed, by this process or another (`Store.version`). Conversations of
-VIEW_MAX_CUES cues or more are always answered from SQLite (through their cells, cells.py), so a
-view never holds more than ~150 MB.
+`reconstruct` needs, per question, the top cues of the memory (or of the conversations the question is
+narrowed to), the anchors' one-hop neighbours, the candidate turns and their vectors. A one-question
+process (`cuemem ask`) reads them from the store (`StoreSource`: vec0's scan, edge joins). A process that
+asks a second question with nothing committed in between (a library user, an MCP server, `cuemem eval`)
+gets a `MemoryView`: the memory's cue vectors as int8 codes, their turn and conversation ids, the turn
+vectors and the edges as NumPy arrays, never one Python object per cue (500,000 `Cue` objects would
+cost hundreds of MB). Cues and turns are read by id for the few a question keeps. The view is dropped
+as soon as anything is committed, by this process or another (`Store.version`).
 
-`ConversationView` answers the same calls as the store, with the same results (tests/test_view.py).
+Search in the view: up to EXACT_CUES cues in scope it is exact (every code decoded and scored, as
+the store scores vec0's candidates). Above, a sign-bit prefilter: each code's signs packed into bits, the
+Hamming distance to the question's signs ranks every cue in a few milliseconds, and the best
+PREFILTER_CANDIDATES are scored exactly (measured on real chat cues: bench/RESULTS.md, "One memory across
+every conversation"). Memories of VIEW_MAX_CUES or more cues are always answered from the store.
+
+`MemoryView` answers the same calls as `StoreSource`, with the same results (tests/test_view.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain, pairwise
 from typing import NamedTuple
 from weakref import WeakKeyDictionary
 
 import numpy as np
 
-from . import cells
 from .records import Cue, Turn
-from .store import Store
-from .vectors import similarities
+from .store import SEMANTIC, TEMPORAL, Store
+from .vectors import decode, similarities
 
-VIEW_MAX_CUES = cells.MIN_CUES  # from there on, search goes through the cells
+EXACT_CUES = 100_000  # up to here the view scores every cue in scope
+PREFILTER_CANDIDATES = 2_000  # above it, the cues nearest by sign bits that are scored exactly
+VIEW_MAX_CUES = 2_000_000  # a view holds ~450 bytes a cue: from here on, questions read the store
+_DECODE_ROWS = 32_768  # codes decoded at a time when scoring exactly (48 MB of float32)
 
 
 class Hops(NamedTuple):
@@ -59,116 +65,35 @@ def in_context(vectors: np.ndarray, previous: np.ndarray, weight: float) -> np.n
     return mixed / np.linalg.norm(mixed, axis=1, keepdims=True)
 
 
-class ConversationView:
-    """A conversation's cue and turn vectors, turns and edges as arrays; read-only, exact search."""
-
-    def __init__(self, store: Store, conversation_id: int, dim: int):
-        cue_ids, _, _, matrix = store.conversation_vectors(conversation_id, dim)
-        by_id = {cue.id: cue for cue in store.conversation_cues(conversation_id)}
-        self.cue_ids = cue_ids
-        self.cues = [by_id[i] for i in cue_ids.tolist()]
-        self.matrix = matrix
-        self.turns = {turn.id: turn for turn in store.turns(conversation_id)}
-        turn_ids, self.turn_matrix = store.conversation_turn_vectors(conversation_id, dim)
-        self.turn_row = {tid: row for row, tid in enumerate(turn_ids.tolist())}
-        self._in_context: dict[float, np.ndarray] = {}
-        self._statement_rows: dict[int, list[int]] | None = None
-        self._speakers = store.speakers(conversation_id)
-        self.max_k = store.max_k  # the store's own limit on k, so a view returns what the store would
-        self.edges = store.all_edges(conversation_id)
-        self._hops: dict[tuple[int, int], dict[int, list[int]]] = {}
-        forward = Hops.of(self.edges)  # then each edge reversed, at row + len(edges)
-        self._columns = Hops(np.concatenate([forward.src, forward.dst]), np.concatenate([forward.dst, forward.src]),
-                             np.tile(forward.temporal, 2), np.tile(forward.weight, 2))
-
-    def speakers(self) -> list[str]:
-        return self._speakers
-
-    def knn_cues(self, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        """Exact top-k by cosine (vectors are unit length), ties broken by cue id like the store's KNN."""
-        k = min(int(k), len(self.cues), len(self.cues) if self.max_k is None else self.max_k)
-        if k <= 0:
-            return []
-        sims = similarities(self.matrix, vector)
-        kth = sims[np.argpartition(-sims, k - 1)[:k]].min()
-        tied = np.flatnonzero(sims >= kth)  # every cue tied at the k-th place, not an arbitrary few of them
-        top = tied[np.lexsort((self.cue_ids[tied], -sims[tied]))][:k]
-        return [(self.cues[i], float(sims[i])) for i in top.tolist()]
-
-    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
-        rows_of = self._hops.get((window, sem_k))
-        if rows_of is None:  # once per graph setting: which edge rows each turn reaches
-            rows_of = self._hops[(window, sem_k)] = {}
-            limit = {"temporal": window, "semantic": sem_k}
-            for row, (src, dst, kind, _, rank) in enumerate(self.edges):
-                if rank <= limit[kind]:
-                    rows_of.setdefault(src, []).append(row)
-                    if kind == "semantic":  # followed in both directions: the reversed copy sits at row + n
-                        rows_of.setdefault(dst, []).append(row + len(self.edges))
-        rows = np.fromiter(chain.from_iterable(rows_of.get(tid, ()) for tid in turn_ids), dtype=np.int64)
-        return Hops(*(column[rows] for column in self._columns))
-
-    def turns_by_id(self, turn_ids: Iterable[int]) -> dict[int, Turn]:
-        return {tid: self.turns[tid] for tid in turn_ids if tid in self.turns}
-
-    def turn_similarities(self, turn_ids: Sequence[int], query: np.ndarray, context_weight: float = 0.0) -> np.ndarray:
-        """Cosine of each turn's whole-text vector (`in_context`) with the query; NaN for a turn without one."""
-        rows = np.array([self.turn_row.get(tid, -1) for tid in turn_ids], dtype=np.int64)
-        out = np.full(len(rows), np.nan, dtype=np.float32)
-        known = rows >= 0
-        out[known] = similarities(self._turn_matrix(context_weight)[rows[known]], query)
-        return out
-
-    def sentence_similarities(self, turn_ids: Sequence[int], query: np.ndarray) -> dict[int, dict[str, float]]:
-        """Cosine with the query of each statement cue (a sentence) of the given turns."""
-        if self._statement_rows is None:
-            self._statement_rows = {}
-            for row, cue in enumerate(self.cues):
-                if cue.kind == "statement":
-                    self._statement_rows.setdefault(cue.turn_id, []).append(row)
-        out: dict[int, dict[str, float]] = {}
-        for tid in turn_ids:
-            rows = self._statement_rows.get(tid, [])
-            sims = similarities(self.matrix[rows], query) if rows else np.zeros(0, dtype=np.float32)
-            out[tid] = {self.cues[row].object: float(sim) for row, sim in zip(rows, sims, strict=True)}
-        return out
-
-    def _turn_matrix(self, context_weight: float) -> np.ndarray:
-        if not context_weight:
-            return self.turn_matrix
-        if context_weight not in self._in_context:
-            ordered = sorted(self.turns.values(), key=lambda t: t.position)
-            previous = np.zeros_like(self.turn_matrix)
-            for before, turn in pairwise(ordered):
-                if turn.id in self.turn_row and before.id in self.turn_row and before.session == turn.session:
-                    previous[self.turn_row[turn.id]] = self.turn_matrix[self.turn_row[before.id]]
-            self._in_context[context_weight] = in_context(self.turn_matrix, previous, context_weight)
-        return self._in_context[context_weight]
+def top_k(ids: np.ndarray, sims: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best similarities, best first; every entry tied at the k-th place is considered,
+    and ties go to the lowest id (as the store's KNN breaks them)."""
+    k = min(k, len(sims))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = sims[np.argpartition(-sims, k - 1)[:k]].min()
+    tied = np.flatnonzero(sims >= kth)
+    return tied[np.lexsort((ids[tied], -sims[tied]))][:k]
 
 
-class StoreConversation:
-    """The same calls answered by SQL: what a one-question process uses."""
+class _Source:
+    """What both sources read from the store: turns, and the vectors a question needs of a few turns."""
 
-    def __init__(self, store: Store, conversation_id: int, dim: int):
+    def __init__(self, store: Store, dim: int):
         self.store = store
-        self.conversation_id = conversation_id
         self.dim = dim
-
-    def speakers(self) -> list[str]:
-        return self.store.speakers(self.conversation_id)
-
-    def knn_cues(self, vector: np.ndarray, k: int) -> list[tuple[Cue, float]]:
-        return cells.search(self.store, self.conversation_id, self.dim, vector, k)
-
-    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
-        return Hops.of(self.store.neighbours(turn_ids, window, sem_k))
 
     def turns_by_id(self, turn_ids: Iterable[int]) -> dict[int, Turn]:
         return self.store.turns_by_id(turn_ids)
 
+    def _turn_vectors(self, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        return self.store.turn_vectors(turn_ids)
+
     def turn_similarities(self, turn_ids: Sequence[int], query: np.ndarray, context_weight: float = 0.0) -> np.ndarray:
+        """Cosine of each turn's whole-text vector (`in_context` of the turn before it in its session, by
+        `context_weight`) with the query; NaN for a turn without one."""
         before = self.store.previous_turns(turn_ids) if context_weight else {}
-        vectors = self.store.turn_vectors([*turn_ids, *before.values()])
+        vectors = self._turn_vectors([*turn_ids, *before.values()])
         out = np.full(len(turn_ids), np.nan, dtype=np.float32)
         known = [tid for tid in turn_ids if tid in vectors]
         if known:
@@ -180,6 +105,7 @@ class StoreConversation:
         return out
 
     def sentence_similarities(self, turn_ids: Sequence[int], query: np.ndarray) -> dict[int, dict[str, float]]:
+        """Cosine with the query of each statement cue (a sentence) of the given turns."""
         found = self.store.statement_vectors(turn_ids)
         out: dict[int, dict[str, float]] = {}
         for tid in turn_ids:
@@ -189,28 +115,129 @@ class StoreConversation:
         return out
 
 
-_views: WeakKeyDictionary[Store, dict[int, tuple[tuple[int, int], ConversationView | StoreConversation | None]]] = \
-    WeakKeyDictionary()
+class StoreSource(_Source):
+    """The calls answered by the store's own queries: what a one-question process uses."""
+
+    def speakers(self, scope: Sequence[int] | None) -> list[str]:
+        return self.store.speakers(scope)
+
+    def knn_cues(self, vector: np.ndarray, k: int, scope: Sequence[int] | None) -> list[tuple[Cue, float]]:
+        return self.store.knn_cues(vector, k, scope)
+
+    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
+        return Hops.of(self.store.neighbours(turn_ids, window, sem_k))
 
 
-def conversation_source(store: Store, conversation_id: int, dim: int) -> ConversationView | StoreConversation:
-    """A cached view from the second question on (same store, nothing committed since); SQL before that."""
+class MemoryView(_Source):
+    """The memory's cue codes, turn codes and edges as arrays; read-only; exact search up to EXACT_CUES
+    cues in scope, a sign-bit prefilter above."""
+
+    def __init__(self, store: Store, dim: int):
+        super().__init__(store, dim)
+        self.max_k = store.max_k  # the store's own limit on k, so a view returns what the store would
+        self.cue_ids, self.cue_turns, self.cue_conversations, self.codes = store.cue_codes(dim)
+        self.signs = signs(self.codes) if len(self.codes) > EXACT_CUES else None
+        self.turn_ids, self.turn_codes = store.turn_codes(dim)
+        src, dst, kind, weight, rank = store.edge_columns()
+        semantic = kind == SEMANTIC
+        # Each edge from its source, and each semantic edge again from its target (followed both ways).
+        start = np.concatenate([src, dst[semantic]])
+        order = np.argsort(start, kind="stable")
+        self._from = start[order]
+        self._to = np.concatenate([dst, src[semantic]])[order]
+        self._temporal = np.concatenate([kind == TEMPORAL, np.zeros(int(semantic.sum()), dtype=bool)])[order]
+        self._weight = np.concatenate([weight, weight[semantic]])[order]
+        self._rank = np.concatenate([rank, rank[semantic]])[order]
+        self._speakers: dict[tuple[int, ...] | None, list[str]] = {}
+        self._scopes: dict[tuple[int, ...], np.ndarray] = {}
+
+    def speakers(self, scope: Sequence[int] | None) -> list[str]:
+        key = None if scope is None else tuple(sorted(scope))
+        if key not in self._speakers:
+            self._speakers[key] = self.store.speakers(scope)
+        return self._speakers[key]
+
+    def _rows(self, scope: Sequence[int] | None) -> np.ndarray | None:
+        """The rows of the cues in scope (None: all of them)."""
+        if scope is None:
+            return None
+        key = tuple(sorted(scope))
+        if key not in self._scopes:
+            self._scopes[key] = np.flatnonzero(np.isin(self.cue_conversations, np.array(key, dtype=np.int64)))
+        return self._scopes[key]
+
+    def knn_cues(self, vector: np.ndarray, k: int, scope: Sequence[int] | None) -> list[tuple[Cue, float]]:
+        """Top-k cues by cosine, ties broken by cue id like the store's KNN: exact up to EXACT_CUES cues in
+        scope; above, the PREFILTER_CANDIDATES nearest by sign bits, scored exactly."""
+        rows = self._rows(scope)
+        count = len(self.codes) if rows is None else len(rows)
+        k = min(int(k), count, count if self.max_k is None else self.max_k)
+        if k <= 0:
+            return []
+        if count > EXACT_CUES and self.signs is not None:
+            candidates = nearest_signs(self.signs, vector, max(PREFILTER_CANDIDATES, k), rows)
+        else:
+            candidates = np.arange(count) if rows is None else rows
+        sims = np.concatenate([similarities(decode(self.codes[candidates[lo:lo + _DECODE_ROWS]]), vector)
+                               for lo in range(0, len(candidates), _DECODE_ROWS)])
+        best = candidates[top_k(self.cue_ids[candidates], sims, k)]
+        by_row = dict(zip(candidates.tolist(), sims.tolist(), strict=True))
+        cues = self.store.cues_by_id(self.cue_ids[best].tolist())
+        return [(cues[cue_id], by_row[row]) for row, cue_id in zip(best.tolist(), self.cue_ids[best].tolist(),
+                                                                   strict=True) if cue_id in cues]
+
+    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
+        seeds = np.unique(np.asarray(turn_ids, dtype=np.int64))
+        lo, hi = np.searchsorted(self._from, seeds, "left"), np.searchsorted(self._from, seeds, "right")
+        rows = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]) \
+            if len(seeds) else np.zeros(0, dtype=np.int64)
+        keep = rows[self._rank[rows] <= np.where(self._temporal[rows], window, sem_k)]
+        return Hops(self._from[keep], self._to[keep], self._temporal[keep], self._weight[keep])
+
+    def _turn_vectors(self, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
+        ids = np.asarray(turn_ids, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.turn_ids, ids), max(len(self.turn_ids) - 1, 0))
+        held = (self.turn_ids[at] == ids) if len(self.turn_ids) else np.zeros(len(ids), dtype=bool)
+        return dict(zip(ids[held].tolist(), decode(self.turn_codes[at[held]]), strict=True)) if held.any() else {}
+
+
+def signs(codes: np.ndarray) -> np.ndarray:
+    """Each code's sign bits (positive or not), packed into 64-bit words for `nearest_signs`."""
+    packed = np.packbits(codes > 0, axis=1)
+    words = -(-packed.shape[1] // 8)
+    padded = np.zeros((len(packed), words * 8), dtype=np.uint8)
+    padded[:, :packed.shape[1]] = packed
+    return padded.view(np.uint64)
+
+
+def nearest_signs(table: np.ndarray, vector: np.ndarray, count: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """The `count` rows (of `rows`, or of the whole table) whose sign bits differ least from the vector's."""
+    query = signs(np.atleast_2d(vector))[0]
+    subset = table if rows is None else table[rows]
+    distance = np.bitwise_count(subset ^ query).sum(axis=1, dtype=np.int32)
+    count = min(count, len(distance))
+    best = np.argpartition(distance, count - 1)[:count] if count < len(distance) else np.arange(len(distance))
+    best.sort()
+    return best if rows is None else rows[best]
+
+
+_views: WeakKeyDictionary[Store, tuple[tuple[int, int], MemoryView | StoreSource | None]] = WeakKeyDictionary()
+
+
+def memory_source(store: Store, dim: int) -> MemoryView | StoreSource:
+    """A cached view from the second question on (same store, nothing committed since); the store before."""
     version = store.version()
-    entries = _views.setdefault(store, {})
-    seen = entries.get(conversation_id)
+    seen = _views.get(store)
     if seen is None or seen[0] != version:
-        entries.clear()  # one view per store: a process switching conversations keeps one in memory
-        entries[conversation_id] = (version, None)
-        return StoreConversation(store, conversation_id, dim)
+        _views[store] = (version, None)
+        return StoreSource(store, dim)
     if seen[1] is None:
-        big = store.cue_count(conversation_id) >= VIEW_MAX_CUES
-        source = (StoreConversation(store, conversation_id, dim) if big
-                  else ConversationView(store, conversation_id, dim))
-        entries[conversation_id] = (version, source)
+        source = StoreSource(store, dim) if store.cue_count() >= VIEW_MAX_CUES else MemoryView(store, dim)
+        _views[store] = (version, source)
         return source
     return seen[1]
 
 
 def drop_view(store: Store) -> None:
-    """Forget this store's cached view: its next question reads SQLite, as a new process's would."""
+    """Forget this store's cached view: its next question reads the store, as a new process's would."""
     _views.pop(store, None)

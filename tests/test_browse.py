@@ -293,11 +293,17 @@ def _retrieved(server: Server) -> set[str]:
         conn.close()
 
 
-def test_a_question_of_a_memory_of_several_conversations_needs_one_today(served):
-    status, _, body = served.get("api/context?" + urlencode({"q": QUESTIONS[0]}))
-    assert status == 400 and "3 conversations" in orjson.loads(body)["error"]
-    page = served.html("ask?" + urlencode({"q": QUESTIONS[0]}))  # the box picks the most recent one
-    assert 'role="alert"' not in page and 'class="ev ' in page
+def test_a_question_ranges_over_every_conversation_as_ask_does(served):
+    cli = cli_json(served, "ask", QUESTIONS[0], "--context-only", "--json")
+    api = served.json("api/context", q=QUESTIONS[0])
+    assert api["conversations"] == cli["conversations"] == []
+    fields = ("conversation", "title", "source_id", "via", "score", "text")
+    assert [[e[f] for f in fields] for e in api["evidence"]] == [[e[f] for f in fields] for e in cli["evidence"]]
+    assert {e["conversation"] for e in api["evidence"]} >= {"maya-and-leo"}
+    page = served.html("ask?" + urlencode({"q": QUESTIONS[0]}))
+    assert 'role="alert"' not in page and '<option value="" selected>all conversations</option>' in page
+    shown = re.findall(r'<li class="ev [a-z]+" data-source-id="([^"]+)"', page)
+    assert shown == [e["source_id"] for e in cli["evidence"]]
 
 
 def test_the_question_graph_draws_the_evidence_and_the_edges_one_hop_followed(served):

@@ -9,6 +9,8 @@ from itertools import pairwise
 import orjson
 import pytest
 
+from cuemem_cli.reconstruct import shown_text
+
 from conftest import PYTHON, SAMPLES, tier
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
@@ -129,7 +131,8 @@ def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
     lines = prompt.split("<dialogue>\n")[1].split("\n</dialogue>")[0].splitlines()
     evidence = data["evidence"]
     assert [line for line in lines if line != "…" and not line.startswith("— ")] == \
-        [f"{e['speaker']}: {html.escape(e['text'], quote=False)}" for e in evidence]
+        [f"{e['speaker']}: {html.escape(shown_text(e['text'], e['time']), quote=False)}" for e in evidence]
+    assert any("[" in line and "2023]" in line for line in lines)  # a relative date, resolved for the model
     left_out = [a["time"][:10] == b["time"][:10] and b["position"] > a["position"] + 1
                 for a, b in pairwise(evidence)]
     assert lines.count("…") == sum(left_out) > 0  # one line wherever turns of a day are left out
@@ -142,16 +145,67 @@ def test_cuemem_model_env_is_the_default_model(cli, maya_db, fake_llm, monkeypat
     assert data["model"] == "fake/from-env"
 
 
-@pytest.mark.usefixtures("stub_models")
-def test_several_conversations_need_a_choice(cli, db_path):
+@pytest.mark.slow  # real spaCy and MiniLM
+def test_a_question_ranges_over_every_conversation_and_c_narrows_it(cli, db_path):
     assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
-    result = cli("--db", str(db_path), "ask", "What is Sam's diet?")
-    assert result.exit_code == 1
-    assert "maya-and-leo" in result.stderr and "assistant-chat" in result.stderr and "--conversation" in result.stderr
-    data = ask_json(cli, db_path, "What is Sam's diet?", "--conversation", "assistant-chat", "--context-only")
-    assert all(e["source_id"].startswith("s") for e in data["evidence"])
-    assert data["conversation"] == "assistant-chat"
+    data = ask_json(cli, db_path, "What is Sam's diet?")
+    assert data["conversations"] == [] and data["answer_kind"] == "extractive"
+    best = max(data["evidence"], key=lambda e: e["score"])
+    assert (best["conversation"], best["title"]) == ("assistant-chat", None)
+    data = ask_json(cli, db_path, "What is Sam's diet?", "--conversation", "maya-and-leo", "--context-only")
+    assert data["conversations"] == ["maya-and-leo"]
+    assert {e["conversation"] for e in data["evidence"]} == {"maya-and-leo"}
+    both = ask_json(cli, db_path, "Where did Maya and Sam travel?", "-c", "maya-and-leo", "-c", "assistant-chat",
+                    "--context-only")
+    assert both["conversations"] == ["maya-and-leo", "assistant-chat"]
+    assert {e["conversation"] for e in both["evidence"]} == {"maya-and-leo", "assistant-chat"}
+    unknown = cli("--db", str(db_path), "ask", "What is Sam's diet?", "-c", "sam")
+    assert unknown.exit_code == 1 and "no conversation named 'sam'" in unknown.stderr
+    assert "maya-and-leo" in unknown.stderr and "assistant-chat" in unknown.stderr
+
+
+CHATS = [  # an export's shape: chats named by id, titled; two share a title
+    {"conversation": "c-9f1", "title": "Lisbon trip", "speaker": "Ana", "time": "2024-05-03T10:00:00",
+     "text": "We are staying at a guesthouse in Alfama for the Lisbon trip."},
+    {"conversation": "c-9f1", "title": "Lisbon trip", "speaker": "Assistant", "time": "2024-05-03T10:01:00",
+     "text": "Alfama is lovely: steep streets, fado bars and views of the river."},
+    {"conversation": "c-2b7", "title": "Lisbon trip", "speaker": "Ana", "time": "2023-11-20T09:00:00",
+     "text": "Plan a weekend in Lisbon for my parents in December."},
+    {"conversation": "c-3aa", "title": "Knee rehab", "speaker": "Ana", "time": "2024-02-01T08:00:00",
+     "text": "My physio wants me to cycle twenty minutes a day for the knee."},
+]
+
+
+@pytest.mark.slow  # real spaCy and MiniLM
+def test_titles_name_chats_everywhere_and_an_ambiguous_title_lists_its_chats(cli, db_path, tmp_path):
+    chats = tmp_path / "chats.jsonl"
+    chats.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in CHATS))
+    assert cli("--db", str(db_path), "ingest", str(chats)).exit_code == 0
+    assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
+    ambiguous = cli("--db", str(db_path), "ask", "Where are we staying?", "-c", "lisbon TRIP")
+    assert ambiguous.exit_code == 1
+    assert "c-9f1 (Lisbon trip)" in ambiguous.stderr and "c-2b7 (Lisbon trip)" in ambiguous.stderr
+    knee = ask_json(cli, db_path, "What did the physio say?", "-c", "Knee rehab", "--context-only")
+    assert knee["conversations"] == ["c-3aa"] and {e["title"] for e in knee["evidence"]} == {"Knee rehab"}
+    wide = ask_json(cli, db_path, "Where are we staying in Lisbon?", "--context-only")
+    top = max(wide["evidence"], key=lambda e: e["score"])
+    assert (top["conversation"], top["title"]) == ("c-9f1", "Lisbon trip") and "Alfama" in top["text"]
+    assert {e["conversation"] for e in wide["evidence"]} > {"c-9f1"}  # other chats fill the rest of the budget
+    # the rich view: a rule per chat and day, naming the chat by its title
+    shown = cli("--db", str(db_path), "ask", "Where are we staying in Lisbon?", "--context-only", "--evidence", "all")
+    assert shown.exit_code == 0 and "Lisbon trip · 3 May 2024" in shown.stdout
+    stats = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--format", "json").stdout)
+    assert {c["conversation"]: c["title"] for c in stats["conversations"]} == \
+        {"c-9f1": "Lisbon trip", "c-2b7": "Lisbon trip", "c-3aa": "Knee rehab", "maya-and-leo": None}
+    table = cli("--db", str(db_path), "inspect-graph")
+    assert table.exit_code == 0 and "title" in table.stdout and "Knee rehab" in table.stdout
+    exported = cli("--db", str(db_path), "export", "-c", "knee rehab")
+    assert exported.exit_code == 0
+    [record] = [orjson.loads(line) for line in exported.stdout.splitlines()]
+    assert (record["conversation"], record["title"]) == ("c-3aa", "Knee rehab")
+    refused = cli("--db", str(db_path), "export", "-c", "Lisbon trip")
+    assert refused.exit_code == 1 and "c-2b7 (Lisbon trip)" in refused.stderr and not refused.stdout
 
 
 @pytest.mark.usefixtures("stub_models")

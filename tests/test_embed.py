@@ -91,6 +91,8 @@ def test_a_cache_that_cannot_hold_the_int8_model_says_what_to_do(tmp_path):
 def test_ingest_embeds_each_distinct_text_once(tmp_path):
     from cuemem_cli import Memory
 
+    from cuemem_cli.vectors import decode
+
     said = "We adopted a beagle named Biscuit from the shelter."
     with Memory(tmp_path / "m.db") as memory:
         # In two sessions, so that each turn is embedded without a turn before it (ingest.embed_turns).
@@ -100,7 +102,8 @@ def test_ingest_embeds_each_distinct_text_once(tmp_path):
         cid = store.conversation_id("c")
         turns = store.turns(cid)
         turn_vectors = store.turn_vectors([t.id for t in turns])
-        cue_ids, _, _, matrix = store.conversation_vectors(cid, 384)
+        cue_ids, _, _, codes = store.cue_codes(384)
+        matrix = decode(codes)
         statements = [c.id for c in store.conversation_cues(cid) if c.kind == "statement"]
     # Two turns with the same text, each with the same one-sentence statement cue and the same triples:
     # each distinct text is embedded once, so there are as many distinct vectors as texts embedded.
@@ -147,7 +150,7 @@ def test_a_model_of_another_width_sizes_the_vector_tables_and_is_reused_by_ask(c
     try:
         assert store.get_meta("embedding_dim") == "128"
         cid = store.conversation_id("maya-and-leo")
-        assert store.conversation_vectors(cid, 128)[3].shape[1] == 128
+        assert store.cue_codes(128).codes.shape[1] == 128 and store.cue_count(cid) > 0
     finally:
         store.close()
     asked = cli("--db", str(db_path), "ask", "What breed is the dog Maya adopted?", "--context-only", "--json")

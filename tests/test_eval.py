@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cuemem_cli.evaluate.datasets import normalise_evidence
+from cuemem_cli.evaluate.datasets import load_locomo, normalise_evidence
 from cuemem_cli.evaluate.metrics import answer_holds, content_tokens, evidence_scores, ndcg, summarise
 from cuemem_cli.reconstruct import (
     context_tokens,
@@ -114,14 +114,21 @@ def test_baselines_fill_the_budget_like_reconstruct():
     assert fill(ranked, 12) == [a, b, c] and context_tokens([a, b, c]) == 12
     assert fill(ranked, 17) == [a, b, c]
     assert fill(ranked, 18) == ranked and context_tokens(ranked) == 18
-    assert dialogue_lines((t.time, t.position, evidence_line(t.speaker, t.text)) for t in [a, b, d]) == [
+    assert dialogue_lines((t, evidence_line(t.speaker, t.text)) for t in [a, b, d]) == [
         "— 8 May 2023 —", "A: " + "x" * 13, "…", "A: xxxxx", "— 9 May 2023 —", "A: xxxxx"]
 
 
-def test_a_day_interrupted_by_another_pays_for_its_second_header():
-    turns = [Turn(i, "c", i, f"t{i}", "x" * 5, time=day, speaker="A") for i, day in enumerate([DAY1, DAY2, DAY1])]
-    chosen = fill(turns, 17)  # counted as 3 × 2 + 2 headers × 4 = 14, but shown with 3 headers: 18
-    assert [t.source_id for t in chosen] == ["t0", "t1"] and context_tokens(chosen) == 12
+def test_a_run_interrupted_by_another_conversation_pays_for_its_second_header():
+    """Turns of two conversations said the same day interleave by time: each run gets a header naming its
+    conversation ("— c · 8 May 2023 —", 5 tokens), the interrupted one twice, and the budget pays for it."""
+    times = ["2023-05-08T10:00:00", "2023-05-08T11:00:00", "2023-05-08T12:00:00"]
+    turns = [Turn(i, conv, i, f"t{i}", "x" * 5, time=time, speaker="A")
+             for i, (conv, time) in enumerate(zip("cdc", times, strict=True))]
+    assert context_tokens(turns) == 3 * 2 + 3 * 5  # t1 splits c's day: three headers, no gap line
+    assert fill(turns, 20) == turns[:2] and context_tokens(turns[:2]) == 2 * 2 + 2 * 5
+    assert fill(turns, 21) == turns
+    # one conversation: its header unnamed ("— 8 May 2023 —", 4) and a gap line (1): 2 + 2 + 4 + 1
+    assert fill(turns[::2], 8) == turns[:1] and fill(turns[::2], 9) == turns[::2] == [turns[0], turns[2]]
 
 
 # ------------------------------------------------------------------ cache key
@@ -342,6 +349,72 @@ def test_bad_options_are_explained(cli, cache_dir):
     assert result.exit_code == 1 and "unknown system mem0" in result.stderr
     result = cli("eval", "longmemeval", str(FIXTURE), "--judge-model", "fake/judge", "--cache-dir", str(cache_dir))
     assert result.exit_code == 1 and "--model" in result.stderr
+
+
+def _tiny_locomo(path: Path) -> Path:
+    """Two LoCoMo-shaped samples, two sessions each; every sample's turns repeat the other's ids (D1:1 …),
+    as LoCoMo's do, and its questions name evidence in both sessions."""
+    def sample(sid: str, a: str, b: str, topic: str) -> dict:
+        turn = lambda n, k, who, text: {"speaker": who, "dia_id": f"D{n}:{k}", "text": text}  # noqa: E731
+        return {"sample_id": sid, "conversation": {
+            "speaker_a": a, "speaker_b": b,
+            "session_1_date_time": "1:56 pm on 8 May, 2023", "session_2_date_time": "10:00 am on 20 May, 2023",
+            "session_1": [turn(1, 1, a, f"I started learning {topic} last week."), turn(1, 2, b, "How is it going?")],
+            "session_2": [turn(2, 1, a, f"My {topic} teacher is called Rosa."), turn(2, 2, b, "Rosa sounds kind.")]},
+            "qa": [{"question": f"When did {a} start {topic}?", "answer": "May 2023", "category": 2,
+                    "evidence": ["D1:1"]},
+                   {"question": f"Who teaches {a} {topic}?", "answer": "Rosa", "category": 4,
+                    "evidence": ["D2:1", "D1:1"]}]}
+
+    path.write_bytes(orjson.dumps([sample("conv-a", "Ana", "Ben", "pottery"), sample("conv-b", "Cy", "Di", "chess")]))
+    return path
+
+
+def test_locomo_as_exports_makes_every_session_a_titled_conversation_of_one_memory(tmp_path):
+    data = _tiny_locomo(tmp_path / "tiny.json")
+    one = load_locomo(data)
+    assert not one.memory_wide and list(one.messages) == ["conv-a", "conv-b"]
+    wide = load_locomo(data, as_exports=True)
+    assert wide.memory_wide
+    assert list(wide.messages) == ["conv-a/session_1", "conv-a/session_2", "conv-b/session_1", "conv-b/session_2"]
+    first = wide.messages["conv-b/session_2"][0]
+    assert (first.conversation, first.source_id, first.session, first.time, first.speaker) == \
+        ("conv-b/session_2", "D2:1", "2", "2023-05-20T10:00:00", "Cy")
+    assert {m.extra["title"] for m in wide.messages["conv-b/session_2"]} == {"Cy and Di, session 2"}
+    assert [m.text for ms in wide.messages.values() for m in ms] == [m.text for ms in one.messages.values() for m in ms]
+    [q1, q2] = [q for q in wide.questions if q.conversation == "conv-a"]
+    assert q1.gold_turns == ("conv-a/session_1/D1:1",)
+    assert q2.gold_turns == ("conv-a/session_2/D2:1", "conv-a/session_1/D1:1")
+    assert [q.as_of for q in wide.questions] == [q.as_of for q in one.questions]
+
+
+@pytest.mark.slow
+def test_locomo_as_exports_asks_every_question_over_the_whole_memory(cli, tmp_path):
+    data = _tiny_locomo(tmp_path / "tiny.json")
+    cache = tmp_path / "cache"
+    out = tmp_path / "wide.json"
+    summary = eval_json(cli, "locomo", str(data), "--setting", "as-exports", "--systems", "cuemem,naive-rag,bm25",
+                        "--budget", "40", "--cache-dir", str(cache), "--out", str(out))
+    assert summary["setting"] == "as-exports" and summary["questions"] == 4
+    assert summary["ingest"]["ingested"] == ["conv-a/session_1", "conv-a/session_2", "conv-b/session_1",
+                                            "conv-b/session_2"]
+    assert "locomo-as-exports-" in summary["database"]
+    records = orjson.loads(out.read_bytes())["records"]
+    for r in records:
+        assert all(i.count("/") == 2 for i in r["context_ids"])  # conversation/session_N/source id
+        assert r["tokens"]["estimate"] <= 40
+    # a question of one sample can find the other sample's turns: nothing narrows it
+    seen = {i.split("/")[0] for r in records for i in r["context_ids"]}
+    assert seen == {"conv-a", "conv-b"}
+    assert all(g.count("/") == 2 for r in records for g in r["gold_evidence"])  # named as the context is
+    assert any(r["retrieval"]["all_evidence"] for r in records if r["system"] == "cuemem")
+    one = eval_json(cli, "locomo", str(data), "--systems", "cuemem", "--budget", "40", "--cache-dir", str(cache))
+    assert one["setting"] == "one-conversation" and one["ingest"]["ingested"] == ["conv-a", "conv-b"]
+    assert one["database"] != summary["database"]  # the two layouts never share a memory
+    bad = cli("eval", "longmemeval", str(FIXTURE), "--setting", "as-exports", "--cache-dir", str(cache))
+    assert bad.exit_code == 2  # LongMemEval has no --setting
+    wrong = cli("eval", "locomo", str(data), "--setting", "sessions", "--cache-dir", str(cache))
+    assert wrong.exit_code == 1 and "choose from one-conversation, as-exports" in wrong.stderr
 
 
 # ------------------------------------------------------------------ LoCoMo slice

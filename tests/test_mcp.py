@@ -27,6 +27,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
+LISBON = [{"title": "Lisbon trip", "speaker": "Ana", "time": "2024-05-03T10:00:00", "id": "l1",
+           "text": "We are staying at a guesthouse in Alfama for the Lisbon trip."},
+          {"title": "Lisbon trip", "speaker": "Assistant", "time": "2024-05-03T10:01:00", "id": "l2",
+           "text": "Alfama is lovely: steep streets, fado bars and views of the river."}]
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -89,7 +93,9 @@ def test_lists_the_tools_and_keeps_forget_for_allow_forget(tmp_path):
     assert set(plain) == {"remember", "recall", "ask", "list_conversations"}
     assert allowed == {"remember", "recall", "ask", "list_conversations", "forget"}
     assert plain["remember"].input_schema["required"] == ["conversation", "messages"]
-    assert set(plain["recall"].input_schema["properties"]) == {"question", "conversation", "budget", "as_of"}
+    assert set(plain["recall"].input_schema["properties"]) == {"question", "conversations", "budget", "as_of"}
+    assert "conversations" not in plain["recall"].input_schema.get("required", [])
+    assert set(plain["ask"].input_schema["properties"]) == {"question", "conversations", "model"}
     assert plain["recall"].input_schema["properties"]["budget"]["default"] == 2000
     assert not (tmp_path / "m.db").exists(), "listing tools creates no database"
 
@@ -110,14 +116,20 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
                 for key in ("turns_added", "cues", "temporal_edges", "semantic_edges"):
                     stored[key] += more[key]
             again = await call(session, "remember", {"conversation": "maya-and-leo", "messages": messages[:5]})
+            alone = contents(db)  # maya-and-leo only, to compare with `cuemem ingest` below
+            # a second chat, titled: questions range over both unless `conversations` narrows them
+            await call(session, "remember", {"conversation": "c-9f1", "messages": LISBON})
             recalled = await call(session, "recall", {"question": "Where does Leo work?",
-                                                      "conversation": "maya-and-leo", "budget": 300})
-            answered = await call(session, "ask", {"question": "Where does Leo work?", "conversation": "maya-and-leo"})
+                                                      "conversations": ["maya-and-leo"], "budget": 300})
+            wide = await call(session, "recall", {"question": "Where does Leo work, and where is the guesthouse?"})
+            titled = await call(session, "recall", {"question": "Where is the guesthouse?",
+                                                    "conversations": ["lisbon TRIP"]})
+            answered = await call(session, "ask", {"question": "Where does Leo work?"})
             listed = await call(session, "list_conversations")
-            unknown = await refused(session, "recall", {"question": "x", "conversation": "nobody"})
-        return stored, again, recalled, answered, listed, unknown
+            unknown = await refused(session, "recall", {"question": "x", "conversations": ["nobody"]})
+        return stored, again, recalled, answered, listed, unknown, wide, titled, alone
 
-    stored, again, recalled, answered, listed, unknown = asyncio.run(scenario())
+    stored, again, recalled, answered, listed, unknown, wide, titled, alone = asyncio.run(scenario())
     assert stored["turns_added"] == 30 and stored["conflicts"] == 0 and stored["cues"] > 30
     assert stored["temporal_edges"] > 0 and stored["semantic_edges"] > 0
     assert (again["turns_added"], again["turns_existing"]) == (0, 5), "remembering the same ids again is a no-op"
@@ -127,14 +139,20 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
     jsonl.write_bytes(b"".join(orjson.dumps({"conversation": "maya-and-leo", **m}) + b"\n" for m in messages))
     ingested = tmp_path / "ingested.db"
     run_serially(ingested, [("ingest", str(jsonl))])
-    assert_same(contents(db), contents(ingested))
+    assert_same(alone, contents(ingested))
     assert_whole(db)
 
     # recall: `ask --context-only --json`'s evidence, within the budget
     bookstore = next(m["id"] for m in messages if "bookstore" in m["text"])
     assert bookstore in [e["source_id"] for e in recalled["evidence"]]
     first = recalled["evidence"][0]
-    assert {"source_id", "time", "speaker", "text", "via"} <= set(first)
+    assert {"conversation", "title", "source_id", "time", "speaker", "text", "via"} <= set(first)
+    assert recalled["conversations"] == ["maya-and-leo"]
+    assert {e["conversation"] for e in recalled["evidence"]} == {"maya-and-leo"}
+    # the whole memory by default: both chats, each item saying where it was said
+    assert wide["conversations"] == [] and {e["conversation"] for e in wide["evidence"]} == {"maya-and-leo", "c-9f1"}
+    assert {e["title"] for e in wide["evidence"] if e["conversation"] == "c-9f1"} == {"Lisbon trip"}
+    assert titled["conversations"] == ["c-9f1"] and "Alfama" in titled["evidence"][0]["text"]
     assert 0 < recalled["tokens"] <= 300
     positions = [e["position"] for e in recalled["evidence"]]
     assert positions == sorted(positions), "evidence is chronological"
@@ -148,9 +166,10 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
     assert "no answer model is configured" in answered["note"]
     assert bookstore in [e["source_id"] for e in answered["evidence"]]
 
-    assert listed["result"] == [{"conversation": "maya-and-leo", "turns": 30, "cues": stored["cues"],
-                                 "pending_turns": 0, "first_time": messages[0]["time"],
-                                 "last_time": messages[-1]["time"]}]
+    assert listed["result"][0] == {"conversation": "maya-and-leo", "title": None, "turns": 30, "cues": stored["cues"],
+                                   "pending_turns": 0, "first_time": messages[0]["time"],
+                                   "last_time": messages[-1]["time"]}
+    assert [(r["conversation"], r["title"], r["turns"]) for r in listed["result"][1:]] == [("c-9f1", "Lisbon trip", 2)]
     assert "no conversation named 'nobody'" in unknown and "maya-and-leo" in unknown
 
 
@@ -351,10 +370,10 @@ def test_without_the_mcp_extra_the_command_says_what_to_install(cli, monkeypatch
 
 @pytest.mark.slow  # loads the models
 def test_used_turns_are_recorded_in_batches_so_warm_recalls_keep_the_view(tmp_path, monkeypatch):
-    """Each write drops the in-memory conversation view (view.py); recall's marks wait until
+    """Each write drops the in-memory view of the memory (view.py); recall's marks wait until
     USED_FLUSH_SECONDS passed, this process writes, or it stops."""
     from cuemem_cli import mcp_server
-    from cuemem_cli.view import _views
+    from cuemem_cli.view import MemoryView, _views
 
     def used(db):
         conn = raw(db)
@@ -364,16 +383,16 @@ def test_used_turns_are_recorded_in_batches_so_warm_recalls_keep_the_view(tmp_pa
             conn.close()
 
     db = tmp_path / "m.db"
+    monkeypatch.setattr(mcp_server, "USED_FLUSH_SECONDS", 3600.0)  # a loaded machine may take a minute to here
     tools = mcp_server.MemoryTools(db)
     try:
         tools.remember("maya-and-leo", maya(20))
         for _ in range(3):
-            tools.recall("Where does Leo work?", "maya-and-leo")
+            tools.recall("Where does Leo work?", ["maya-and-leo"])
         assert used(db) == set(), "not yet recorded"
-        assert any(view is not None for _, view in _views[tools.memory.store].values()), \
-            "the third recall was answered from the in-memory view"
+        assert isinstance(_views[tools.memory.store][1], MemoryView), "the third recall was answered from the view"
         monkeypatch.setattr(mcp_server, "USED_FLUSH_SECONDS", 0.0)
-        recalled = tools.recall("Where does Leo work?", "maya-and-leo")
+        recalled = tools.recall("Where does Leo work?", ["maya-and-leo"])
         assert used(db) == {e["source_id"] for e in recalled["evidence"]}
     finally:
         tools.close()

@@ -4,6 +4,8 @@ each runs alone. On SQLite here; PostgreSQL's in-place upgrade from its old sche
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -127,13 +129,14 @@ def test_a_new_database_gets_every_migration_the_vector_ones_once_an_embedder_is
     store = SQLiteStore.open(db_path)
     assert recorded(db_path) == PLAIN
     tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")}
-    assert {"turns", "cues", "edges", "turn_vectors", "cell_centroids", "turns_fts"} <= tables
-    assert not {"cue_vectors", "cue_cells", "cues_fts"} & tables
+    assert {"turns", "cues", "edges", "turn_vectors", "turns_fts"} <= tables
+    assert not {"cue_vectors", "cue_cells", "cues_fts", "cell_centroids"} & tables
     store.bind_embedder("m", DIM, "test")
     assert recorded(db_path) == PLAIN + VECTOR
-    for table in ("cue_vectors", "cue_cells"):
-        sql = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
-        assert f"int8[{DIM}]" in sql and f"chunk_size={migrations.VECTOR_CHUNK}" in sql, table
+    sql = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'cue_vectors'").fetchone()[0]
+    assert f"int8[{DIM}]" in sql and f"chunk_size={migrations.VECTOR_CHUNK}" in sql
+    assert "PARTITION KEY" not in sql and "conversation_id INTEGER," in sql  # one table, the conversation as metadata
+    assert "cue_cells" not in schema(db_path)
     store.close()
     SQLiteStore.open(db_path).close()  # nothing left to do: no record twice
     assert len(recorded(db_path)) == len(MIGRATIONS)
@@ -149,9 +152,9 @@ def test_a_database_the_previous_code_wrote_upgrades_to_the_same_schema(tmp_path
     if bound:
         assert set(recorded(old)) == {s.name for s in steps(MIGRATIONS)}
         cid = store.conversation_id("c")
-        [(cue, similarity)] = store.knn_cues(cid, np.array([0, 1, 0, 0], dtype=np.float32), 1)
+        [(cue, similarity)] = store.knn_cues(np.array([0, 1, 0, 0], dtype=np.float32), 1, [cid])
         assert (cue.turn_id, similarity) == (2, pytest.approx(1.0))
-        assert [tid for tid, _ in store.search_turns_fts(cid, "dog", 10)] == [1]
+        assert [tid for tid, _ in store.search_turns_fts("dog", 10, [cid])] == [1]
         assert sorted(store.turn_vectors([1, 2])) == [1, 2]
     else:
         assert set(recorded(old)) == set(PLAIN)
@@ -252,8 +255,6 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     """m010 turns the float32 vectors of a database built before it into int8 codes in vec0 tables of
     VECTOR_CHUNK-vector chunks: a quarter of the bytes, and its searches find the neighbours an exact
     float search finds (the codes move similarities by ~1e-3; repeated texts stay tied, lowest id first)."""
-    from cuemem_cli import cells
-
     dim, path = 16, tmp_path / "old.db"
     monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", before("m010_int8_vectors"))  # the schema before m010
     store = SQLiteStore.open(path)
@@ -262,7 +263,8 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     floats = {}
     with store.transaction():
         for cid, count in ((1, 1300), (2, 1700)):
-            store.conn.execute("INSERT INTO conversations VALUES (?, ?, '2026-01-01T00:00:00')", (cid, f"c{cid}"))
+            store.conn.execute("INSERT INTO conversations(id, name, created_at) VALUES (?, ?, '2026-01-01T00:00:00')",
+                               (cid, f"c{cid}"))
             store.conn.execute("INSERT INTO turns(id, conversation_id, position, source_id, text, content_hash)"
                                " VALUES (?, ?, 0, 't', 'x', 'h')", (cid, cid))
             store.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, 'x')", (cid,))
@@ -280,28 +282,24 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     store.close()
     monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
     store = SQLiteStore.open(path)
-    assert recorded(path)[len(PLAIN) + len(VECTOR) - 2:] == ["m010_int8_vectors", "m011_edge_kind_codes"]
-    for table in ("cue_vectors", "cue_cells"):
-        assert f"int8[{dim}]" in schema(path)[table] and f"chunk_size={migrations.VECTOR_CHUNK}" in schema(path)[table]
+    assert {"m010_int8_vectors", "m011_edge_kind_codes"} <= set(recorded(path))
+    assert f"int8[{dim}]" in schema(path)["cue_vectors"]
+    assert f"chunk_size={migrations.VECTOR_CHUNK}" in schema(path)["cue_vectors"]
     queries = [*floats[1][1][:10], *rng.normal(size=(10, dim)).astype(np.float32)]
     queries = [q / np.linalg.norm(q) for q in queries]  # unit, as embedded questions are
     for cid, (ids, vectors) in floats.items():
         for q in queries:
             exact = vectors @ q
             order = np.lexsort((ids, -exact))[:40]
-            found = store.knn_cues(cid, q, 40)
+            found = store.knn_cues(q, 40, [cid])
             overlap = len({c.id for c, _ in found} & set(ids[order].tolist())) / 40
             assert overlap >= 0.9, overlap
             assert all(abs(sim - exact[ids.tolist().index(c.id)]) < 0.01 for c, sim in found)
             sims = [sim for _, sim in found]
             assert sims == sorted(sims, reverse=True)
     assert np.allclose(store.turn_vectors([1])[1], floats[1][1][0], atol=0.01)
-    with store.transaction():
-        cells.build(store, 2, dim)  # cells of a migrated database: the same int8 form
-    cell_ids = [r[0] for r in store.conn.execute("SELECT id FROM cell_centroids")]
-    assert store.conn.execute("SELECT count(*) FROM cue_cells").fetchone()[0] == 1700
     ids, vectors = floats[2]
-    best = store.knn_cues_in_cells(cell_ids, vectors[0], 5)
+    best = store.knn_cues(vectors[0], 5)  # the whole memory
     assert [c.id for c, _ in best[:2]] == ids[:2].tolist()  # the cue itself and its repeat, lowest id first
     assert best[0][1] == best[1][1] == pytest.approx(1.0, abs=1e-3)
     allocated = store.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
@@ -319,7 +317,7 @@ def _edge_rows() -> list[tuple[int, int, str, float, int]]:
 
 
 def _turns_for_edges(store: SQLiteStore) -> None:
-    store.conn.execute("INSERT INTO conversations VALUES (1, 'c', '2026-01-01T00:00:00')")
+    store.conn.execute("INSERT INTO conversations(id, name, created_at) VALUES (1, 'c', '2026-01-01T00:00:00')")
     store.conn.executemany("INSERT INTO turns(id, conversation_id, position, source_id, text, content_hash)"
                            " VALUES (?, 1, ?, ?, 'x', 'h')", [(i, i, f"t{i}") for i in range(1, 301)])
 
@@ -341,7 +339,7 @@ def test_edge_kinds_stored_by_name_become_codes_and_read_back_as_names(tmp_path,
     store.close()
     monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
     store = SQLiteStore.open(path)
-    assert recorded(path)[-1] == "m011_edge_kind_codes"
+    assert "m011_edge_kind_codes" in recorded(path)
     assert {r[0] for r in store.conn.execute("SELECT DISTINCT kind FROM edges")} == {0, 1}
     assert store.all_edges(1) == sorted(rows, key=lambda r: (r[0], r[2], r[1]))
     for db in (store, fresh):
@@ -537,9 +535,9 @@ def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, b
         assert sorted(store.neighbours([1], 1, 1)) == [(1, 2, "temporal", 1.0), (1, 3, "semantic", 0.8)]
         stats = store.conversation_stats()[0]
         assert (stats["turns"], stats["cues"], stats["temporal_edges"], stats["semantic_edges"]) == (3, 3, 4, 1)
-        [(cue, similarity)] = store.knn_cues(1, np.array([0, 1, 0, 0], dtype=np.float32), 1)
+        [(cue, similarity)] = store.knn_cues(np.array([0, 1, 0, 0], dtype=np.float32), 1, [1])
         assert (cue.turn_id, similarity) == (2, pytest.approx(1.0))
-        assert [tid for tid, _ in store.search_turns_fts(1, '"dog"', 10)] == [1]
+        assert [tid for tid, _ in store.search_turns_fts('"dog"', 10, [1])] == [1]
         assert sorted(store.turn_vectors([1, 2, 3])) == [1, 2, 3]
         assert store.data_version() == 7  # the commit counter is kept, not restarted
         with store.transaction():  # written after the migration: codes, read back as names
@@ -550,3 +548,77 @@ def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, b
         store.bind_embedder("m", DIM, "test")
     store.close()
     assert postgres_schema(pg_url) == new_schema
+
+
+def _as_before_memory_wide(path) -> None:
+    """Turn a database this code wrote into the one the code before m012 left: no conversation titles,
+    cue vectors partitioned by conversation, the coarse cells' tables (empty), m012-m014 not recorded."""
+    conn = autocommit(path)
+    conn.execute("BEGIN")
+    conn.execute("ALTER TABLE conversations DROP COLUMN title")
+    rows = conn.execute("SELECT cue_id, conversation_id, embedding FROM cue_vectors"
+                        " ORDER BY conversation_id, cue_id").fetchall()
+    conn.execute("DROP TABLE cue_vectors")
+    for table, key in (("cue_vectors", "conversation_id"), ("cue_cells", "cell")):
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING vec0(cue_id INTEGER PRIMARY KEY, {key} INTEGER PARTITION KEY,"
+                     f" embedding int8[384] distance_metric=cosine, chunk_size={migrations.VECTOR_CHUNK})")
+    conn.executemany("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, vec_int8(?))", rows)
+    migrations.sqlite_m003_cells(conn)
+    conn.execute("DELETE FROM _migrations WHERE name IN"
+                 " ('m012_conversation_titles', 'm013_memory_wide_vectors', 'm014_drop_cell_centroids')")
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def test_a_database_of_per_conversation_vectors_migrates_to_one_memory(tmp_path):
+    """m012-m014 on a database written before them (two sample dialogues and a titled chat): titles come
+    from the turns' extra, the vectors move into one table with the conversation as metadata, the cells'
+    tables go; every row stays, a narrowed search finds what the partition search found, and the evidence
+    of a question asked in one conversation is the same; a memory-wide question now reaches every chat."""
+    from cuemem_cli import Memory
+    from cuemem_cli.reconstruct import reconstruct
+
+    samples = Path(__file__).resolve().parent.parent / "sample_dialogues"
+    path = tmp_path / "old.db"
+    chat = [{"conversation": "c-9f1", "title": "Lisbon trip", "speaker": "Ana", "role": "user",
+             "time": "2024-05-03T10:00:00", "text": "We are staying at a guesthouse in Alfama for the Lisbon trip."},
+            {"conversation": "c-9f1", "title": "Lisbon trip", "speaker": "Assistant", "role": "assistant",
+             "time": "2024-05-03T10:01:00", "text": "Alfama is lovely: steep streets, fado bars and views."}]
+    questions = ["What did Maya adopt?", "Where is Sam travelling?", "Where are we staying in Lisbon?"]
+    with Memory(path) as mem:
+        mem.ingest_file(samples / "maya_and_leo.jsonl")
+        mem.ingest_file(samples / "assistant_chat.jsonl")
+        mem.add(chat)
+        store, embedder = mem.store, mem.embedder()
+        names = store.conversation_names()
+        counts = {t: store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                  for t in ("turns", "cues", "cue_vectors", "edges", "turn_vectors")}
+        vectors = [embedder.embed([q])[0] for q in questions]
+        searched = {(name, i): [(c.id, round(s, 6)) for c, s in store.knn_cues(v, 30, [store.conversation_id(name)])]
+                    for name in names for i, v in enumerate(vectors)}
+        asked = {(name, q): [(e.source_id, e.via) for e in reconstruct(store, embedder, q, name).evidence]
+                 for name in names for q in questions}
+    _as_before_memory_wide(path)
+    assert "PARTITION KEY" in schema(path)["cue_vectors"] and "cell_centroids" in schema(path)
+
+    with Memory(path) as mem:
+        store = mem.store
+        assert (tmp_path / f"old.db.bak-schema{len(MIGRATIONS) - 3}").exists()
+        assert recorded(path)[-3:] == ["m012_conversation_titles", "m013_memory_wide_vectors",
+                                       "m014_drop_cell_centroids"]
+        assert [(n, t) for _, n, t in store.conversations()] == [("maya-and-leo", None), ("assistant-chat", None),
+                                                                  ("c-9f1", "Lisbon trip")]
+        assert {t: store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in counts} == counts
+        for (name, i), hits in searched.items():
+            found = store.knn_cues(vectors[i], 30, [store.conversation_id(name)])
+            assert [(c.id, round(s, 6)) for c, s in found] == hits
+        for (name, q), evidence in asked.items():
+            assert [(e.source_id, e.via) for e in reconstruct(store, mem.embedder(), q, name).evidence] == evidence
+        everywhere = mem.context("Where are we staying in Lisbon?")
+        assert everywhere.conversations == () and "c-9f1" in {e.conversation for e in everywhere.evidence}
+        assert {e.title for e in everywhere.evidence if e.conversation == "c-9f1"} == {"Lisbon trip"}
+    fresh = tmp_path / "new.db"
+    with Memory(fresh) as mem:
+        mem.add(chat)
+    assert schema(path) == schema(fresh)
+    assert_whole(path)

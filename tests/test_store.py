@@ -85,7 +85,7 @@ def test_older_schema_is_backed_up_then_migrated(db_path, monkeypatch):
     assert old.execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS)
 
 
-def test_knn_stays_inside_its_conversation(store):
+def test_knn_ranges_over_the_memory_or_stays_inside_the_conversations_named(store):
     store.bind_embedder("m", 4, "test")
     from cuemem_cli.store import NewTurn
 
@@ -97,11 +97,15 @@ def test_knn_stays_inside_its_conversation(store):
             cue_ids = store.insert_cues(cid, [(tid, "x", "y", "z", "triple")])
             store.insert_vectors(cid, cue_ids, np.array([[1, 0, 0, 0]], dtype=np.float32))
             ids[name] = cid
-    hits = store.knn_cues(ids["a"], np.array([1, 0, 0, 0], dtype=np.float32), 10)
+    query = np.array([1, 0, 0, 0], dtype=np.float32)
+    hits = store.knn_cues(query, 10, [ids["a"]])
     assert len(hits) == 1
     assert hits[0][1] == pytest.approx(1.0)
     turn = store.turns_by_id([hits[0][0].turn_id])[hits[0][0].turn_id]
     assert turn.conversation == "a"
+    everywhere = store.knn_cues(query, 10)
+    assert {store.turns_by_id([c.turn_id])[c.turn_id].conversation for c, _ in everywhere} == {"a", "b"}
+    assert store.knn_cues(query, 10, []) == []
 
 
 @pytest.mark.usefixtures("stub_models")
@@ -117,7 +121,7 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
                  {"conversation": "c", "speaker": "Ben", "text": "Lisbon! Do you still paint?"}])
         ids = [t.id for t in mem.store.turns(mem.store.conversation_id("c"))]
         mem.store.conn.execute("DROP TABLE turn_vectors")
-        mem.store.conn.execute("DROP TABLE cell_centroids")
+        mem.store.conn.execute("ALTER TABLE conversations DROP COLUMN title")
         mem.store.conn.execute("DELETE FROM meta WHERE key = 'turn_vectors'")
         mem.store.conn.execute("ALTER TABLE turns DROP COLUMN stored_at")
         mem.store.conn.execute("DELETE FROM _migrations WHERE name != 'm001_initial'")
@@ -145,13 +149,13 @@ def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, mo
             (cid, "Our dogs love painting by the lake")).lastrowid
         old.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
                          (tid, "Our dogs love painting by the lake"))
-    assert old.search_turns_fts(cid, fts_query("dog"), 10) == []  # the old index matched whole words only
+    assert old.search_turns_fts(fts_query("dog"), 10) == []  # the old index matched whole words only
     old.close()
     monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
     store = SQLiteStore.open(db_path)
     for question in ("my dog?", "Who paints?", "lakes"):
-        assert [hit for hit, _ in store.search_turns_fts(cid, fts_query(question), 10)] == [tid], question
-    assert store.search_turns_fts(cid, fts_query("cats"), 10) == []
+        assert [hit for hit, _ in store.search_turns_fts(fts_query(question), 10, [cid])] == [tid], question
+    assert store.search_turns_fts(fts_query("cats"), 10) == []
 
 
 def test_private_dirs_leave_a_users_folder_alone_and_lock_cuemems_own(tmp_path):

@@ -70,12 +70,15 @@ def fill(store, conversations=("a", "b")) -> dict[str, int]:
 
 
 def titled(store, name: str, title: str, times: list[str]) -> int:
-    """A conversation whose turns kept an export's title in `extra` (all but its first turn), said at `times`."""
+    """A conversation titled as an export titles it (its turns keep the title in `extra`, all but its first),
+    said at `times`."""
     with store.transaction():
         cid = store.conversation_id(name, create=True)
         store.insert_turns([NewTurn(cid, pos, f"x{pos}", f"Turn {pos} of {name}.", f"h{name}{pos}", None, time,
                                     "Maya", None, {"title": title} if pos else {}, "done")
                             for pos, time in enumerate(times)])
+        store.set_title(cid, title)
+        store.set_title(cid, "another title")  # the first one given stays
     return cid
 
 
@@ -173,23 +176,31 @@ def test_transaction_rolls_back_everything(any_store):
     assert any_store.conversation_names() == []
 
 
-def test_search_stays_inside_its_conversation(any_store):
+def test_search_ranges_over_the_memory_or_stays_inside_the_conversations_named(any_store):
     ids = fill(any_store)
     query = np.ones(DIM, dtype=np.float32) / np.sqrt(DIM)
     for name, cid in ids.items():
-        hits = any_store.knn_cues(cid, query, 100)
+        hits = any_store.knn_cues(query, 100, [cid])
         assert len(hits) == 2 * len(TEXTS)
         turns = any_store.turns_by_id({cue.turn_id for cue, _ in hits})
         assert {t.conversation for t in turns.values()} == {name}
-        lexical = any_store.search_turns_fts(cid, '"dogs" OR "painting"', 50)
+        lexical = any_store.search_turns_fts('"dogs" OR "painting"', 50, [cid])
         assert {any_store.turns_by_id([tid])[tid].conversation for tid, _ in lexical} == {name}
+    hits = any_store.knn_cues(query, 100)
+    assert len(hits) == 4 * len(TEXTS)
+    sims = [sim for _, sim in hits]
+    assert sims == sorted(sims, reverse=True)
+    assert len(any_store.knn_cues(query, 100, list(ids.values()))) == 4 * len(TEXTS)
+    assert any_store.knn_cues(query, 100, []) == [] and any_store.search_turns_fts('"dogs"', 50, []) == []
+    lexical = any_store.search_turns_fts('"dogs" OR "painting"', 50)
+    assert {any_store.turns_by_id([tid])[tid].conversation for tid, _ in lexical} == {"a", "b"}
 
 
 def test_lexical_search_is_stemmed(any_store):
     [cid] = fill(any_store, ("a",)).values()
-    found = {any_store.turns_by_id([tid])[tid].source_id for tid, _ in any_store.search_turns_fts(cid, '"dog"', 50)}
+    found = {any_store.turns_by_id([tid])[tid].source_id for tid, _ in any_store.search_turns_fts('"dog"', 50, [cid])}
     assert found == {"t0", "t1", "t8"}  # "dogs" found by "dog"
-    found = {any_store.turns_by_id([tid])[tid].source_id for tid, _ in any_store.search_turns_fts(cid, '"known"', 50)}
+    found = {any_store.turns_by_id([tid])[tid].source_id for tid, _ in any_store.search_turns_fts('"known"', 50)}
     assert found == {"t10"}  # a hyphenated word is indexed as its parts
 
 
@@ -274,27 +285,48 @@ def test_status_cache_and_counts(any_store):
     assert any_store.turn_vector_text() == "turn"
 
 
-def test_cells_are_kept_and_searched(any_store):
-    """A conversation's coarse cells (cells.py): replaced whole, grown cue by cue, searched by cell."""
-    cid = fill(any_store, ("a",))["a"]
-    cue_ids, _, _, matrix = any_store.conversation_vectors(cid, DIM)
-    assert any_store.cell_centroids(cid, DIM)[0].size == 0
-    centroids = np.stack([matrix[0], matrix[1]])
-    with any_store.transaction():
-        any_store.replace_cells(cid, centroids[::-1], cue_ids, np.arange(len(cue_ids)) % 2, matrix)
-        # again: the old cells and their rows go (a cue's row left behind would clash with its new one)
-        ids = any_store.replace_cells(cid, centroids, cue_ids[:-1], np.arange(len(cue_ids) - 1) % 2, matrix[:-1])
-        any_store.insert_cell_vectors(cue_ids[-1:], ids[:1], matrix[-1:])
-    assert len(ids) == 2
-    stored_ids, stored = any_store.cell_centroids(cid, DIM)
-    assert stored_ids.tolist() == ids.tolist() and np.array_equal(stored, centroids.astype(np.float32))
-    in_first = set(cue_ids[:-1][::2].tolist()) | {int(cue_ids[-1])}
-    found = any_store.knn_cues_in_cells([int(ids[0])], matrix[0], 100)
-    assert {cue.id for cue, _ in found} == in_first
-    assert found[0][0].id == cue_ids[0] and found[0][1] == pytest.approx(1.0, abs=1e-5)
-    both_cells = any_store.knn_cues_in_cells(ids.tolist(), matrix[0], 5)
-    assert [c for c, _ in both_cells] == [c for c, _ in any_store.knn_cues(cid, matrix[0], 5)]
-    assert any_store.knn_cues_in_cells([], matrix[0], 5) == []
+def test_the_memory_as_arrays_codes_and_edges(any_store):
+    """What the ingest's neighbour index and the in-memory view read: every cue's int8 code with its ids in
+    cue id order, every turn's code, every edge as columns; cues by id."""
+    from cuemem_cli.store import SEMANTIC, TEMPORAL
+    from cuemem_cli.vectors import encode
+
+    ids = fill(any_store)
+    cue_ids, turn_ids, conversation_ids, codes = any_store.cue_codes(DIM)
+    cues = {c.id: c for cid in ids.values() for c in any_store.conversation_cues(cid)}
+    assert cue_ids.tolist() == sorted(cues) and codes.dtype == np.int8 and codes.shape == (len(cues), DIM)
+    assert turn_ids.tolist() == [cues[c].turn_id for c in cue_ids.tolist()]
+    assert conversation_ids.tolist() == [ids[any_store.turns_by_id([t])[t].conversation] for t in turn_ids.tolist()]
+    stored = any_store.statement_vectors(turn_ids.tolist())
+    for row, cue_id in enumerate(cue_ids.tolist()):
+        cue = cues[cue_id]
+        if cue.kind == "statement":
+            [(_, vector)] = stored[cue.turn_id]
+            assert np.array_equal(codes[row], encode(vector)[0])
+    assert any_store.cues_by_id(cue_ids[:3].tolist()) == {c: cues[c] for c in cue_ids[:3].tolist()}
+    assert any_store.cue_count() == len(cues) == 2 * any_store.cue_count(ids["a"])
+    turns, turn_codes = any_store.turn_codes(DIM)
+    vectors = any_store.turn_vectors(turns.tolist())
+    assert turns.tolist() == sorted(vectors) and all(np.array_equal(turn_codes[i], encode(vectors[t])[0])
+                                                     for i, t in enumerate(turns.tolist()))
+    src, dst, kind, weight, rank = any_store.edge_columns()
+    rows = sorted(zip(src.tolist(), dst.tolist(), ["semantic" if k == SEMANTIC else "temporal" for k in kind.tolist()],
+                      rank.tolist(), weight.tolist(), strict=True))
+    assert set(kind.tolist()) == {SEMANTIC, TEMPORAL}
+    want = sorted((a, b, k, r, w) for a, b, k, w, r in any_store.all_edges())
+    assert [row[:4] for row in rows] == [row[:4] for row in want]
+    assert np.allclose([row[4] for row in rows], [row[4] for row in want])  # float32 columns
+    assert len(any_store.all_edges()) == sum(len(any_store.all_edges(cid)) for cid in ids.values())
+
+
+def test_conversations_carry_their_titles(any_store):
+    ids = fill(any_store)
+    cid = titled(any_store, "chat-1", "Trip to Denver", ["2023-06-01T09:00:00"])
+    assert any_store.conversations() == [(ids["a"], "a", None), (ids["b"], "b", None),
+                                         (cid, "chat-1", "Trip to Denver")]
+    assert [s["title"] for s in any_store.conversation_stats()] == [None, None, "Trip to Denver"]
+    [turn] = any_store.turns(cid)
+    assert (turn.title, turn.stored_at is not None) == ("Trip to Denver", True)
 
 
 def test_each_backend_keeps_its_own_knn_limit(any_store):
@@ -311,7 +343,7 @@ def test_each_backend_keeps_its_own_knn_limit(any_store):
         cue_ids = any_store.insert_cues(cid, [(tid, "s", "r", f"o{i}", "triple") for i in range(n)])
         any_store.insert_vectors(cid, cue_ids, unit(np.random.default_rng(3), n))
     any_store.map_file()  # SQLite reads through mmap from here; a server has nothing to switch
-    found = any_store.knn_cues(cid, unit(np.random.default_rng(4), 1)[0], n)
+    found = any_store.knn_cues(unit(np.random.default_rng(4), 1)[0], n)
     assert len(found) == (VEC0_MAX_K if sqlite else n)
     sims = [sim for _, sim in found]
     assert sims == sorted(sims, reverse=True)
@@ -325,9 +357,8 @@ def test_scrub_after_a_forget_keeps_what_remains(any_store):
             any_store.scrub()
     any_store.scrub()
     assert any_store.conversation_names() == ["b"]
-    assert len(any_store.knn_cues(ids["b"], unit(np.random.default_rng(1), 1)[0], 100)) == 2 * len(TEXTS)
-    found = {t for t, _ in any_store.search_turns_fts(ids["b"], '"dogs"', 10)}
-    assert found <= {t.id for t in any_store.turns(ids["b"])}
+    assert len(any_store.knn_cues(unit(np.random.default_rng(1), 1)[0], 100)) == 2 * len(TEXTS)
+    assert {t for t, _ in any_store.search_turns_fts('"dogs"', 10)} <= {t.id for t in any_store.turns(ids["b"])}
 
 
 def test_browse_lists_conversations_most_recent_first_with_their_titles(any_store):
@@ -396,11 +427,15 @@ def test_both_backends_return_the_same_rows(both):
     _same(sqlite.turns_by_id(turn_ids[2:5]), postgres.turns_by_id(turn_ids[2:5]))
     _same(sqlite.stored_texts(cid, ["t1", "t3", "nope"]), postgres.stored_texts(cid, ["t1", "t3", "nope"]))
     _same(sqlite.next_position(cid), postgres.next_position(cid))
-    assert sorted(sqlite.speakers(cid)) == sorted(postgres.speakers(cid))
+    _same(sqlite.speakers([cid]), postgres.speakers([cid]))
+    _same(sqlite.speakers(), postgres.speakers())
+    _same(sqlite.conversations(), postgres.conversations())
     _same(sqlite.turn_by_source_id(cid, "t7"), postgres.turn_by_source_id(cid, "t7"))
     _same(sqlite.turns_at_positions(cid, 2, 5), postgres.turns_at_positions(cid, 2, 5))
     _same(sqlite.pending_turns(), postgres.pending_turns())
-    _same(sqlite.turns_not_held_at(cid, "2023-05-02T12:00:00"), postgres.turns_not_held_at(cid, "2023-05-02T12:00:00"))
+    for scope in ([cid], None):
+        _same(sqlite.turns_not_held_at("2023-05-02T12:00:00", scope), postgres.turns_not_held_at("2023-05-02T12:00:00",
+                                                                                                  scope))
     _same(sqlite.previous_turns(turn_ids), postgres.previous_turns(turn_ids))
     _same(sqlite.turns_after(turn_ids[4:7]), postgres.turns_after(turn_ids[4:7]))
     _same(sqlite.last_turn(cid), postgres.last_turn(cid))
@@ -409,16 +444,18 @@ def test_both_backends_return_the_same_rows(both):
     _same(sqlite.conversation_cues(cid), postgres.conversation_cues(cid))
     _same(sqlite.cue_count(cid), postgres.cue_count(cid))
     _same(sqlite.all_edges(cid), postgres.all_edges(cid))
+    _same(sqlite.all_edges(), postgres.all_edges())
     assert sorted(sqlite.edges_of(turn_ids[5])) == sorted(postgres.edges_of(turn_ids[5]))  # ties: any order
     assert sorted(sqlite.neighbours(turn_ids[3:6], 1, 2)) == sorted(postgres.neighbours(turn_ids[3:6], 1, 2))
     _same(sqlite.conversation_stats(), postgres.conversation_stats())
     _same(sqlite.degree_stats(cid), postgres.degree_stats(cid))
     _same(list(sqlite.export_turns(None)), list(postgres.export_turns(None)))
-    for got, want in zip(sqlite.conversation_vectors(cid, DIM), postgres.conversation_vectors(cid, DIM), strict=True):
+    for got, want in zip(sqlite.cue_codes(DIM), postgres.cue_codes(DIM), strict=True):
         assert np.array_equal(got, want)
-    for got, want in zip(sqlite.conversation_turn_vectors(cid, DIM), postgres.conversation_turn_vectors(cid, DIM),
-                         strict=True):
+    for got, want in zip(sqlite.turn_codes(DIM), postgres.turn_codes(DIM), strict=True):
         assert np.array_equal(got, want)
+    for got, want in zip(sqlite.edge_columns(), postgres.edge_columns(), strict=True):
+        assert np.array_equal(np.sort(got), np.sort(want))
     s_vec, p_vec = sqlite.statement_vectors(turn_ids), postgres.statement_vectors(turn_ids)
     assert s_vec.keys() == p_vec.keys()
     assert all(np.array_equal(s_vec[t][0][1], p_vec[t][0][1]) and s_vec[t][0][0] == p_vec[t][0][0] for t in s_vec)
@@ -428,23 +465,26 @@ def test_both_backends_find_the_same_nearest_cues_ties_by_lowest_id(both):
     sqlite, postgres = both
     cid = _same(fill(sqlite), fill(postgres))["a"]
     rng = np.random.default_rng(1)
-    vectors = sqlite.conversation_vectors(cid, DIM)[3]
+    codes = sqlite.cue_codes(DIM).codes
+    vectors = codes.astype(np.float32) / np.linalg.norm(codes.astype(np.float32), axis=1, keepdims=True)
     for query in [*unit(rng, 20), vectors[0]]:
-        for k in (1, 5, 24):
-            want, got = sqlite.knn_cues(cid, query, k), postgres.knn_cues(cid, query, k)
-            assert [c for c, _ in got] == [c for c, _ in want]
-            assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
-    tied = postgres.knn_cues(cid, vectors[0], 2)
+        for k in (1, 5, 24, 48):
+            for scope in ([cid], None):
+                want, got = sqlite.knn_cues(query, k, scope), postgres.knn_cues(query, k, scope)
+                assert [c for c, _ in got] == [c for c, _ in want]
+                assert np.allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+    tied = postgres.knn_cues(vectors[0], 2, [cid])
     assert [c.id for c, _ in tied] == sorted(c.id for c, _ in tied)  # the equal pair, lowest id first
 
 
 def test_both_backends_rank_lexical_hits_alike_by_bm25(both):
-    """One conversation: FTS5's bm25() over the file and PostgreSQL's over the conversation count alike."""
+    """Over the whole memory FTS5's bm25() (its counts over the file) and PostgreSQL's (over the memory)
+    count alike."""
     sqlite, postgres = both
-    cid = _same(fill(sqlite, ("a",)), fill(postgres, ("a",)))["a"]
+    _same(fill(sqlite), fill(postgres))
     for query in ('"dogs" OR "painting"', '"denver"', '"biscuit" OR "pepper" OR "hiking"', '"watercolors"',
                   '"sister" OR "painter" OR "june"'):
-        want, got = sqlite.search_turns_fts(cid, query, 50), postgres.search_turns_fts(cid, query, 50)
+        want, got = sqlite.search_turns_fts(query, 50), postgres.search_turns_fts(query, 50)
         assert sorted(t for t, _ in got) == sorted(t for t, _ in want), query
         assert np.allclose(sorted(s for _, s in got), sorted(s for _, s in want), rtol=1e-6), query
 

@@ -1,4 +1,5 @@
-"""The in-memory conversation view (view.py): same contexts as SQL, built only when it pays, never stale."""
+"""The in-memory view of the memory (view.py): same contexts as the store's queries, built only when it pays,
+never stale."""
 
 from __future__ import annotations
 
@@ -11,84 +12,139 @@ from cuemem_cli import Memory, view
 from cuemem_cli.reconstruct import reconstruct
 from cuemem_cli.store import NewTurn
 from cuemem_cli.store_sqlite import SQLiteStore
-from cuemem_cli.view import ConversationView, StoreConversation, conversation_source
+from cuemem_cli.view import MemoryView, StoreSource, memory_source
 
-MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
+pytestmark = pytest.mark.slow  # the memory fixture holds both samples with the real models
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_dialogues"
+MAYA = SAMPLES / "maya_and_leo.jsonl"
 QUESTIONS = [
     "What did Maya adopt?", "Where did Leo go hiking?", "When did Maya start her new job?",
     "What is the name of Leo's dog?", "What did they cook together?", "How is Maya's sister doing?",
-    "What book is Leo reading?", "What happened on 14 May, 2023?",
+    "What book is Leo reading?", "What happened on 14 May, 2023?", "Where is Sam travelling in April?",
+    "What does the assistant suggest for a vegetarian in Japan?",
 ]
 
 
-@pytest.fixture
-def memory(tmp_path, stub_models):
-    """The sample dialogue with the stand-in models: the view must give what SQL gives for any vectors."""
-    mem = Memory(tmp_path / "memory.db")
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory):
+    """Both sample dialogues in one memory: questions range over two conversations."""
+    mem = Memory(tmp_path_factory.mktemp("view") / "memory.db")
     mem.ingest_file(MAYA)
+    mem.ingest_file(SAMPLES / "assistant_chat.jsonl")
     yield mem
     mem.close()
 
 
-def test_first_question_reads_sql_second_builds_the_view(memory):
-    store = memory.store
-    cid = store.conversation_id("maya-and-leo")
-    assert isinstance(conversation_source(store, cid, 384), StoreConversation)
-    source = conversation_source(store, cid, 384)
-    assert isinstance(source, ConversationView)
-    assert conversation_source(store, cid, 384) is source
-    assert len(source.turns) == 84 and source.matrix.shape == (store.cue_count(cid), 384)
+def test_first_question_reads_the_store_second_builds_the_view(memory):
+    store = SQLiteStore.open(memory.store.path)
+    try:
+        assert isinstance(memory_source(store, 384), StoreSource)
+        source = memory_source(store, 384)
+        assert isinstance(source, MemoryView)
+        assert memory_source(store, 384) is source
+        assert source.codes.shape == (store.cue_count(), 384) and source.codes.dtype == np.int8
+        assert set(source.cue_conversations.tolist()) == {cid for cid, _, _ in store.conversations()}
+        sam = store.turns(store.conversation_id("assistant-chat"))
+        assert len(source.turn_ids) == store.turn_count() == 84 + len(sam)
+    finally:
+        store.close()
 
 
-def test_view_gives_the_same_contexts_as_sql(memory):
+@pytest.mark.parametrize("scope", [None, "maya-and-leo", ["assistant-chat"]])
+def test_view_gives_the_same_contexts_as_the_store(memory, scope):
     for question in QUESTIONS:
-        fresh = SQLiteStore.open(memory.store.path)  # a new store object: its first question goes to SQL
+        fresh = SQLiteStore.open(memory.store.path)  # a new store object: its first question reads the store
         try:
-            by_sql = reconstruct(fresh, memory.embedder(), question, "maya-and-leo")
-            assert isinstance(conversation_source(fresh, fresh.conversation_id("maya-and-leo"), 384), ConversationView)
-            by_view = reconstruct(fresh, memory.embedder(), question, "maya-and-leo")
+            by_sql = reconstruct(fresh, memory.embedder(), question, scope)
+            assert isinstance(memory_source(fresh, 384), MemoryView)
+            by_view = reconstruct(fresh, memory.embedder(), question, scope)
         finally:
             fresh.close()
         # Same turns, same reasons; scores agree to float rounding (vec0 and NumPy sum in different orders).
-        assert [(e.source_id, e.via) for e in by_view.evidence] == [(e.source_id, e.via) for e in by_sql.evidence]
+        assert [(e.conversation, e.source_id, e.via) for e in by_view.evidence] == \
+            [(e.conversation, e.source_id, e.via) for e in by_sql.evidence]
         assert [e.score for e in by_view.evidence] == pytest.approx([e.score for e in by_sql.evidence], abs=2e-4)
         assert {(c.turn, c.object) for c in by_view.cues} == {(c.turn, c.object) for c in by_sql.cues}
         assert by_view.tokens == by_sql.tokens
 
 
-def test_a_commit_drops_the_view_and_new_turns_are_found(memory):
-    question = "What did Maya say about the volcano trip?"
-    memory.context(question)
-    memory.context(question)
-    cid = memory.store.conversation_id("maya-and-leo")
-    assert isinstance(conversation_source(memory.store, cid, 384), ConversationView)
-    memory.add([{"speaker": "Maya", "text": "The volcano trip to Iceland got cancelled because of the eruption.",
-                 "time": "2023-06-01T10:00:00"}], conversation="maya-and-leo")
-    after = memory.context(question)
-    assert "volcano" in " ".join(e.text for e in after.evidence)
+def test_hops_of_the_view_are_the_stores(memory):
+    store = memory.store
+    every = [t.id for cid, _, _ in store.conversations() for t in store.turns(cid)]
+    held = MemoryView(store, 384)
+    for window, sem_k in ((1, 2), (2, 5), (0, 1)):
+        by_view = held.hops(every, window, sem_k)
+        by_sql = StoreSource(store, 384).hops(every, window, sem_k)
+        rows = sorted(zip(*(column.tolist() for column in by_view), strict=True))
+        assert rows == sorted(zip(*(column.tolist() for column in by_sql), strict=True)) and rows
+
+
+def test_the_sign_prefilter_finds_what_the_exact_search_finds(memory, monkeypatch):
+    """Above EXACT_CUES the view ranks cues by sign bits and scores PREFILTER_CANDIDATES of them exactly:
+    on these cues the top 20 overlaps the exact top 20 almost wholly, with exact similarities."""
+    exact = MemoryView(memory.store, 384)
+    monkeypatch.setattr(view, "EXACT_CUES", 100)
+    monkeypatch.setattr(view, "PREFILTER_CANDIDATES", 150)
+    bits = MemoryView(memory.store, 384)
+    assert bits.signs is not None and len(bits.codes) > 500
+    overlaps = []
+    for question in QUESTIONS:
+        vector = memory.embedder().embed([question])[0]
+        want = exact.knn_cues(vector, 20, None)
+        got = bits.knn_cues(vector, 20, None)
+        overlaps.append(len({c.id for c, _ in got} & {c.id for c, _ in want}) / 20)
+        sims = {c.id: s for c, s in want}
+        assert all(s == pytest.approx(sims[c.id], abs=1e-6) for c, s in got if c.id in sims)
+        narrowed = bits.knn_cues(vector, 20, [memory.store.conversation_id("maya-and-leo")])
+        maya = memory.store.turns(memory.store.conversation_id("maya-and-leo"))
+        assert {c.turn_id for c, _ in narrowed} <= {t.id for t in maya}
+    assert np.mean(overlaps) >= 0.9, overlaps
+
+
+def test_a_commit_drops_the_view_and_new_turns_are_found(tmp_path):
+    with Memory(tmp_path / "memory.db") as mem:
+        mem.ingest_file(MAYA)
+        question = "What did Maya say about the volcano trip?"
+        mem.context(question)
+        mem.context(question)
+        assert isinstance(memory_source(mem.store, 384), MemoryView)
+        mem.add([{"speaker": "Maya", "text": "The volcano trip to Iceland got cancelled because of the eruption.",
+                  "time": "2023-06-01T10:00:00"}], conversation="travel")
+        after = mem.context(question)
+        assert "volcano" in " ".join(e.text for e in after.evidence)
+        assert "travel" in {e.conversation for e in after.evidence}
 
 
 def test_a_commit_by_another_connection_drops_the_view(memory):
-    store = memory.store
-    cid = store.conversation_id("maya-and-leo")
-    conversation_source(store, cid, 384)
-    assert isinstance(conversation_source(store, cid, 384), ConversationView)
-    other = SQLiteStore.open(store.path)
+    store = SQLiteStore.open(memory.store.path)
     try:
-        with other.transaction():
-            other.insert_turns([NewTurn(cid, 1000, "late", "A late turn.", "h", None, None, "Leo", None, {})])
+        memory_source(store, 384)
+        assert isinstance(memory_source(store, 384), MemoryView)
+        other = SQLiteStore.open(store.path)
+        cid = store.conversation_id("maya-and-leo")
+        try:
+            with other.transaction():
+                [late] = other.insert_turns([NewTurn(cid, 1000, "late", "A late turn.", "h", None, None, "Leo",
+                                                     None, {})])
+            assert isinstance(memory_source(store, 384), StoreSource)
+            assert memory_source(store, 384).turns_by_id([late])[late].source_id == "late"
+        finally:
+            with other.transaction():
+                other.delete_turns([late])
+            other.close()
     finally:
-        other.close()
-    assert isinstance(conversation_source(store, cid, 384), StoreConversation)
-    assert any(t.source_id == "late" for t in conversation_source(store, cid, 384).turns.values())
+        store.close()
 
 
-def test_big_conversations_stay_in_sql(memory, monkeypatch):
+def test_big_memories_stay_in_the_store(memory, monkeypatch):
     monkeypatch.setattr(view, "VIEW_MAX_CUES", 10)
-    store = memory.store
-    cid = store.conversation_id("maya-and-leo")
-    for _ in range(3):
-        assert isinstance(conversation_source(store, cid, 384), StoreConversation)
+    store = SQLiteStore.open(memory.store.path)
+    try:
+        for _ in range(3):
+            assert isinstance(memory_source(store, 384), StoreSource)
+    finally:
+        store.close()
 
 
 def test_ties_between_identical_cues_break_by_cue_id_in_both(store):
@@ -103,13 +159,13 @@ def test_ties_between_identical_cues_break_by_cue_id_in_both(store):
         store.insert_vectors(cid, cue_ids[20:25], better)
         store.insert_vectors(cid, cue_ids[:20] + cue_ids[25:], same)
     query = np.array([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
-    by_sql = [cue.id for cue, _ in store.knn_cues(cid, query, 10)]
-    by_view = [cue.id for cue, _ in ConversationView(store, cid, 4).knn_cues(query, 10)]
+    by_sql = [cue.id for cue, _ in store.knn_cues(query, 10)]
+    by_view = [cue.id for cue, _ in MemoryView(store, 4).knn_cues(query, 10, None)]
     assert by_sql == by_view == cue_ids[20:25] + cue_ids[:5]
 
 
 def test_turn_vectors_in_context_add_the_turn_before_in_the_same_session_only(store):
-    """SQL and the view mix each turn vector with its predecessor's, never across a session break."""
+    """Both sources mix each turn vector with its predecessor's, never across a session break."""
     store.bind_embedder("test", 4, "test")
     with store.transaction():
         cid = store.conversation_id("c", create=True)
@@ -124,7 +180,7 @@ def test_turn_vectors_in_context_add_the_turn_before_in_the_same_session_only(st
     # t3 the same from t2; t0 has no turn before it and t2's (t1) is in another session: both unchanged.
     bare = [0.7071, 0.0, 0.7071, 0.0]
     mixed = [0.7071, 0.2032, 0.7071, 0.2032]
-    for source in (StoreConversation(store, cid, 4), ConversationView(store, cid, 4)):
+    for source in (StoreSource(store, 4), MemoryView(store, 4)):
         assert source.turn_similarities(ids, query) == pytest.approx(bare, abs=1e-4)
         assert source.turn_similarities(ids, query, 0.3) == pytest.approx(mixed, abs=1e-4)
         assert source.turn_similarities(ids[::-1], query, 0.3) == pytest.approx(mixed[::-1], abs=1e-4)

@@ -156,13 +156,13 @@ class Browser:
 
         def build() -> dict[str, Any]:
             data: dict[str, Any] = {"question": text, "only": only, "model": self.model, "result": None,
-                                    "error": None, "memory_wide": pages.MEMORY_WIDE}
+                                    "error": None}
             data["scope"] = pages.scope(self.memory, _chosen(request))
             if text:
                 try:
                     data["result"] = pages.question(self.memory, text, data["scope"]["chosen"] or None,
                                                     self.model, answer=not only, unlocked=self._unlocked)
-                except CuememError as exc:  # e.g. no conversation chosen: shown beside the question box
+                except CuememError as exc:  # e.g. a conversation since forgotten: shown beside the box
                     data["error"] = exc
             return data
 

@@ -33,13 +33,6 @@ SEEDS = ("anchor", "lexical")  # evidence found directly, not over an edge: wher
 EVERY_RANK = 1_000_000  # a rank bound above any built edge's: every edge
 SNIPPET_CHARS = 320  # what a search hit shows of a long turn, around its first match
 
-# Memory-wide questions (issue 34). Until `Memory.context(question, None)` ranges over every conversation,
-# it refuses a memory that holds several, so the question box then defaults to the most recent conversation;
-# once it does, set this and the box defaults to "all" (evidence items then carry `conversation` and
-# `title`, which the page already shows when present).
-MEMORY_WIDE = False
-
-
 class NotFound(CuememError):
     """A page of something the memory does not hold (an unknown conversation or turn): HTTP 404."""
 
@@ -172,13 +165,12 @@ def question(memory: Memory, text: str, conversation: str | None, model: str | N
 
 
 def _evidence_ids(memory: Memory, data: dict[str, Any]) -> list[int | None]:
-    """The stored turn behind each evidence item: its conversation (the item's own once memory-wide
-    evidence names it, else the question's) and source id."""
+    """The stored turn behind each evidence item: its conversation and source id."""
     store = memory.store
     cids: dict[str, int | None] = {}
     ids: list[int | None] = []
     for ev in data["evidence"]:
-        name = ev.get("conversation") or data["conversation"]
+        name = ev["conversation"]
         if name not in cids:
             cids[name] = store.conversation_id(name)
         cid = cids[name]
@@ -189,15 +181,12 @@ def _evidence_ids(memory: Memory, data: dict[str, Any]) -> list[int | None]:
 
 def scope(memory: Memory, chosen: str | None) -> dict[str, Any]:
     """The question box's conversation selector: the most recent conversations (and the chosen one), and
-    which is selected: `chosen`, else "all" when questions range over the whole memory (or it holds one
-    conversation), else the most recently said one."""
+    which is selected: `chosen`, else "all" (a question ranges over the whole memory)."""
     store = memory.store
     with store.snapshot():
         total, rows = store.browse_conversations(None, None, 0, SELECTOR_CONVERSATIONS)
         if chosen and chosen not in {r["conversation"] for r in rows}:
             rows += store.browse_conversations(None, chosen, 0, 1)[1]
-    if chosen is None and not MEMORY_WIDE and total > 1:
-        chosen = rows[0]["conversation"]
     return {"chosen": chosen, "total": total, "options": [_titled(r) for r in rows]}
 
 

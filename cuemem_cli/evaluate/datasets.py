@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,7 @@ class Dataset:
     messages: dict[str, list[Message]]  # per conversation, only those the questions need
     problems: list[dict[str, Any]] = field(default_factory=list)  # evidence ids reported and skipped
     categories: tuple[str, ...] = ()  # display order
+    memory_wide: bool = False  # every question asked over the whole memory, no conversation named
 
 
 def normalise_evidence(raw: Sequence[Any], known: set[str]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -90,10 +91,13 @@ def _group(messages) -> dict[str, list[Message]]:
 
 
 def load_locomo(path: str | Path, conversations: Sequence[str] | None = None, limit: int | None = None,
-                adversarial: bool = False) -> Dataset:
+                adversarial: bool = False, as_exports: bool = False) -> Dataset:
     """Categories 1–4 (the standard 1,540 questions), plus 5 with `adversarial`.
 
     Questions are asked after the dialogue: their time is the date of the conversation's last session.
+    `as_exports` lays the data out as a chat export would: every session its own conversation (see
+    `as_export_sessions`), all of them in one memory, every question asked over the whole memory; gold
+    turns are then named `conversation/source id` (source ids repeat across sessions' conversations).
     """
     data = load_json(path)
     if not isinstance(data, list):
@@ -108,12 +112,16 @@ def load_locomo(path: str | Path, conversations: Sequence[str] | None = None, li
     raw = raw[:limit] if limit is not None else raw
     needed = [s for s in samples if any(s is r[0] for r in raw)]
     messages = _group(CONVERTERS["locomo"](needed, Options()))
+    exported = as_export_sessions(messages) if as_exports else messages
     questions, problems = [], []
     for sample, index, qa in raw:
         name = str(sample["sample_id"])
         turns = messages.get(name, [])
         qid = f"{name}/q{index}"
         gold, notes = normalise_evidence(qa.get("evidence") or [], {m.source_id for m in turns if m.source_id})
+        if as_exports:
+            where = {m.source_id: exported_name(m) for m in turns}
+            gold = [f"{where[sid]}/{sid}" for sid in gold]
         problems += [{"question_id": qid, **note} for note in notes]
         category = qa["category"]
         answer = qa.get("answer") if category != 5 else qa.get("adversarial_answer")
@@ -123,7 +131,29 @@ def load_locomo(path: str | Path, conversations: Sequence[str] | None = None, li
             gold_turns=tuple(gold), abstention=category == 5,
         ))
     order = tuple(LOCOMO_CATEGORIES[c] for c in sorted(wanted))
-    return Dataset("locomo", Path(path), questions, messages, problems, order)
+    return Dataset("locomo", Path(path), questions, exported, problems, order, memory_wide=as_exports)
+
+
+def exported_name(message: Message) -> str:
+    """The conversation a LoCoMo session becomes in the "as exports" layout: `conv-26/session_3`."""
+    return f"{message.conversation}/session_{message.session}"
+
+
+def as_export_sessions(messages: dict[str, list[Message]]) -> dict[str, list[Message]]:
+    """LoCoMo as a chat export: each session of each sample its own conversation (`exported_name`), keeping
+    its date and two speakers, titled like a chat list would show it ("Caroline and Melanie, session 3", in
+    every message's extra, as convert.py keeps an export's title); sample by sample, session by session, the
+    order an export file would be ingested in."""
+    out: dict[str, list[Message]] = {}
+    for items in messages.values():
+        sessions: dict[str, list[Message]] = {}
+        for m in items:
+            sessions.setdefault(exported_name(m), []).append(m)
+        for name, said in sessions.items():
+            speakers = list(dict.fromkeys(m.speaker for m in said if m.speaker))
+            title = f"{' and '.join(speakers)}, session {said[0].session}"
+            out[name] = [replace(m, conversation=name, extra={**m.extra, "title": title}) for m in said]
+    return out
 
 
 def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, limit: int | None = None) -> Dataset:

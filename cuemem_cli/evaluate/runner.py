@@ -55,6 +55,12 @@ class EvalConfig:
     cache_dir: Path | None = None
     rebuild: bool = False
     store_url: str | None = None  # a postgresql:// database to evaluate on instead of the SQLite cache
+    setting: str = "one-conversation"  # LoCoMo: or "as-exports" (SETTINGS)
+
+
+# LoCoMo's layouts: each sample one conversation, its questions asked in it; or every session its own
+# conversation in one memory, every question asked over the whole memory (datasets.as_export_sessions).
+SETTINGS = ("one-conversation", "as-exports")
 
 
 @dataclass
@@ -77,6 +83,10 @@ def check(config: EvalConfig) -> None:
         raise CuememError("--judge-model needs an answerer", "pass --model MODEL as well")
     if config.dataset not in ("locomo", "longmemeval"):
         raise CuememError(f"unknown dataset {config.dataset!r}")
+    if config.setting not in SETTINGS:
+        raise CuememError(f"unknown setting {config.setting!r}", f"choose from {', '.join(SETTINGS)}")
+    if config.setting != SETTINGS[0] and config.dataset != "locomo":
+        raise CuememError(f"--setting {config.setting} is for LoCoMo", "leave --setting out for LongMemEval")
     if config.store_url is not None:
         from ..config import is_postgres_url
 
@@ -118,7 +128,7 @@ def open_postgres(config: EvalConfig, lineage: str) -> Store:
 def load_dataset(config: EvalConfig) -> Dataset:
     wanted = list(config.conversations) or None
     if config.dataset == "locomo":
-        return load_locomo(config.file, wanted, config.limit, config.adversarial)
+        return load_locomo(config.file, wanted, config.limit, config.adversarial, config.setting == "as-exports")
     return load_longmemeval(config.file, wanted, config.limit)
 
 
@@ -129,9 +139,15 @@ def base_settings(config: EvalConfig) -> Settings:
     return replace(Settings(), **changes)
 
 
+def _layout(config: EvalConfig) -> str:
+    """What names an eval's database: the dataset, and the setting when it lays the data out differently
+    (an as-exports memory must never mix with the one-conversation one)."""
+    return config.dataset if config.setting == SETTINGS[0] else f"{config.dataset}-{config.setting}"
+
+
 def _database(config: EvalConfig, build: BuildSettings) -> Path:
     folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
-    path = database_path(folder, config.dataset, build, file_digest(Path(config.file)))
+    path = database_path(folder, _layout(config), build, file_digest(Path(config.file)))
     if config.rebuild:
         remove_database(path)
     return path
@@ -180,7 +196,7 @@ class _TurnAloneCopy:
 
 def make_record(dataset: Dataset, q: Question, view: ConversationView, name: str, budget: int | None,
                 found: Retrieval) -> dict[str, Any]:
-    ids = [e.source_id for e in found.context.evidence]
+    ids = [view.key_of(e) for e in found.context.evidence]
     retrieval = None
     if not q.abstention:
         retrieval = evidence_scores(q.gold_turns, ids)
@@ -282,7 +298,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     if config.store_url:  # PostgreSQL: the database given, naive RAG's turn vectors in a temporary folder
         import tempfile
 
-        store = open_postgres(config, build.lineage(dataset.name, file_digest(Path(config.file))))
+        store = open_postgres(config, build.lineage(_layout(config), file_digest(Path(config.file))))
         scratch = tempfile.TemporaryDirectory(prefix="cuemem-eval-")
         database, vectors = store.path, Path(scratch.name)
         turn_alone = _TurnAloneCopy(None, vectors / "unused.db", embedder)  # check() refused its systems
@@ -310,7 +326,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         if scratch is not None:
             scratch.cleanup()
     summary = {
-        "dataset": dataset.name, "file": str(config.file), "questions": state.done,
+        "dataset": dataset.name, "setting": config.setting, "file": str(config.file), "questions": state.done,
         "questions_selected": len(dataset.questions), "interrupted": state.interrupted, "error": state.error,
         "systems": list(config.systems), "budgets": list(budgets),
         "settings": {k: v for k, v in asdict(settings).items() if k != "budget"},
@@ -340,8 +356,9 @@ def _questions(dataset: Dataset, env: Env, systems: tuple[str, ...], budgets: tu
     notify("questions", 0, len(dataset.questions))
     try:
         for q in dataset.questions:
-            if view is None or view.name != q.conversation:
-                view = ConversationView(env.store, q.conversation, counter)
+            scope = None if dataset.memory_wide else q.conversation
+            if view is None or view.scope_name != scope:
+                view = ConversationView(env.store, scope, counter)
             env.queries.get(q.question)
             batch = []
             for name, retrieve in runners.items():

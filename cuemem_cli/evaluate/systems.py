@@ -24,11 +24,11 @@ import numpy as np
 
 from ..embed import embed_questions
 from ..records import Context, Evidence, Turn
-from ..reconstruct import (GAP_LINE, Settings, break_lines, context_tokens, day_header, estimate_tokens,
-                           evidence_line, fill_budget, fts_query, reconstruct, resolve_conversation, turn_cost)
+from ..reconstruct import (GAP_LINE, Settings, break_lines, chronological, context_tokens, estimate_tokens,
+                           evidence_line, fill_budget, fts_query, header_line, reconstruct, resolve_scope, shown_text,
+                           turn_cost)
 from ..files import private_dir
 from ..store import Store
-from ..timeparse import day_of
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -90,22 +90,37 @@ class CachedQueryEmbedder:
 
 
 class ConversationView:
-    """One conversation's turns, their token counts and (for naive RAG) their vectors, loaded once."""
+    """What a question is asked over: one conversation, or (`name` None) the whole memory, whose turns,
+    token counts and (for naive RAG) vectors are loaded once. A turn is known by its `key`: its source id
+    in one conversation, `conversation/source id` over a memory of many (source ids repeat across
+    conversations)."""
 
-    def __init__(self, store: Store, name: str, counter: TokenCounter):
-        self.cid, self.name = resolve_conversation(store, name)
-        self.turns = store.turns(self.cid)
+    def __init__(self, store: Store, name: str | None, counter: TokenCounter):
+        scope = resolve_scope(store, name)
+        self.name, self.scope, self.scope_name = name or "(memory)", scope.names or None, name
+        self.ids = scope.ids
+        cids = scope.ids if scope.ids is not None else [cid for cid, _, _ in store.conversations()]
+        self.turns = [t for cid in cids for t in store.turns(cid)]
         self.by_id = {t.id: t for t in self.turns}
-        self.index = {t.source_id: i for i, t in enumerate(self.turns)}
+        self.qualified = name is None
+        self.index = {self.key(t.conversation, t.source_id): i for i, t in enumerate(self.turns)}
         self.tokenizers = ("estimate", *counter.names)
-        self.cost = {t.source_id: turn_cost(t) for t in self.turns}
-        lines = [evidence_line(t.speaker or t.role, t.text) for t in self.turns]
-        self.counts = {t.source_id: {"estimate": self.cost[t.source_id], **counts}
+        self.cost = {self.key_of(t): turn_cost(t) for t in self.turns}
+        lines = [evidence_line(t.speaker or t.role, shown_text(t.text, t.time)) for t in self.turns]
+        self.counts = {self.key_of(t): {"estimate": self.cost[self.key_of(t)], **counts}
                        for t, counts in zip(self.turns, counter.count(lines), strict=True)}
-        breaks = [*sorted({day_header(day_of(t.time)) for t in self.turns}), GAP_LINE]
+        # Every header a context can show: a day's, and a day's naming its conversation (two conversations' turns).
+        breaks = [*sorted({header for t in self.turns for header in (header_line(t, False), header_line(t, True))}),
+                  GAP_LINE]
         self.break_counts = {line: {"estimate": estimate_tokens(line), **counts}
                              for line, counts in zip(breaks, counter.count(breaks), strict=True)}
         self._matrix: np.ndarray | None = None
+
+    def key(self, conversation: str, source_id: str) -> str:
+        return f"{conversation}/{source_id}" if self.qualified else source_id
+
+    def key_of(self, turn: Turn | Evidence) -> str:
+        return self.key(turn.conversation, turn.source_id)
 
     def matrix(self, embedder, cache_file: Path | None) -> np.ndarray:
         """Turn vectors ("speaker: text"), from `cache_file` when it matches, else embedded and saved."""
@@ -150,11 +165,11 @@ def _context(question, view: ConversationView, turns: list[Turn], via: str, scor
              latency: float) -> Context:
     evidence = tuple(
         Evidence(source_id=t.source_id, time=t.time, speaker=t.speaker or t.role, text=t.text, via=via,
-                 session=t.session, position=t.position, score=round(scores.get(t.source_id, 0.0), 4),
-                 tokens=view.cost[t.source_id])
-        for t in sorted(turns, key=lambda t: t.position)
+                 session=t.session, position=t.position, score=round(scores.get(view.key_of(t), 0.0), 4),
+                 tokens=view.cost[view.key_of(t)], conversation=t.conversation, title=t.title)
+        for t in sorted(turns, key=chronological)
     )
-    return Context(question=question.question, conversation=view.name, as_of=question.as_of, cues=(),
+    return Context(question=question.question, conversations=tuple(view.scope or ()), as_of=question.as_of, cues=(),
                    evidence=evidence, tokens=context_tokens(turns), timings_ms={"total": round(latency, 2)})
 
 
@@ -162,11 +177,11 @@ def cuemem(change: dict, env: Env, view: ConversationView, question, budget: int
            store: Store | None = None) -> Retrieval:
     settings = replace(env.settings, budget=budget, **change)
     embedder = CachedQueryEmbedder(env.queries)
-    context = reconstruct(store or env.store, embedder, question.question, view.name, settings, question.as_of)
-    ranked = sorted(context.evidence, key=lambda e: (e.via != "anchor", -e.score, e.position))
+    context = reconstruct(store or env.store, embedder, question.question, view.scope, settings, question.as_of)
+    ranked = sorted(context.evidence, key=lambda e: (e.via != "anchor", -e.score, e.time or "", e.position))
     timings = context.timings_ms
     latency = timings["total"] - timings.get("embed_query", 0.0) + env.queries.get(question.question)[1]
-    return Retrieval(context, tuple(e.source_id for e in ranked), latency)
+    return Retrieval(context, tuple(view.key_of(e) for e in ranked), latency)
 
 
 def naive_rag(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
@@ -178,9 +193,9 @@ def naive_rag(env: Env, view: ConversationView, question, budget: int) -> Retrie
     ranked = [view.turns[i] for i in order]
     chosen = fill_budget(ranked, budget)
     latency = embed_ms + (time.perf_counter() - t0) * 1000
-    by_sid = {t.source_id: float(scores[view.index[t.source_id]]) for t in chosen}
-    return Retrieval(_context(question, view, chosen, "retrieved", by_sid, latency),
-                     tuple(t.source_id for t in chosen), latency)
+    by_key = {view.key_of(t): float(scores[view.index[view.key_of(t)]]) for t in chosen}
+    return Retrieval(_context(question, view, chosen, "retrieved", by_key, latency),
+                     tuple(view.key_of(t) for t in chosen), latency)
 
 
 def bm25(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
@@ -188,21 +203,21 @@ def bm25(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
     them (reconstruct.fts_query), filled to the budget by BM25 rank."""
     t0 = time.perf_counter()
     query = fts_query(question.question)
-    hits = env.store.search_turns_fts(view.cid, query, len(view.turns)) if query else []
+    hits = env.store.search_turns_fts(query, len(view.turns), view.ids) if query else []
     ranked = [view.by_id[tid] for tid, _ in hits if tid in view.by_id]
     chosen = fill_budget(ranked, budget)
     latency = (time.perf_counter() - t0) * 1000
-    scores = {view.by_id[tid].source_id: s for tid, s in hits if tid in view.by_id}
+    scores = {view.key_of(view.by_id[tid]): s for tid, s in hits if tid in view.by_id}
     return Retrieval(_context(question, view, chosen, "retrieved", scores, latency),
-                     tuple(t.source_id for t in chosen), latency)
+                     tuple(view.key_of(t) for t in chosen), latency)
 
 
 def full_history(env: Env, view: ConversationView, question, budget: int | None) -> Retrieval:
     t0 = time.perf_counter()
-    turns = env.store.turns(view.cid)
+    turns = sorted(view.turns, key=chronological)
     latency = (time.perf_counter() - t0) * 1000
     return Retrieval(_context(question, view, turns, "history", {}, latency),
-                     tuple(t.source_id for t in turns), latency)
+                     tuple(view.key_of(t) for t in turns), latency)
 
 
 # (env, view, question, budget) -> Retrieval; budget is None exactly for the UNBUDGETED systems
@@ -219,10 +234,10 @@ def system(name: str) -> Retriever:
     return {"full-history": full_history, "naive-rag": naive_rag, "bm25": bm25}[name]
 
 
-def count_tokens(view: ConversationView, source_ids: Sequence[str]) -> dict[str, int]:
-    """The context's size per tokenizer: the sum over its lines (turns, day headers, gap lines) as shown."""
-    turns = sorted((view.turns[view.index[sid]] for sid in source_ids), key=lambda t: t.position)
-    counts = {name: sum(view.counts[t.source_id][name] for t in turns) for name in view.tokenizers}
+def count_tokens(view: ConversationView, keys: Sequence[str]) -> dict[str, int]:
+    """The context's size per tokenizer: the sum over its lines (turns, headers, gap lines) as shown."""
+    turns = [view.turns[view.index[key]] for key in keys]
+    counts = {name: sum(view.counts[view.key_of(t)][name] for t in turns) for name in view.tokenizers}
     for line in break_lines(turns):
         for name in view.tokenizers:
             counts[name] += view.break_counts[line][name]

@@ -1,0 +1,158 @@
+"""One memory across every conversation (issue 34): edges across chats, questions over the whole memory or
+narrowed by name or title, evidence from several chats with its headers paid for, relative dates resolved."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuemem_cli import Memory
+from cuemem_cli.errors import CuememError
+from cuemem_cli.ingest import IngestReport, Ingestor
+from cuemem_cli.reconstruct import (Settings, chronological, context_tokens, estimate_tokens, fill_budget,
+                                    reconstruct, resolve_scope)
+from cuemem_cli.records import Message, Triple, Turn
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_dialogues"
+VECTORS = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.8, 0.6, 0.0], "d": [0.6, 0.0, 0.8]}
+LISBON = [
+    {"conversation": "c-9f1", "title": "Lisbon trip", "session": "1", "speaker": "Ana", "role": "user",
+     "time": "2024-05-03T10:00:00", "text": "We are staying at a guesthouse in Alfama for the Lisbon trip."},
+    {"conversation": "c-9f1", "title": "Lisbon trip", "session": "1", "speaker": "Assistant", "role": "assistant",
+     "time": "2024-05-03T10:01:00", "text": "Alfama is lovely: steep streets, fado bars and views of the river."},
+    {"conversation": "c-9f1", "title": "Lisbon trip", "session": "2", "speaker": "Ana", "role": "user",
+     "time": "2024-05-09T18:00:00", "text": "We took the tram to Belém yesterday and ate pastéis de nata."},
+    {"conversation": "c-2b7", "title": "Lisbon trip", "session": "1", "speaker": "Ana", "role": "user",
+     "time": "2023-11-20T09:00:00", "text": "Plan a weekend in Lisbon for my parents in December."},
+]
+
+
+class KeyedEmbedder:
+    """Fixed vectors by the last word of a text, so similarities can be worked out by hand."""
+
+    model_id, dim, name = "hand", 3, "hand"
+
+    def embed(self, texts):
+        return np.array([VECTORS[t.split()[-1]] for t in texts], dtype=np.float32)
+
+    def embed_in_context(self, pairs):
+        return self.embed([text for text, _ in pairs])
+
+
+class OneCue:
+    name = "one-cue"
+
+    def extract(self, turns):
+        return [[Triple("s", "r", t.text)] for t in turns]
+
+
+def _edges(store):
+    names = {t.id: f"{t.conversation}/{t.source_id}" for cid, _, _ in store.conversations() for t in store.turns(cid)}
+    return {(names[s], names[d], kind, round(w, 2), rank) for s, d, kind, w, rank in store.all_edges()}
+
+
+def test_semantic_edges_cross_conversations_and_a_later_ingest_never_rewrites_old_ones(store):
+    ingest = Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=1)
+    ingest.run([Message("x", text, source_id=f"t{i}") for i, text in enumerate(["a", "b"])], IngestReport())
+    before = _edges(store)
+    later = Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=1)  # another run, as a new process
+    later.run([Message("y", text, source_id=f"t{i}") for i, text in enumerate(["c", "d"])], IngestReport())
+    after = _edges(store)
+    assert before <= after
+    assert {e for e in after if e[0].startswith("x/")} == {e for e in before if e[0].startswith("x/")}
+    # y's "c" (0.8, 0.6, 0) is nearest to x's "a"; y's "d" (0.6, 0, 0.8) too (0.6 beats c's 0.48 and b's 0)
+    assert ("y/t0", "x/t0", "semantic", 0.8, 1) in after and ("y/t1", "x/t0", "semantic", 0.6, 1) in after
+    assert ("y/t1", "y/t0", "temporal", 1.0, 1) in after
+    assert not {e for e in after if e[2] == "temporal" and e[0][0] != e[1][0]}  # temporal edges stay in a chat
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory):
+    """Both sample dialogues and two chats titled alike ("Lisbon trip"), one memory."""
+    mem = Memory(tmp_path_factory.mktemp("wide") / "memory.db")
+    mem.ingest_file(SAMPLES / "maya_and_leo.jsonl")
+    mem.ingest_file(SAMPLES / "assistant_chat.jsonl")
+    mem.add(LISBON)
+    yield mem
+    mem.close()
+
+
+@pytest.mark.slow  # real spaCy and MiniLM
+def test_a_question_ranges_over_every_conversation(memory):
+    maya = memory.context("What breed is the dog Maya adopted?")
+    assert maya.conversations == () and maya.evidence[0].conversation
+    assert {e.conversation for e in maya.evidence if e.via == "anchor"} >= {"maya-and-leo"}
+    lisbon = memory.context("Where are we staying in Lisbon?")
+    top = max(lisbon.evidence, key=lambda e: e.score)
+    assert (top.conversation, top.title, top.source_id) == ("c-9f1", "Lisbon trip", top.source_id)
+    assert "Alfama" in top.text
+    both = memory.ask("What did Maya adopt?", ["assistant-chat", "maya-and-leo"])  # the Python API takes a list
+    assert both.context.conversations == ("assistant-chat", "maya-and-leo") and both.answer.kind == "extractive"
+    assert {e.conversation for e in both.context.evidence} <= {"assistant-chat", "maya-and-leo"}
+    assert memory.context("Where are we staying?", "c-2b7").conversations == ("c-2b7",)  # or one name
+
+
+@pytest.mark.slow  # real spaCy and MiniLM
+def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and_day(memory):
+    from cuemem_cli.answer import build_messages
+
+    ctx = memory.context("Where are we staying in Lisbon, and what did Sam plan in Japan?",
+                         settings=Settings(budget=700))
+    assert len({e.conversation for e in ctx.evidence}) > 1
+    keys = [(e.time or "", e.conversation, e.position) for e in ctx.evidence]
+    assert keys == sorted(keys)
+    block = build_messages(ctx)[1]["content"].split("<dialogue>\n", 1)[1].split("\n</dialogue>", 1)[0].split("\n")
+    assert sum(estimate_tokens(line) for line in block) == ctx.tokens <= 700  # every line paid for, no more
+    headers = [line for line in block if line.startswith("— ")]
+    assert "— Lisbon trip · 3 May 2024 —" in headers
+    assert any(h.startswith("— assistant-chat · ") for h in headers)  # untitled: its name
+    runs = [(e.conversation, e.time[:10] if e.time else None) for e in ctx.evidence]
+    assert len(headers) == 1 + sum(a != b for a, b in pairwise(runs))
+    for line, after in pairwise(block):  # a gap line sits inside one chat's run only
+        if line == "…":
+            assert not after.startswith("— ")
+
+
+@pytest.mark.slow  # real spaCy and MiniLM
+def test_a_relative_date_is_resolved_for_the_model_and_paid_for(memory):
+    from cuemem_cli.answer import build_messages
+
+    ctx = memory.context("When did Ana go to Belém?", ["c-9f1"])
+    [belem] = [e for e in ctx.evidence if "Belém" in e.text]
+    assert "[8 May 2024]" not in belem.text  # the stored text stays verbatim
+    user = build_messages(ctx)[1]["content"]
+    assert "tram to Belém yesterday [8 May 2024] and ate" in user
+    block = user.split("<dialogue>\n", 1)[1].split("\n</dialogue>", 1)[0].split("\n")
+    assert sum(estimate_tokens(line) for line in block) == ctx.tokens
+
+
+@pytest.mark.slow  # real spaCy and MiniLM
+def test_a_question_narrowed_by_title_or_name_stays_inside(memory):
+    store = memory.store
+    with pytest.raises(CuememError, match="names 2 conversations: c-9f1 \\(Lisbon trip\\), c-2b7 \\(Lisbon trip\\)"):
+        resolve_scope(store, "lisbon trip")
+    with pytest.raises(CuememError, match="no conversation named 'Porto'") as unknown:
+        resolve_scope(store, "Porto")
+    assert "c-9f1 (Lisbon trip)" in unknown.value.hint and "maya-and-leo" in unknown.value.hint
+    scope = resolve_scope(store, ["assistant-chat", "c-2b7"])
+    assert scope.names == ("assistant-chat", "c-2b7") and len(scope.ids or ()) == 2
+    with Memory(store.path) as other:  # a title naming one chat narrows to it
+        other.add([{"conversation": "solo", "title": "Knee rehab", "speaker": "Sam", "text": "My knee hurts."}])
+        assert resolve_scope(other.store, "  KNEE rehab ").names == ("solo",)
+    for question in ("Where are we staying in Lisbon?", "What did Maya adopt?"):
+        narrowed = reconstruct(store, memory.embedder(), question, ["maya-and-leo"], Settings(sem_k=5, window=2))
+        assert {e.conversation for e in narrowed.evidence} == {"maya-and-leo"}
+        assert narrowed.conversations == ("maya-and-leo",)
+
+
+def test_undated_turns_take_the_time_they_were_stored_and_position_breaks_ties():
+    dated = Turn(1, "b", 4, "t4", "x", time="2024-01-02T00:00:00")
+    undated = [Turn(i, "a", i, f"t{i}", "x", stored_at="2024-01-01T00:00:00") for i in (3, 2)]
+    later = Turn(9, "a", 7, "t7", "x", stored_at="2024-02-01T00:00:00")
+    assert sorted([later, dated, *undated], key=chronological) == [undated[1], undated[0], dated, later]
+    chosen = fill_budget([later, dated, *undated], 10_000)
+    assert context_tokens(chosen) == sum(estimate_tokens(f"unknown: {t.text}") for t in chosen) + sum(
+        estimate_tokens(line) for line in ["— a · date unknown —", "— b · 2 January 2024 —", "— a · date unknown —"])
