@@ -1,7 +1,7 @@
 """The sample questions and their expected answers, read from their one source, the tables of
 sample_dialogues/README.md, and the rule that says whether an offline answer is right.
 
-Used by tests/test_showcase.py and bench/questions.py. An expected answer marks what the answer's span
+Used by tests/test_showcase.py and bench/bench_questions.py. An expected answer marks what the answer's span
 (its first line) must contain in **bold** and what it must not in ~~strike-through~~; *no answer* means
 the answer must be empty. Words are compared lower-cased, number words as digits and ordinals as
 numbers, so "**15** to **19 December 2023**" holds for "15 December 2023 to 19 December 2023" and

@@ -18,7 +18,7 @@ from questions import Question, ask, ingest_samples, questions, span, verdict, w
 ASKED = questions()
 SHOWCASE = [q for q in ASKED if not q.held_out]
 HELD_OUT = [q for q in ASKED if q.held_out]
-# The share of held-out questions answered right offline, measured with `python bench/questions.py` when the
+# The share of held-out questions answered right offline, measured with `python bench/bench_questions.py` when the
 # answerer was last changed (bench/RESULTS.md, "Offline answers to the sample questions"): a floor, so a
 # change that answers fewer of them fails here.
 HELD_OUT_FLOOR = 0.65  # 28 of 43 on the commit that set it

@@ -1,6 +1,6 @@
 """Offline answers to the sample questions: the share right, per table and per kind of question.
 
-    python bench/questions.py [--wrong] [--table questions|held-out]
+    python bench/bench_questions.py [--wrong] [--table questions|held-out]
 
 Ingests every dialogue of sample_dialogues/README.md into a temporary database through the real CLI,
 asks each question of its tables offline (`cuemem ask QUESTION -c CONVERSATION --json`) and scores the
