@@ -75,7 +75,7 @@ def main(one_path: str, wide_path: str, conv26_path: str, alone_path: str | None
     gaps = {c: round(mem[c]["all_evidence"] - base[c]["all_evidence"], 4) for c in base}
     alone = table["as-exports, conv-26 sessions only"]["cuemem"]["overall"]["all_evidence"]
     alone_base = table["one-conversation, conv-26"]["cuemem"]["overall"]["all_evidence"]
-    result = {
+    result: dict[str, Any] = {
         "budget": BUDGET,
         "runs": {key: {"setting": d["summary"]["setting"], "elapsed_s": d["summary"]["elapsed_s"],
                        "questions": d["summary"]["questions"], "interrupted": d["summary"]["interrupted"],

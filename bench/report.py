@@ -67,7 +67,7 @@ def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
 
 
 # ------------------------------------------------------------------ the speed suite (bench/run_all.py)
-SUITE = ("ingest", "scale", "cli", "reconstruct", "llm_calls", "million", "cells_real", "stream", "mcp")
+SUITE = ("ingest", "scale", "cli", "reconstruct", "llm_calls", "stream", "mcp")
 
 
 def yes(flag: bool) -> str:
@@ -82,17 +82,6 @@ def stream_lines(stream: dict | None) -> list[str]:
                      for r in stream["runs"])
     return [f"- Streaming ingest, stand-in extractor and embedder, conversations of {stream['per_conversation']} "
             f"lines (bench_stream.py): {runs}."]
-
-
-def cells_real_lines(real: dict | None) -> list[str]:
-    if not real:
-        return []
-    runs = "; ".join(f"{r['probes']} probes (~{100 * r['scanned_share_approx']:.0f} % of the cues scanned): overlap "
-                     f"{r['overlap']} (p10 {r['overlap_p10']})" for r in real["runs"])
-    return [f"- The cells on real cues (bench_cells_real.py): all {real['cues']:,} LoCoMo cue vectors in one "
-            f"conversation, {real['cells']} cells, {real['questions']} LoCoMo questions, top-{real['k']} overlap with "
-            f"the exact scan: {runs}. Real MiniLM cues are far less clustered than the synthetic ones, so "
-            "the cells' search is approximate on them; conversations below 100,000 cues never use cells."]
 
 
 def scale_rows(scale: dict | None) -> list[str]:
@@ -144,7 +133,7 @@ def mcp_details(r: dict) -> str:
 
 
 def speed_lines(r: dict) -> list[str]:
-    i, c, rc, lc, m = r["ingest"], r["cli"], r["reconstruct"], r["llm_calls"], r["million"]
+    i, c, rc, lc = r["ingest"], r["cli"], r["reconstruct"], r["llm_calls"]
     return [
         "# Benchmark results",
         "",
@@ -166,11 +155,6 @@ def speed_lines(r: dict) -> list[str]:
         "spaCy `nlp.pipe` alone "
         f"{i['spacy_pipe_alone_s']} s | {i['ratio_to_spacy_alone']} | ≤ 45 s | {yes(i['wall_s'] <= 45)} |",
         *scale_rows(r.get("scale")),
-        f"| KNN + expansion, one conversation of {m['cues']:,} synthetic clustered cues | cells ({m['cells']:,} "
-        f"k-means cells, {m['probes']} probed) p50 {m['cells_knn_plus_expansion_p50_ms']} ms, p95 "
-        f"{m['cells_knn_plus_expansion_p95_ms']} ms, overlap {m['cells_overlap_with_exact']} | NumPy exact in memory "
-        f"{m['numpy_exact_in_memory_p50_ms']} ms | {m['ratio_cells_to_numpy']} | p50 ≤ 60 ms, overlap ≥ 0.95 | "
-        f"{yes(m['met'])} |",
         f"| LLM extraction calls per turn ({lc['turns']} turns) | {lc['calls_per_turn']} "
         f"({lc['calls_batched']} calls), "
         f"same cues: {lc['same_cues']} | one call per turn: {lc['calls_one_per_turn']} calls | "
@@ -187,11 +171,6 @@ def speed_lines(r: dict) -> list[str]:
         f"and validation {i['startup_and_validation_s']} s; peak RSS {i['peak_rss_mb']} MB.",
         f"- Reconstruction stage p50 (ms): {json.dumps(rc['stage_p50_ms'])}.",
         f"- Heavy modules imported on the `ask --context-only` path: {c['heavy_modules_on_ask_path']}.",
-        f"- {m['cues']:,} cues: the exact vec0 scan of the whole partition (what smaller conversations use) p50 "
-        f"{m['vec0_scan_p50_ms']} ms; building the cells (read every vector, k-means, rows into vec0 grouped by "
-        f"cell) {m['cells_build_s']} s, once, as ingest does when a conversation passes 100,000 cues; synthetic "
-        f"store build {m['build_s']} s.",
-        *cells_real_lines(r.get("cells_real")),
         *stream_lines(r.get("stream")),
         *([mcp_details(r["mcp"])] if r.get("mcp") else []),
         *[f"- {note}" for note in r.get("notes", [])],

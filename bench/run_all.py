@@ -26,7 +26,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,13 +36,11 @@ DEFAULT_LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo10.json"
 sys.path.insert(0, str(HERE))
 
 import bench_browse  # noqa: E402
-import bench_cells_real  # noqa: E402
 import bench_cli  # noqa: E402
 import bench_history  # noqa: E402
 import bench_ingest  # noqa: E402
 import bench_llm_calls  # noqa: E402
 import bench_mcp  # noqa: E402
-import bench_million  # noqa: E402
 import bench_reconstruct  # noqa: E402
 import bench_scale  # noqa: E402
 import bench_stream  # noqa: E402
@@ -51,17 +49,13 @@ import report  # noqa: E402
 
 @dataclass(frozen=True)
 class Sizes:
-    """What each benchmark is run on: the conversation measured alone, the synthetic cues and questions of
-    bench_million, the cold processes of bench_cli and of bench_mcp, the turns of bench_llm_calls, the probe
-    counts of bench_cells_real, the file sizes of bench_stream (none: its own), bench_scale's sizes and
-    bench_browse's (when it runs)."""
+    """What each benchmark is run on: the conversation measured alone, the cold processes of bench_cli and
+    of bench_mcp, the turns of bench_llm_calls, the file sizes of bench_stream (none: its own), bench_scale's
+    sizes and bench_browse's (when it runs)."""
 
     conversation: str = "conv-26"
-    million: str = "1000000"
-    queries: str = "30"
     cli_runs: int = 7
     llm_turns: int = 200
-    probes: str = "8,16,32,64"
     stream: tuple[str, ...] = ()
     scale: bench_scale.Sizes = bench_scale.FULL
     mcp_cold_runs: int = bench_mcp.COLD_RUNS
@@ -69,7 +63,7 @@ class Sizes:
 
 
 FULL = Sizes()
-SMOKE = Sizes("maya-and-leo", "3000", "3", 1, 20, "2,4", ("600",), bench_scale.SMOKE, 1, bench_browse.SMOKE)
+SMOKE = Sizes("maya-and-leo", 1, 20, ("600",), bench_scale.SMOKE, 1, bench_browse.SMOKE)
 
 
 def run(locomo: str, folder: Path, sizes: Sizes, history: str | None = None, browse: bool = False) -> dict:
@@ -90,8 +84,6 @@ def run(locomo: str, folder: Path, sizes: Sizes, history: str | None = None, bro
         record("cli", bench_cli.main(db, conversation, sizes.cli_runs))
         record("reconstruct", bench_reconstruct.main(db, locomo, conversation))
         record("llm_calls", bench_llm_calls.main(locomo, conversation, sizes.llm_turns))
-        record("million", bench_million.main(sizes.million, sizes.queries))
-        record("cells_real", bench_cells_real.main(db, locomo, sizes.probes))
         record("stream", bench_stream.main(*sizes.stream))
         record("mcp", bench_mcp.main(locomo, conversation, cold_runs=sizes.mcp_cold_runs))
         if history:
@@ -109,7 +101,6 @@ def run(locomo: str, folder: Path, sizes: Sizes, history: str | None = None, bro
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("locomo", nargs="?", default=str(DEFAULT_LOCOMO), help="LoCoMo's locomo10.json")
-    parser.add_argument("million", nargs="?", default=FULL.million, help="bench_million's cues (1000000)")
     parser.add_argument("--history", metavar="EXPORT", help="also ingest this ChatGPT-shaped export (bench_history)")
     parser.add_argument("--browse", action="store_true", help="also time browse on 23,528 turns (bench_browse)")
     parser.add_argument("--smoke", metavar="FOLDER", help="everything on a tiny input, recorded in FOLDER")
@@ -117,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.smoke:
         smoke(args.smoke)
         return
-    run(args.locomo, report.RESULTS, replace(FULL, million=args.million), args.history, args.browse)
+    run(args.locomo, report.RESULTS, FULL, args.history, args.browse)
     report.render()
 
 

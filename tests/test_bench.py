@@ -15,7 +15,7 @@ import pytest
 from conftest import PYTHON, REPO, child_env
 
 BENCH = REPO / "bench"
-SUITE = ("ingest", "scale", "cli", "reconstruct", "llm_calls", "million", "cells_real", "stream", "mcp")
+SUITE = ("ingest", "scale", "cli", "reconstruct", "llm_calls", "stream", "mcp")
 WHOLE_HISTORY = ("history", "browse")  # run_all.py --history EXPORT, --browse
 
 
