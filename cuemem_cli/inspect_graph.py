@@ -40,7 +40,8 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
     ids = [cid for s in stats if (cid := store.conversation_id(s["conversation"])) is not None]
     turns = [t for cid in ids for t in store.turns(cid)]
     edges = [e for cid in ids for e in store.all_edges(cid)]
-    return {"settings": settings, "conversations": stats, **graph_json(store, turns, edges)}
+    return {"settings": settings, "conversations": stats, **graph_json(store, with_far_ends(store, turns, edges),
+                                                                        edges)}
 
 
 def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[str, Any]:
@@ -92,4 +93,14 @@ def graph_of(store: Store, conversation: str | None) -> tuple[str, list[Turn], l
     if conversation is None and len(rows) != 1:
         return "memory", [t for cid, _, _ in rows for t in store.turns(cid)], store.all_edges()
     cid, name = resolve_one(store, conversation)
-    return name, store.turns(cid), store.all_edges(cid)
+    edges = store.all_edges(cid)
+    return name, with_far_ends(store, store.turns(cid), edges), edges
+
+
+def with_far_ends(store: Store, turns: list[Turn], edges: list[tuple]) -> list[Turn]:
+    """`turns` and, after them, the turns of other conversations their semantic edges reach, so that every
+    edge drawn or listed has both its ends among the nodes (each node names its conversation)."""
+    known = {t.id for t in turns}
+    far = sorted({end for src, dst, *_ in edges for end in (src, dst)} - known)
+    found = store.turns_by_id(far)
+    return turns + [found[i] for i in far if i in found]

@@ -43,7 +43,7 @@ def test_usage_lines_and_metavars_read_as_people_write_them(cli):
     assert cli("import", "--help").stdout.startswith("Usage: cuemem import [OPTIONS] FILE\n")
     assert cli("convert", "claude", "--help").stdout.startswith("Usage: cuemem convert claude [OPTIONS] FILE...\n")
     options = cli("ask", "--help").stdout
-    assert re.search(r"-c, --conversation TEXT +Conversation to search", options)
+    assert re.search(r"-c, --conversation NAME\|TITLE +Search only this conversation", options)
     assert re.search(r"--top-m INTEGER +Cues retrieved", options)
     assert re.search(r"--evidence N\|all ", options)  # a metavar the command names itself is kept
 

@@ -195,7 +195,7 @@ def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path, stub_models):
         if r["system"] != "full-history":
             assert r["budget"] == 60 and r["tokens"]["estimate"] <= 60
         assert r["tokens"]["wordpiece"] > 0 or not r["context_ids"]
-        assert r["latency_ms"]["reconstruct"] > 0
+        assert r["latency_ms"]["reconstruct"] > 0 or r["system"] == "full-history"  # it sorts turns already loaded
     rows = {(r["system"], r["category"]): r for r in summary["rows"]}
     full, abstention = rows[("full-history", "overall")], rows[("cuemem", "abstention")]
     assert full["budget"] is None and full["all_evidence"] == 1.0

@@ -570,6 +570,7 @@ def _as_before_memory_wide(path) -> None:
     conn.close()
 
 
+@pytest.mark.slow  # the old database is built with the real models, as the old code built it
 def test_a_database_of_per_conversation_vectors_migrates_to_one_memory(tmp_path):
     """m012-m014 on a database written before them (two sample dialogues and a titled chat): titles come
     from the turns' extra, the vectors move into one table with the conversation as metadata, the cells'

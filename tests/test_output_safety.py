@@ -97,7 +97,7 @@ def test_skipped_lines_are_reported_escaped(cli, tmp_path):
 def test_json_keeps_the_exact_text(cli, evil_db):
     data = orjson.loads(cli("--db", str(evil_db), "ask", "What dog did Leo adopt?", "-c", CONV, "--context-only",
                             "--json").stdout)
-    assert data["conversation"] == CONV
+    assert data["conversations"] == [CONV]
     first = next(e for e in data["evidence"] if e["source_id"] == "s1:1")
     assert first["speaker"] == SPEAKER and EVIL in first["text"]
     detail = orjson.loads(cli("--db", str(evil_db), "inspect-graph", "--turn", "s1:1", "-c", CONV, "--format",
@@ -152,9 +152,12 @@ def test_inspect_graph_json_has_nodes_and_edges(cli, evil_db):
     assert all(e["src"] in ids and e["dst"] in ids for e in whole["edges"])
 
     one = orjson.loads(cli("--db", str(evil_db), "inspect-graph", "-c", "other", "--format", "json").stdout)
-    assert [n["source_id"] for n in one["nodes"]] == ["o:1", "o:2"]
-    other_ids = {n["id"] for n in one["nodes"]}
-    assert one["edges"] and all(e["src"] in other_ids and e["dst"] in other_ids for e in one["edges"])
+    own = [n for n in one["nodes"] if n["conversation"] == "other"]
+    assert [n["source_id"] for n in own] == ["o:1", "o:2"] and one["nodes"][:2] == own  # its turns first
+    other_ids, node_ids = {n["id"] for n in own}, {n["id"] for n in one["nodes"]}
+    assert one["edges"] and all(e["src"] in other_ids for e in one["edges"])  # the edges leaving its turns …
+    assert all(e["dst"] in node_ids for e in one["edges"])  # … and the turns they reach, of any conversation
+    assert all(e["kind"] == "semantic" for e in one["edges"] if e["dst"] not in other_ids)
 
     turn = orjson.loads(cli("--db", str(evil_db), "inspect-graph", "-c", CONV, "--turn", "s1:2", "--format",
                             "json").stdout)
@@ -170,6 +173,8 @@ def test_turn_with_dot_gives_its_neighbourhood(cli, evil_db):
     assert "label=" in result.stdout and "Neighbours" not in result.stdout
     nodes = re.findall(r"^  (\d+) \[label=", result.stdout, re.M)
     edges = re.findall(r"^  (\d+) -> (\d+) ", result.stdout, re.M)
-    assert len(nodes) == 2 and edges and all(set(e) <= set(nodes) for e in edges)
+    detail = orjson.loads(cli("--db", str(evil_db), "inspect-graph", "-c", "other", "--turn", "o:1", "--json").stdout)
+    reached = {n["turn"] for n in detail["neighbours"]} - {"o:1"}  # by either edge direction, of any conversation
+    assert len(nodes) == 1 + len(reached) > 2 and edges and all(set(e) <= set(nodes) for e in edges)
     graphml = cli("--db", str(evil_db), "inspect-graph", "-c", "other", "--turn", "o:1", "--format", "graphml")
-    assert graphml.exit_code == 0 and graphml.stdout.count("<node ") == 2
+    assert graphml.exit_code == 0 and graphml.stdout.count("<node ") == len(nodes)
