@@ -231,8 +231,13 @@ class PostgresStore(SQLStore):
             if not create:
                 raise StoreError(f"no cuemem database at {self.path} (no schema {named})",
                                  "ingest something first: cuemem ingest FILE")
-            with suppress(psycopg.errors.UniqueViolation):  # another process created it after the check
-                self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(named)))
+            try:
+                with suppress(psycopg.errors.UniqueViolation):  # another process created it after the check
+                    self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(named)))
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot create the schema {named} in {self.path}: {str(exc).strip()}",
+                                 f"have an administrator run once: CREATE SCHEMA {named} AUTHORIZATION <your role>"
+                                 ) from exc
         current = self._one("SELECT current_schema()")
         if current is None or current[0] is None or (named is not None and current[0] != named):
             raise StoreError(f"{self.path}: the memory's schema {named or '(none on the search_path)'} is not usable",

@@ -162,3 +162,22 @@ def test_each_memory_has_its_own_write_lock(pg_url, memories):
     finally:
         for store in (holder, same, other):
             store.close()
+
+
+def test_a_role_that_may_not_create_the_schema_is_told_what_to_ask_for(pg_url):
+    import uuid
+
+    import psycopg
+
+    role = f"r_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        parts = urlsplit(pg_url)
+        url = urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname or ''}"))
+        with pytest.raises(StoreError, match="cannot create the schema dave") as refused:
+            PostgresStore.open(with_query(url, schema="dave"))
+        assert "CREATE SCHEMA dave" in refused.value.hint
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP ROLE {role}")
