@@ -188,10 +188,10 @@ def pgvector(url: str, store: SQLiteStore, embedder, questions: list[str], searc
         conn.execute("DROP TABLE IF EXISTS scale_cues")
         conn.execute(f"CREATE TABLE scale_cues (cue_id bigint PRIMARY KEY, conversation_id bigint,"
                      f" embedding vector({embedder.dim}))")
-        started = time.perf_counter()
+        started, vector_oid = time.perf_counter(), TypeInfo.fetch(conn, "vector").oid  # not during the COPY
         with conn.cursor().copy("COPY scale_cues (cue_id, conversation_id, embedding) FROM STDIN"
                                 " (FORMAT BINARY)") as copy:
-            copy.set_types(["int8", "int8", TypeInfo.fetch(conn, "vector").oid])
+            copy.set_types(["int8", "int8", vector_oid])
             for lo in range(0, len(ids), 8_192):
                 for cid, conv, vec in zip(ids[lo:lo + 8_192].tolist(), conversations[lo:lo + 8_192].tolist(),
                                           decode(codes[lo:lo + 8_192]), strict=True):
