@@ -182,10 +182,16 @@ def turn_cost(turn: Turn) -> int:
     return _line_cost(turn.speaker or turn.role, turn.text, turn.time)
 
 
-@lru_cache(maxsize=65536)
 def _line_cost(speaker: str | None, text: str, time: str | None) -> int:
-    """Every question re-ranks the same turns of a memory: their costs are worth keeping."""
-    return estimate_tokens(evidence_line(speaker, shown_text(text, time)))
+    return _shown_cost(speaker, text, time)[0]
+
+
+@lru_cache(maxsize=65536)
+def _shown_cost(speaker: str | None, text: str, time: str | None) -> tuple[int, bool]:
+    """A line's cost, and whether the prompt shows its text with resolved dates added (shown_text). Every
+    question re-ranks the same turns of a memory: both are worth keeping."""
+    shown = shown_text(text, time)
+    return estimate_tokens(evidence_line(speaker, shown)), shown != text
 
 
 def context_tokens(turns: Sequence[Turn]) -> int:
@@ -401,12 +407,22 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
 
 def excerpt_turn(turn: Turn, similarity: dict[str, float], limit: int) -> Turn:
     """`turn` with its text cut to the sentences nearest the question whose evidence line fits `limit`
-    tokens (excerpt.py); `similarity` maps each of its sentences to its cosine with the question."""
+    tokens (excerpt.py); `similarity` maps each of its sentences to its cosine with the question.
+
+    A trial excerpt's cost is first taken without resolved dates, which only add to it: over `limit`,
+    it does not fit. A turn with no relative date has none in any excerpt of it (its sentences, joined
+    by spaces or "…"), so its trials cost just that. Resolving dates in every trial of every long
+    candidate cost ~1 s of CPU a question on a memory of 500 real chats (bench/bench_memory_scale.py)."""
+    speaker = turn.speaker or turn.role
+    dates = _shown_cost(speaker, turn.text, turn.time)[1]  # its cost was taken already: turn_cost
 
     def fits(text: str) -> bool:
-        return _line_cost(turn.speaker or turn.role, text, turn.time) <= limit
+        if estimate_tokens(evidence_line(speaker, text)) > limit:
+            return False
+        return not dates or _line_cost(speaker, text, turn.time) <= limit
 
-    return replace(turn, text=excerpt(turn.text, similarity, fits))
+    most = 4 * limit - len(evidence_line(speaker, ""))  # the longest text whose undated line fits (estimate_tokens)
+    return replace(turn, text=excerpt(turn.text, similarity, fits, most))
 
 
 def _excerpts(source, turns: dict[int, Turn], vector: np.ndarray, limit: int) -> dict[int, Turn]:

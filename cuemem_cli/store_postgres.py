@@ -15,8 +15,15 @@ What differs here, and why:
   same BM25 as FTS5's `bm25()` (k1 = 1.2, b = 0.75), with the counts taken inside the memory, or inside
   the conversations a question is narrowed to (in SQLite over the whole file). The index keeps itself up
   to date, so `_index_turns` and `_unindex_turns` have nothing to do.
-- Writers: `transaction()` takes one advisory lock per database (what BEGIN IMMEDIATE is in SQLite), so
-  concurrent ingests serialise their short write phases and each re-reads what it decided under the lock;
+- A memory is a schema: the first of the connection's `search_path` (`?schema=NAME` in the URL, or libpq's
+  `?options=-csearch_path%3DNAME`; else the server's default, usually `public`), created if missing. Every
+  table, the text search configuration and the functions are the memory's own, found through that
+  schema; existence is looked up in that schema only, so a memory never reads a table another schema on
+  its path holds. pgvector is installed once per database (in `public` unless it already is elsewhere)
+  and its schema appended to the path, so every memory reaches the `vector` type (docs/postgres.md).
+- Writers: `transaction()` takes one advisory lock per memory (keyed by the schema's oid; what BEGIN
+  IMMEDIATE is in SQLite), so concurrent ingests into one memory serialise their short write phases and
+  each re-reads what it decided under the lock, while other memories on the server write freely;
   readers never wait (MVCC). `snapshot()` is a REPEATABLE READ, READ ONLY transaction. Migrations run
   under the same lock, one transaction each (store.SQLStore._migrate); no file to back up.
 - `scrub()` (forget --vacuum) runs VACUUM on the tables a forget touches: see docs/postgres.md for what
@@ -39,7 +46,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
@@ -51,6 +58,7 @@ from .vectors import encode, roundtrip
 
 LOCK_TIMEOUT = "30s"  # how long a writer waits for another's write lock (BUSY_TIMEOUT in SQLite)
 WRITE_LOCK = 0x43554D45  # advisory lock key of the write lock ("CUME", as SQLite's application id)
+EXTENSION_SCHEMA = "public"  # where cuemem installs pgvector when the database has none yet
 _K1, _B = 1.2, 0.75  # FTS5's bm25() constants
 _PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")  # `:name`, not the `::` of a cast
 
@@ -65,6 +73,45 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
+def split_schema(url: str) -> tuple[str, str | None]:
+    """The URL libpq is given and the memory's schema from cuemem's `schema=NAME` query parameter (libpq
+    refuses parameters it does not know, so cuemem takes it out); None when the URL names none."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [value for key, value in pairs if key == "schema"]
+    if not schemas:
+        return url, None
+    if len(schemas) > 1 or not schemas[0]:
+        raise StoreError(f"{redacted(url)}: name one schema (schema=NAME once)", "e.g. postgresql://host/db?schema=alice")
+    rest = urlencode([(key, value) for key, value in pairs if key != "schema"], quote_via=quote)
+    return urlunsplit(parts._replace(query=rest)), schemas[0]
+
+
+def search_path_schemas(setting: str) -> list[str]:
+    """The schema names of a `search_path` setting, unquoted (`"$user", public` → ['$user', 'public'])."""
+    names, name, quoted, i = [], "", False, 0
+    while i < len(setting):
+        char = setting[i]
+        if quoted and char == '"' and setting[i + 1:i + 2] == '"':
+            name, i = name + '"', i + 2
+            continue
+        if char == '"':
+            quoted = not quoted
+        elif char == "," and not quoted:
+            names.append(name.strip())
+            name = ""
+        else:
+            name += char
+        i += 1
+    names.append(name.strip())
+    return [n for n in names if n]
+
+
+def _signed32(value: int) -> int:
+    """An unsigned 32-bit oid as the signed integer pg_advisory_xact_lock(int, int) takes."""
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
 @lru_cache(maxsize=512)
 def _pyformat(query: str) -> str:
     """`:name` parameters as psycopg's `%(name)s` (a literal % doubled)."""
@@ -76,7 +123,9 @@ class PostgresDialect(Dialect):
 
     name = "postgres"
     greatest, least = "greatest", "least"
-    table_exists = "SELECT 1 WHERE to_regclass(:name) IS NOT NULL"
+    # in the memory's own schema only: a table of the same name further along the search_path (another
+    # memory's, in `public`) is not this memory's
+    table_exists = "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = :name"
     find = "strpos"
 
     def sql(self, query: str) -> str:
@@ -208,6 +257,8 @@ class PostgresStore(SQLStore):
     def __init__(self, conn, url: str):
         super().__init__(conn, redacted(url))  # the path is what messages and `inspect-graph` show
         self.url = url
+        self.schema = ""  # the memory's schema (_place)
+        self._lock_key = 0  # the schema's oid: the second key of the write lock
         self._own_writes = 0  # write transactions this connection committed (see data_version)
         self._cursors = itertools.count()
 
@@ -220,8 +271,9 @@ class PostgresStore(SQLStore):
             raise StoreError("a postgresql:// database needs the PostgreSQL client",
                              "pip install 'cuemem[postgres]'") from exc
         connection, cursor, server_cursor = _driver_classes()
+        libpq_url, schema = split_schema(url)
         try:
-            conn = connection.connect(url, autocommit=True)
+            conn = connection.connect(libpq_url, autocommit=True)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to {redacted(url)}: {str(exc).strip()}",
                              "check the URL and that the server is running") from exc
@@ -231,6 +283,7 @@ class PostgresStore(SQLStore):
         try:
             if readonly:
                 conn.execute("SET default_transaction_read_only = on")
+            store._place(schema, create)
             store.read_only = "it was opened for reading only, as asked" if readonly else store._unwritable()
             store._prepare(create)
             register_vector(conn)
@@ -250,6 +303,53 @@ class PostgresStore(SQLStore):
         if self._has_table("turns") and not self._value("SELECT has_table_privilege('turns', 'INSERT')"):
             return f"the role {user} may not write its tables (no INSERT privilege on turns)"
         return None
+
+    def _place(self, schema: str | None, create: bool) -> None:
+        """Settle which schema is this memory (`schema`, else the first on the connection's search_path),
+        creating it when missing, and put pgvector's schema on the path after it, installing pgvector
+        in EXTENSION_SCHEMA when the database has none yet."""
+        import psycopg
+        from psycopg import sql
+
+        if schema is not None:
+            self.conn.execute("SELECT set_config('search_path', %s, false)",
+                              (sql.Identifier(schema).as_string(self.conn),))
+        path = search_path_schemas(self._value("SHOW search_path"))
+        named = path[0] if path and path[0] != "$user" else None
+        if named is not None and self._one("SELECT 1 FROM pg_namespace WHERE nspname = :n", n=named) is None:
+            if not create:
+                raise StoreError(f"no cuemem database at {self.path} (no schema {named})",
+                                 "ingest something first: cuemem ingest FILE")
+            try:
+                with suppress(psycopg.errors.UniqueViolation):  # another process created it after the check
+                    self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(named)))
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot create the schema {named} in {self.path}: {str(exc).strip()}",
+                                 f"have an administrator run once: CREATE SCHEMA {named} AUTHORIZATION <your role>"
+                                 ) from exc
+        current = self._one("SELECT current_schema()")
+        if current is None or current[0] is None or (named is not None and current[0] != named):
+            raise StoreError(f"{self.path}: the memory's schema {named or '(none on the search_path)'} is not usable",
+                             "name a schema cuemem may create and use: ?schema=NAME")
+        self.schema = current[0]
+        self._lock_key = _signed32(int(self._value("SELECT CAST(oid AS bigint) FROM pg_namespace WHERE nspname = :n",
+                                                   n=self.schema)))
+        extension = self._one("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace"
+                              " WHERE e.extname = 'vector'")
+        if extension is None and create:
+            try:
+                self.conn.execute(sql.SQL("CREATE EXTENSION IF NOT EXISTS vector SCHEMA {}").format(
+                    sql.Identifier(EXTENSION_SCHEMA)))
+            except psycopg.errors.UniqueViolation:
+                pass  # another process installed it between the two statements
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot install pgvector in {redacted(self.url)}: {str(exc).strip()}",
+                                 f"have an administrator run once: CREATE EXTENSION vector SCHEMA {EXTENSION_SCHEMA}"
+                                 ) from exc
+            extension = (EXTENSION_SCHEMA,)
+        if extension is not None and extension[0] not in self._value("SELECT current_schemas(false)"):
+            self.conn.execute("SELECT set_config('search_path', current_setting('search_path') || ', ' || %s, false)",
+                              (sql.Identifier(extension[0]).as_string(self.conn),))
 
     def _prepare(self, create: bool) -> None:
         """Refuse a database that holds other tables, or a newer cuemem's schema; apply pending migrations
@@ -275,9 +375,9 @@ class PostgresStore(SQLStore):
 
     # ------------------------------------------------------------ transactions
     def transaction(self) -> AbstractContextManager[None]:
-        """One atomic unit holding the database's write lock (an advisory lock, waited for up to
+        """One atomic unit holding the memory's write lock (an advisory lock, waited for up to
         LOCK_TIMEOUT): writers run one at a time, and what one reads inside stays true until it commits.
-        A database this connection cannot write refuses it (`read_only`)."""
+        A memory this connection cannot write refuses it (`read_only`)."""
         self.check_writable()
         return self._begin(write=True)
 
@@ -299,7 +399,7 @@ class PostgresStore(SQLStore):
         try:
             if write:
                 self.conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (WRITE_LOCK, self._lock_key))
             yield
             if write and self._has_table("_writes"):
                 self.conn.execute("UPDATE _writes SET n = n + 1")

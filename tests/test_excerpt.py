@@ -124,3 +124,20 @@ def test_the_answer_prompt_explains_the_gap_mark(long_chat, cli, fake_llm):
     system, user = fake_llm.requests[-1]
     assert f'"{GAP}" marks sentences left out' in system["content"]
     assert FACT in user["content"]
+
+
+def test_refusing_trials_by_length_changes_no_excerpt():
+    """`max_chars` refuses a trial from the length it would have (kept as sentences join) without joining
+    it: with `fits` a length limit, every cut equals the one `fits` alone makes, whatever is chosen."""
+    import random
+
+    rng = random.Random(34)
+    words = TEXT.replace(".", "").split()
+    for _ in range(300):
+        text = " ".join(" ".join(rng.choices(words, k=rng.randint(2, 9))).capitalize() + "."
+                        for _ in range(rng.randint(2, 9)))
+        parts = sentences(text)
+        similarity = {part: rng.random() for part in parts if rng.random() < 0.8}
+        limit = rng.randint(10, len(text))
+        alone = excerpt(text, similarity, lambda t, limit=limit: len(t) <= limit)
+        assert excerpt(text, similarity, lambda t, limit=limit: len(t) <= limit, max_chars=limit) == alone
