@@ -188,7 +188,9 @@ def pgvector(url: str, store: SQLiteStore, embedder, questions: list[str], searc
         conn.execute("DROP TABLE IF EXISTS scale_cues")
         conn.execute(f"CREATE TABLE scale_cues (cue_id bigint PRIMARY KEY, conversation_id bigint,"
                      f" embedding vector({embedder.dim}))")
-        started, vector_oid = time.perf_counter(), TypeInfo.fetch(conn, "vector").oid  # not during the COPY
+        info = TypeInfo.fetch(conn, "vector")  # not during the COPY
+        assert info is not None, "pgvector's type, created above"
+        started, vector_oid = time.perf_counter(), info.oid
         with conn.cursor().copy("COPY scale_cues (cue_id, conversation_id, embedding) FROM STDIN"
                                 " (FORMAT BINARY)") as copy:
             copy.set_types(["int8", "int8", vector_oid])
