@@ -283,7 +283,7 @@ class PostgresStore(SQLStore):
         try:
             if readonly:
                 conn.execute("SET default_transaction_read_only = on")
-            store._place(schema, create)
+            store._place(schema, create and not readonly)
             store.read_only = "it was opened for reading only, as asked" if readonly else store._unwritable()
             store._prepare(create)
             register_vector(conn)
@@ -323,7 +323,7 @@ class PostgresStore(SQLStore):
             try:
                 with suppress(psycopg.errors.UniqueViolation):  # another process created it after the check
                     self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(named)))
-            except psycopg.Error as exc:
+            except (psycopg.Error, StoreError) as exc:  # StoreError: the driver's error as _Connection words it
                 raise StoreError(f"cannot create the schema {named} in {self.path}: {str(exc).strip()}",
                                  f"have an administrator run once: CREATE SCHEMA {named} AUTHORIZATION <your role>"
                                  ) from exc
@@ -342,7 +342,7 @@ class PostgresStore(SQLStore):
                     sql.Identifier(EXTENSION_SCHEMA)))
             except psycopg.errors.UniqueViolation:
                 pass  # another process installed it between the two statements
-            except psycopg.Error as exc:
+            except (psycopg.Error, StoreError) as exc:
                 raise StoreError(f"cannot install pgvector in {redacted(self.url)}: {str(exc).strip()}",
                                  f"have an administrator run once: CREATE EXTENSION vector SCHEMA {EXTENSION_SCHEMA}"
                                  ) from exc
