@@ -33,7 +33,7 @@ from typing import Any
 
 from corpus import FENCE, has_code, is_padding, prose
 from cuemem_cli.records import Cue, Turn
-from cuemem_cli.store import Store
+from cuemem_cli.stores import open_store
 
 
 def peak_rss_mb(time_v: str) -> float | None:
@@ -61,7 +61,7 @@ def from_code(cue: Cue, turn: Turn, code: str, text: str) -> bool:
 
 def cue_sources(db: Path) -> dict[str, Any]:
     """Turns and cues of the memory, and how many cues come from code blocks and from padding turns."""
-    store = Store.open(db, create=False, readonly=True)
+    store = open_store(db, create=False, readonly=True)
     counts = {"turns": 0, "turns_with_code": 0, "padding_turns": 0, "turns_without_cues": 0, "cues": 0,
               "cues_from_code": 0, "cues_on_turns_with_code": 0, "cues_of_padding_turns": 0}
     try:
