@@ -31,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any, Protocol
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -97,6 +98,23 @@ def own_positions(offsets: Sequence[tuple[int, int]], own_chars: int) -> list[in
     return [i for i, (start, end) in enumerate(offsets) if end <= own_chars]
 
 
+# A cue to pool from the passes over its turn: (start, end) of the sentence it was read from in the turn's
+# text, and the words (lower case) whose tokens it is pooled over; None: every word of the sentence.
+CueSpan = tuple[int, int, "frozenset[str] | None"]
+
+
+@dataclass(frozen=True)
+class TurnToPool:
+    """A turn as `embed_pooled` reads it: its text, the turn before it (read after it, as in
+    `embed_in_context`), its cues' spans, and words never pooled (the speaker's name: see
+    statements.cue_text)."""
+
+    text: str
+    context: str | None
+    spans: Sequence[CueSpan]
+    drop: frozenset[str] = frozenset()
+
+
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     """Unit rows, in place (every caller passes an array of its own): a long turn's ~100,000 cue vectors
     are 150 MB, not to be copied twice more."""
@@ -105,6 +123,19 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms[norms == 0] = 1.0
     vectors /= norms
     return vectors
+
+
+def _token_words(text: str, start: int, encoding) -> list[str]:
+    """The word (lower case, as the tokenizer split words) each token of a pass belongs to; "" for
+    [CLS] and [SEP]. The pass read `text[start:]` (or the text with its context, for start 0)."""
+    spans: dict[int, tuple[int, int]] = {}
+    for word, (a, b) in zip(encoding.word_ids, encoding.offsets, strict=True):
+        if word is not None and b > a:
+            low, high = spans.get(word, (a, b))
+            spans[word] = (min(low, a), max(high, b))
+    source = text[start:]
+    return [source[spans[w][0]:spans[w][1]].lower() if w is not None and w in spans else ""
+            for w in encoding.word_ids]
 
 
 class OnnxMiniLM:
@@ -167,10 +198,77 @@ class OnnxMiniLM:
         return _normalise(out)
 
     def _mean_token(self, encoding, positions: list[int] | None = None) -> np.ndarray:
+        hidden = self._hidden(encoding)
+        return (hidden if positions is None else hidden[positions]).mean(axis=0)
+
+    def _hidden(self, encoding) -> np.ndarray:
+        """The model's token states for one text: (tokens, dim)."""
         ids = np.array([encoding.ids], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        hidden = self._session.run(None, feed)[0][0]
-        return (hidden if positions is None else hidden[positions]).mean(axis=0)
+        return self._session.run(None, feed)[0][0]
+
+    def embed_pooled(self, turns: Sequence[TurnToPool]) -> tuple[np.ndarray, list[np.ndarray], int]:
+        """Each turn's vector (exactly `embed_in_context`'s) and its cues' vectors, pooled from the same
+        passes instead of a pass per cue text: one model pass reads the turn with the turn before it (up to
+        MAX_TOKENS), and where the turn is longer, further passes read the rest of it from the first
+        sentence not yet read; a cue's vector is the mean of its words' token states in the pass that read
+        its whole sentence (with that pass's [CLS] and [SEP]). Except for a sentence (a span of every word)
+        of a turn that one pass reads whole: pooled from the turn read with the turn before it, a short chat
+        turn's sentences took on that context and LoCoMo's multi-hop questions lost 0.018 of all-evidence
+        (bench/RESULTS.md, "One pass per turn"), so they stay NaN, as does a cue none of whose words was
+        found: the caller embeds their texts on their own. Also returns how many passes ran."""
+        if not turns:
+            return np.zeros((0, self.dim), dtype=np.float32), [], 0
+        if self._session is None:
+            self._load()
+        with ThreadPoolExecutor(self.threads) as pool:
+            done = list(pool.map(self._pool_turn, turns))
+        return (_normalise(np.vstack([turn for turn, _, _ in done])), [_normalise(cues) for _, cues, _ in done],
+                sum(count for _, _, count in done))
+
+    def _plan(self, turn: TurnToPool) -> tuple[list[tuple[int, Any, list[int]]], int]:
+        """The passes over a turn: (where the pass's text starts in the turn, its encoding, the cues it
+        pools); the first is the turn read with its context. And how many there are."""
+        first = self._tokenizer.encode(_head(text_read_with(turn.text, turn.context)))
+        own = [end for start, end in first.offsets if end <= len(turn.text) and end > start]
+        read_to = max(own, default=0)
+        whole = read_to >= len(turn.text.rstrip())
+        order = sorted(range(len(turn.spans)), key=lambda i: turn.spans[i][0])
+        if whole:  # one pass reads the turn: its sentences are read on their own (`embed_pooled`)
+            return [(0, first, [i for i in order if turn.spans[i][2] is not None])], 1
+        taken = {i for i in order if turn.spans[i][1] <= read_to}
+        plan: list[tuple[int, Any, list[int]]] = [(0, first, [i for i in order if i in taken])]
+        left = [i for i in order if i not in taken]
+        while left:
+            start = turn.spans[left[0]][0]
+            encoding = self._tokenizer.encode(_head(turn.text[start:]))
+            reach = start + max((end for _, end in encoding.offsets), default=0)
+            pooled = [i for i in left if turn.spans[i][1] <= reach] or left[:1]
+            plan.append((start, encoding, pooled))
+            taken = set(pooled)
+            left = [i for i in left if i not in taken]
+        return plan, len(plan)
+
+    def _pool_turn(self, turn: TurnToPool) -> tuple[np.ndarray, np.ndarray, int]:
+        plan, count = self._plan(turn)
+        cues = np.full((len(turn.spans), self.dim), np.nan, dtype=np.float32)
+        vector = np.zeros(self.dim, dtype=np.float32)
+        for number, (start, encoding, pooled) in enumerate(plan):
+            if number and not pooled:
+                continue
+            hidden = self._hidden(encoding)
+            if number == 0:
+                vector = hidden[own_positions(encoding.offsets, len(turn.text))].mean(axis=0)
+            words = _token_words(turn.text, start, encoding)
+            special = [i for i, (a, b) in enumerate(encoding.offsets) if a == b]
+            for i in pooled:
+                low, high, keep = turn.spans[i]
+                positions = [t for t, (a, b) in enumerate(encoding.offsets) if b > a and low <= start + a
+                             and start + b <= high and words[t] not in turn.drop
+                             and (keep is None or words[t] in keep)]
+                if positions:
+                    cues[i] = hidden[positions + special].mean(axis=0)
+        return vector, cues, count
 
 
 class QuantisedMiniLM(OnnxMiniLM):

