@@ -13,7 +13,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,6 +34,9 @@ class Options:
     tag: str = "chat"
     all_branches: bool = False
     source: str = "<input>"  # the file, for errors that name a line of it
+    # Where a converter notes each conversation that has no message to store (an export's chat of only
+    # system messages, say), by title or else id: ingest reports them rather than drop them unsaid.
+    empty: list[str] = field(default_factory=list)
 
 
 Converter = Callable[[Any, Options], Iterator[Message]]
@@ -276,6 +279,7 @@ def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
         title = item.get("title")
         extra = {"title": title} if isinstance(title, str) and title.strip() else {}
         nodes = _chatgpt_all_nodes(mapping) if options.all_branches else _chatgpt_branch(mapping, item, where)
+        yielded = 0
         for node_id in nodes:
             message = mapping[node_id].get("message")
             if message is None:
@@ -294,6 +298,9 @@ def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
                 role=role,
                 extra=extra,
             )
+            yielded += 1
+        if not yielded:
+            options.empty.append(extra.get("title") or name)
 
 
 _CHATGPT_SKIPPED_ROLES = frozenset({"system", "tool"})
@@ -400,6 +407,7 @@ def claude(data: Any, options: Options = Options()) -> Iterator[Message]:
         title = item.get("name")
         extra = {"title": title} if isinstance(title, str) and title.strip() else {}
         messages = _expect_list("claude", where, item.get("chat_messages", []), "'chat_messages' as a list")
+        yielded = 0
         for position, message in enumerate(messages):
             message_where = f"{where} message {position}"
             if not isinstance(message, dict) or "sender" not in message:
@@ -424,6 +432,9 @@ def claude(data: Any, options: Options = Options()) -> Iterator[Message]:
                 role=role,
                 extra=extra,
             )
+            yielded += 1
+        if not yielded:
+            options.empty.append(extra.get("title") or name)
 
 
 def claude_code(data: Any, options: Options = Options()) -> Iterator[Message]:
@@ -559,8 +570,10 @@ _LINE_FORMATS = frozenset({"claude-code"})  # read line by line, so errors name 
 _EXPORT_FILE = "conversations.json"  # what a ChatGPT or Claude.ai export folder holds
 
 
-def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Iterator[Message]:
-    """Messages of every file, in order; `-` is standard input. A shape error names the file.
+def convert_files(fmt: str, paths: list[str], all_branches: bool = False,
+                  empty: list[str] | None = None) -> Iterator[Message]:
+    """Messages of every file, in order; `-` is standard input. A shape error names the file. `empty`
+    collects the conversations that had no message to store (Options.empty).
 
     A directory stands for its `conversations.json` (an unpacked ChatGPT or Claude.ai export), or for
     claude-code for every `*.jsonl` below it (`~/.claude/projects` holds a folder per project),
@@ -569,7 +582,8 @@ def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Ite
         raise CuememError(f"unknown format {fmt!r}", f"formats: {', '.join(CONVERTERS)}")
     for path in (file for given in paths for file in _expand(fmt, Path(given))):
         data = _read(path)
-        options = Options(tag=source_tag(path, data), all_branches=all_branches, source=_display(path))
+        options = Options(tag=source_tag(path, data), all_branches=all_branches, source=_display(path),
+                          empty=[] if empty is None else empty)
         value = _numbered_lines(path, data) if fmt in _LINE_FORMATS else _parse_json(path, data)
         try:
             yield from CONVERTERS[fmt](value, options)
@@ -590,13 +604,14 @@ def _expand(fmt: str, path: Path) -> list[Path]:
     return [path / _EXPORT_FILE]
 
 
-def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> tuple[IO[bytes], str]:
+def converted_input(fmt: str, paths: list[str], all_branches: bool = False,
+                    empty: list[str] | None = None) -> tuple[IO[bytes], str]:
     """The files converted to message JSONL in a temporary file, and a name for messages: what
     `ingest --from` validates and stores like any JSONL input. Converting everything first means a
-    malformed file is refused before anything is written."""
+    malformed file is refused before anything is written. `empty`: as in `convert_files`."""
     spool = tempfile.TemporaryFile()  # noqa: SIM115 - returned open to the caller, who closes it
     try:
-        for message in convert_files(fmt, paths, all_branches):
+        for message in convert_files(fmt, paths, all_branches, empty):
             spool.write(orjson.dumps(message.to_json()) + b"\n")
     except BaseException:
         spool.close()

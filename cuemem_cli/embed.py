@@ -98,21 +98,19 @@ def own_positions(offsets: Sequence[tuple[int, int]], own_chars: int) -> list[in
     return [i for i, (start, end) in enumerate(offsets) if end <= own_chars]
 
 
-# A cue to pool from the passes over its turn: (start, end) of the sentence it was read from in the turn's
-# text, and the words (lower case) whose tokens it is pooled over; None: every word of the sentence.
-CueSpan = tuple[int, int, "frozenset[str] | None"]
+# A cue to pool: the text of the sentence whose own pass it is pooled from, and the words (lower case) whose
+# tokens it is pooled over; None: every token (a statement: exactly the sentence embedded on its own).
+CuePass = tuple[str, "frozenset[str] | None"]
 
 
 @dataclass(frozen=True)
 class TurnToPool:
     """A turn as `embed_pooled` reads it: its text, the turn before it (read after it, as in
-    `embed_in_context`), its cues' spans, and words never pooled (the speaker's name: see
-    statements.cue_text)."""
+    `embed_in_context`), and per cue the sentence pass it is pooled from."""
 
     text: str
     context: str | None
-    spans: Sequence[CueSpan]
-    drop: frozenset[str] = frozenset()
+    cues: Sequence[CuePass]
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -125,16 +123,15 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors
 
 
-def _token_words(text: str, start: int, encoding) -> list[str]:
-    """The word (lower case, as the tokenizer split words) each token of a pass belongs to; "" for
-    [CLS] and [SEP]. The pass read `text[start:]` (or the text with its context, for start 0)."""
+def _token_words(text: str, encoding) -> list[str]:
+    """The word (lower case, as the tokenizer split words) each token of a pass over `text` belongs to; ""
+    for [CLS] and [SEP]."""
     spans: dict[int, tuple[int, int]] = {}
     for word, (a, b) in zip(encoding.word_ids, encoding.offsets, strict=True):
         if word is not None and b > a:
             low, high = spans.get(word, (a, b))
             spans[word] = (min(low, a), max(high, b))
-    source = text[start:]
-    return [source[spans[w][0]:spans[w][1]].lower() if w is not None and w in spans else ""
+    return [text[spans[w][0]:spans[w][1]].lower() if w is not None and w in spans else ""
             for w in encoding.word_ids]
 
 
@@ -208,67 +205,56 @@ class OnnxMiniLM:
         return self._session.run(None, feed)[0][0]
 
     def embed_pooled(self, turns: Sequence[TurnToPool]) -> tuple[np.ndarray, list[np.ndarray], int]:
-        """Each turn's vector (exactly `embed_in_context`'s) and its cues' vectors, pooled from the same
-        passes instead of a pass per cue text: one model pass reads the turn with the turn before it (up to
-        MAX_TOKENS), and where the turn is longer, further passes read the rest of it from the first
-        sentence not yet read; a cue's vector is the mean of its words' token states in the pass that read
-        its whole sentence (with that pass's [CLS] and [SEP]). Except for a sentence (a span of every word)
-        of a turn that one pass reads whole: pooled from the turn read with the turn before it, a short chat
-        turn's sentences took on that context and LoCoMo's multi-hop questions lost 0.018 of all-evidence
-        (bench/RESULTS.md, "One pass per turn"), so they stay NaN, as does a cue none of whose words was
-        found: the caller embeds their texts on their own. Also returns how many passes ran."""
+        """Each turn's vector (`embed_in_context`'s) and its cues' vectors from one pass per distinct turn and
+        one per distinct sentence, instead of one per cue text: a statement is its sentence's pass pooled over every
+        token (its vector exactly `embed`'s), a triple the same pass pooled over its own words' tokens (with
+        [CLS] and [SEP]). A sentence's triples and statement share the pass, as do the turns of a batch that
+        say the same sentence.
+
+        Why the sentence's own pass and not the turn's (which would save the sentences' passes): read with
+        the words around them, cues take on their neighbours' meaning. Pooled from 128-token passes over a
+        long turn, a sentence was nearest to itself embedded alone for 0.62 of sentences (0.94 with 32-token
+        passes), and sentences pooled from a short chat turn read with the turn before it lost 0.018 of
+        all-evidence on LoCoMo's multi-hop questions (bench/RESULTS.md, "Ingest of a whole history").
+        A row of NaN: no token of the cue's words is in its sentence (the caller embeds its text instead).
+        Also returns how many passes ran."""
         if not turns:
             return np.zeros((0, self.dim), dtype=np.float32), [], 0
         if self._session is None:
             self._load()
-        with ThreadPoolExecutor(self.threads) as pool:
-            done = list(pool.map(self._pool_turn, turns))
-        return (_normalise(np.vstack([turn for turn, _, _ in done])), [_normalise(cues) for _, cues, _ in done],
-                sum(count for _, _, count in done))
+        cues = [np.full((len(turn.cues), self.dim), np.nan, dtype=np.float32) for turn in turns]
+        vectors = np.empty((len(turns), self.dim), dtype=np.float32)
+        # text → (turn, cue or -1 for the turn's own vector, words pooled): a turn read without a context is
+        # a text like its sentences, its vector the pass pooled over every token
+        wanted: dict[str, list[tuple[int, int, frozenset[str] | None]]] = {}
+        in_context: dict[tuple[str, str], list[int]] = {}
+        for number, turn in enumerate(turns):
+            if turn.context is None:
+                wanted.setdefault(turn.text, []).append((number, -1, None))
+            else:
+                in_context.setdefault((turn.text, turn.context), []).append(number)
+            for i, (sentence, keep) in enumerate(turn.cues):
+                wanted.setdefault(sentence, []).append((number, i, keep))
 
-    def _plan(self, turn: TurnToPool) -> tuple[list[tuple[int, Any, list[int]]], int]:
-        """The passes over a turn: (where the pass's text starts in the turn, its encoding, the cues it
-        pools); the first is the turn read with its context. And how many there are."""
-        first = self._tokenizer.encode(_head(text_read_with(turn.text, turn.context)))
-        own = [end for start, end in first.offsets if end <= len(turn.text) and end > start]
-        read_to = max(own, default=0)
-        whole = read_to >= len(turn.text.rstrip())
-        order = sorted(range(len(turn.spans)), key=lambda i: turn.spans[i][0])
-        if whole:  # one pass reads the turn: its sentences are read on their own (`embed_pooled`)
-            return [(0, first, [i for i in order if turn.spans[i][2] is not None])], 1
-        taken = {i for i in order if turn.spans[i][1] <= read_to}
-        plan: list[tuple[int, Any, list[int]]] = [(0, first, [i for i in order if i in taken])]
-        left = [i for i in order if i not in taken]
-        while left:
-            start = turn.spans[left[0]][0]
-            encoding = self._tokenizer.encode(_head(turn.text[start:]))
-            reach = start + max((end for _, end in encoding.offsets), default=0)
-            pooled = [i for i in left if turn.spans[i][1] <= reach] or left[:1]
-            plan.append((start, encoding, pooled))
-            taken = set(pooled)
-            left = [i for i in left if i not in taken]
-        return plan, len(plan)
-
-    def _pool_turn(self, turn: TurnToPool) -> tuple[np.ndarray, np.ndarray, int]:
-        plan, count = self._plan(turn)
-        cues = np.full((len(turn.spans), self.dim), np.nan, dtype=np.float32)
-        vector = np.zeros(self.dim, dtype=np.float32)
-        for number, (start, encoding, pooled) in enumerate(plan):
-            if number and not pooled:
-                continue
+        def sentence_pass(sentence: str) -> None:
+            encoding = self._tokenizer.encode(_head(sentence))
             hidden = self._hidden(encoding)
-            if number == 0:
-                vector = hidden[own_positions(encoding.offsets, len(turn.text))].mean(axis=0)
-            words = _token_words(turn.text, start, encoding)
-            special = [i for i, (a, b) in enumerate(encoding.offsets) if a == b]
-            for i in pooled:
-                low, high, keep = turn.spans[i]
-                positions = [t for t, (a, b) in enumerate(encoding.offsets) if b > a and low <= start + a
-                             and start + b <= high and words[t] not in turn.drop
-                             and (keep is None or words[t] in keep)]
+            words = _token_words(sentence, encoding)
+            special = [t for t, (a, b) in enumerate(encoding.offsets) if a == b]
+            for number, i, keep in wanted[sentence]:
+                if keep is None:
+                    (vectors[number] if i < 0 else cues[number][i])[:] = hidden.mean(axis=0)
+                    continue
+                positions = [t for t, word in enumerate(words) if word in keep]
                 if positions:
-                    cues[i] = hidden[positions + special].mean(axis=0)
-        return vector, cues, count
+                    cues[number][i] = hidden[positions + special].mean(axis=0)
+
+        with ThreadPoolExecutor(self.threads) as pool:
+            list(pool.map(sentence_pass, wanted))
+        if in_context:
+            for rows, vector in zip(in_context.values(), self.embed_in_context(list(in_context)), strict=True):
+                vectors[rows] = vector
+        return _normalise(vectors), [_normalise(out) for out in cues], len(wanted) + len(in_context)
 
 
 class QuantisedMiniLM(OnnxMiniLM):

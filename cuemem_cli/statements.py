@@ -40,7 +40,7 @@ def sentences(text: str) -> list[str]:
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """(start, end) in `text` of each sentence of `text[start:end]`, stripped, long ones cut at word
     boundaries into pieces of at most MAX_CHARS: where a statement cue's vector is pooled from
-    (embed.pool_spans) and what `sentences` returns."""
+    (prepare.passes_of) and what `sentences` returns."""
     end = len(text) if end is None else end
     out: list[tuple[int, int]] = []
     bounds = [start, *(i for m in _SENTENCE_END.finditer(text, start, end) for i in (m.start(), m.end())), end]
