@@ -16,8 +16,9 @@ question box (the first question, which loads the embedder as `ask` does, then w
 
     python bench/bench_browse.py [--locomo PATH] [--copies 4] [--db PATH_OR_URL] [--keep] [--turns N]
 
-Run it on an idle machine (`uptime`): timings under load are not results. It prints a table and
-writes bench/out/browse.json.
+Run it on an idle machine (`uptime`): timings under load are not results. Run alone, it prints a table
+and the result as JSON; `python bench/run_all.py --browse` runs it after the suite and records the result
+as bench/results/browse.json for RESULTS.md (`--smoke` runs it on the sample dialogues, one copy).
 """
 
 from __future__ import annotations
@@ -27,12 +28,16 @@ import http.client
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 HERE = Path(__file__).resolve().parent
@@ -44,9 +49,22 @@ QUESTIONS = ["When did Caroline go to the LGBTQ support group?", "What did Melan
              "Where did Jolene buy the necklace?", "What instrument does Calvin play?"]
 
 
+@dataclass(frozen=True)
+class Sizes:
+    """LoCoMo's sessions this many times, and the questions asked of a cold `cuemem ask` process (twice each:
+    evidence only, then with the offline answer)."""
+
+    copies: int = 4
+    cold_questions: int = 3
+
+
+FULL = Sizes()
+SMOKE = Sizes(copies=1, cold_questions=1)  # bench/run_all.py --smoke
+
+
 def _env() -> dict[str, str]:
+    """The children run the cuemem_cli this benchmark imports: the installed one, or your tree by PYTHONPATH."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.pop("CUEMEM_MODEL", None)  # the question box answers offline, as `ask` without a model
     return env
@@ -119,28 +137,33 @@ def timed(browse: Browse, paths: list[str]) -> dict:
             "requests": len(warm) + 1}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
-    parser.add_argument("--copies", type=int, default=4, help="LoCoMo's sessions this many times (4: 23,528 turns)")
-    parser.add_argument("--db", help="time this memory instead of building one (SQLite file or postgresql:// URL)")
-    parser.add_argument("--keep", action="store_true", help="keep the memory built (bench/out/browse.db)")
-    parser.add_argument("--turns", type=int, help="build from LoCoMo's first TURNS turns only (a quick check)")
-    args = parser.parse_args()
+def run(locomo: Path = DEFAULT_LOCOMO, sizes: Sizes = FULL, db: str | None = None, keep: bool = False,
+        turns: int | None = None) -> dict[str, Any]:
+    """Build the memory (unless `db` is given), time every page and the cold `ask` processes: the result."""
     out = HERE / "out"
-    out.mkdir(exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="bench-browse-"))
-    result: dict = {"load_before": os.getloadavg()}
-    db = args.db
-    if db is None:
-        db = str((out if args.keep else folder) / "browse.db")
-        if os.path.exists(db):
-            os.remove(db)
-        result["built"] = build(db, args.locomo, args.copies, folder, args.turns)
+    result: dict[str, Any] = {"measured_at": datetime.now().isoformat(timespec="minutes"),
+                              "load_before": os.getloadavg(), "cores": os.cpu_count()}
+    try:
+        if db is None:
+            if keep:
+                out.mkdir(exist_ok=True)
+            db = str((out if keep else folder) / "browse.db")
+            if os.path.exists(db):
+                os.remove(db)
+            result["built"] = build(db, locomo, sizes.copies, folder, turns)
+        result |= timed_pages(db, sizes.cold_questions)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the export built from; a kept memory is in bench/out
+    result["load_after"] = os.getloadavg()
+    return result
+
+
+def timed_pages(db: str, cold_questions: int) -> dict[str, Any]:
+    """Every kind of page of a `cuemem browse` server on `db`, then cold `cuemem ask` processes."""
     browse = Browse(db)
     try:
         listed = browse.json("api/conversations")
-        result["memory"] = {"conversations": listed["total"], "db": db}
         biggest = max(listed["conversations"], key=lambda c: c["turns"])["conversation"]
         pages = {}
         pages["conversations, page 1"] = timed(browse, [""])
@@ -163,31 +186,44 @@ def main() -> None:
         for label, extra in (("cuemem ask --context-only, cold process", ("--context-only",)),
                              ("cuemem ask (offline answer), cold process", ())):
             cli = []
-            for question in QUESTIONS[:3]:
+            for question in QUESTIONS[:cold_questions]:
                 start = time.perf_counter()
                 _cuemem("--db", db, "ask", question, "-c", biggest, "--json", *extra)
                 cli.append((time.perf_counter() - start) * 1000)
             pages[label] = {"p50_ms": round(statistics.median(cli), 1), "max_ms": round(max(cli), 1),
                             "requests": len(cli)}
-        result["conversation_timed"] = {"name": biggest, "turns": len(chat["turns"]), "pages": chat["pages"]}
-        result["pages"] = pages
     finally:
         browse.stop()
-    result["load_after"] = os.getloadavg()
-    (out / "browse.json").write_text(json.dumps(result, indent=2) + "\n")
+    return {"memory": {"conversations": listed["total"], "db": db},
+            "conversation_timed": {"name": biggest, "turns": len(chat["turns"]), "pages": chat["pages"]},
+            "pages": pages}
+
+
+def over_goal(name: str, timing: dict[str, Any]) -> bool:
+    """A page (not the question box, which costs what `ask` costs) that took a second or more."""
+    worst = max(timing.get("max_ms", 0), timing.get("first_ms", 0))
+    return not ("question" in name or "ask" in name) and worst >= GOAL_MS
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO)
+    parser.add_argument("--copies", type=int, default=FULL.copies,
+                        help="LoCoMo's sessions this many times (4: 23,528 turns)")
+    parser.add_argument("--db", help="time this memory instead of building one (SQLite file or postgresql:// URL)")
+    parser.add_argument("--keep", action="store_true", help="keep the memory built (bench/out/browse.db)")
+    parser.add_argument("--turns", type=int, help="build from LoCoMo's first TURNS turns only (a quick check)")
+    args = parser.parse_args(argv)
+    result = run(args.locomo, Sizes(copies=args.copies), args.db, args.keep, args.turns)
     print(f"memory: {result['memory']['conversations']} conversations"
           + (f", {result['built']['turns']} turns, {result['built']['cues']} cues" if "built" in result else "")
           + f"; load before/after {result['load_before'][0]:.2f}/{result['load_after'][0]:.2f}")
     print(f"{'page':58} {'first ms':>9} {'p50 ms':>8} {'max ms':>8}")
     for name, t in result["pages"].items():
-        worst = max(t.get("max_ms", 0), t.get("first_ms", 0))
-        flag = "" if "question" in name or "ask" in name or worst < GOAL_MS else "  over 1 s"
+        flag = "  over 1 s" if over_goal(name, t) else ""
         print(f"{name:58} {t.get('first_ms', ''):>9} {t.get('p50_ms', ''):>8} {t.get('max_ms', ''):>8}{flag}")
-    if not args.keep and args.db is None:
-        for path in folder.glob("*"):
-            path.unlink()
-        folder.rmdir()
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    print(json.dumps(main(), indent=2))

@@ -27,8 +27,9 @@ from cuemem_cli.store_sqlite import SQLiteStore
 
 def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:
     source = SQLiteStore.open(db, readonly=True)
-    parts = [source.conversation_vectors(source.conversation_id(name), 384)[3] for name in source.conversation_names()]
-    speakers = {s for name in source.conversation_names() for s in source.speakers(source.conversation_id(name))}
+    ids = [cid for name in source.conversation_names() if (cid := source.conversation_id(name)) is not None]
+    parts = [source.conversation_vectors(cid, 384)[3] for cid in ids]
+    speakers = {s for cid in ids for s in source.speakers(cid)}
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))
     source.close()
     matrix = np.vstack(parts)
@@ -45,14 +46,15 @@ def measure(path: Path, embedder, matrix: np.ndarray, speakers: set[str], locomo
         cue_ids = store.insert_cues(cid, [(tid, "s", "r", "o", "statement")] * len(matrix))
         store.insert_vectors(cid, cue_ids, matrix)
         n_cells = cells.build(store, cid, 384)
-    questions = [q["question"] for c in json.load(open(locomo)) for q in c["qa"]][::4]
+    questions = [q["question"] for c in json.loads(Path(locomo).read_text()) for q in c["qa"]][::4]
     vectors = embedder.embed([without_names(q, speakers) or q for q in questions])
     k = DEFAULT_TOP_M
     exact = [{c.id for c, _ in store.knn_cues(cid, v, k)} for v in vectors]
     sizes = np.bincount(cells.nearest_cell(matrix, store.cell_centroids(cid, 384)[1]), minlength=n_cells)
     rows = []
     for p in (int(x) for x in probes.split(",")):
-        overlap = [len(e & {c.id for c, _ in cells.search(store, cid, 384, v, k, probes=p)}) / k for e, v in zip(exact, vectors)]
+        overlap = [len(e & {c.id for c, _ in cells.search(store, cid, 384, v, k, probes=p)}) / k
+                   for e, v in zip(exact, vectors, strict=True)]
         rows.append({"probes": p, "overlap": round(float(np.mean(overlap)), 3),
                      "overlap_p10": round(float(np.percentile(overlap, 10)), 3),
                      "scanned_share_approx": round(p / n_cells, 3)})

@@ -3,10 +3,12 @@
     python bench/bench_history.py EXPORT.json [--db DB] [--out summary.json] [-- more ingest options, e.g. --workers 2]
     python bench/bench_history.py EXPORT.json --db DB --count-only   # only the counts below, no ingest
 
-EXPORT is a ChatGPT-shaped `conversations.json`, e.g. from `bench/corpus.py` (real ShareGPT chats). The
-ingest runs in its own process under `/usr/bin/time -v`; printed as JSON: wall seconds, turns/s, cues,
-cues per turn, CPU seconds (user + system), peak RSS, database bytes against the export's, the machine's
-load average before, during (highest of a sample every 5 s) and after, and what the stored cues come from:
+EXPORT is a ChatGPT-shaped `conversations.json`, e.g. from `bench/corpus.py` (real ShareGPT chats; writing
+one needs the extra `cuemem[corpus]`, this script does not). `python bench/run_all.py --history EXPORT` runs
+it after the suite and records its result as bench/results/history.json for RESULTS.md. The ingest runs in
+its own process under `/usr/bin/time -v`; printed as JSON: wall seconds, turns/s, cues, cues per turn, CPU
+seconds (user + system), peak RSS, database bytes against the export's, the machine's load average before,
+during (highest of a sample every 5 s) and after, and what the stored cues come from:
 - `cues_from_code`: cues whose turn holds a fenced code block (```) and whose subject and object (bar the
   turn's own speaker) all occur in the turn's code blocks but not all in its prose: cues made out of code. An estimate
   (a cue records its turn, not where in the turn it was found); `cues_on_turns_with_code` is the upper bound.
@@ -28,12 +30,13 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from corpus import FENCE, has_code, is_padding, prose
 from cuemem_cli.records import Cue, Turn
-from cuemem_cli.stores import open_store
+from cuemem_cli.store_sqlite import SQLiteStore
 
 
 def peak_rss_mb(time_v: str) -> float | None:
@@ -61,7 +64,7 @@ def from_code(cue: Cue, turn: Turn, code: str, text: str) -> bool:
 
 def cue_sources(db: Path) -> dict[str, Any]:
     """Turns and cues of the memory, and how many cues come from code blocks and from padding turns."""
-    store = open_store(db, create=False, readonly=True)
+    store = SQLiteStore.open(db, create=False, readonly=True)
     counts = {"turns": 0, "turns_with_code": 0, "padding_turns": 0, "turns_without_cues": 0, "cues": 0,
               "cues_from_code": 0, "cues_on_turns_with_code": 0, "cues_of_padding_turns": 0}
     try:
@@ -118,6 +121,7 @@ def measure(export: Path, db: Path, extra: list[str]) -> dict[str, Any]:
     sources = cue_sources(db)
     added = report["turns_added"]
     return {
+        "measured_at": datetime.now().isoformat(timespec="minutes"),
         "export": str(export), "export_bytes": export.stat().st_size, "db": str(db),
         "command": " ".join(command[2:]), "exit_code": done.returncode,
         "wall_seconds": round(wall, 1), "turns_added": added, "turns_existing": report["turns_existing"],

@@ -31,8 +31,8 @@ COLD_RUNS = 5
 
 
 def _env() -> dict[str, str]:
+    """The server runs the cuemem_cli this benchmark imports: the installed one, or your tree by PYTHONPATH."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.pop("CUEMEM_MODEL", None)  # ask is measured offline
     return env
@@ -62,30 +62,31 @@ async def _warm(db: Path, conversation: str, messages: list[dict], questions: li
     from mcp import ClientSession
     from mcp.client.stdio import stdio_client
 
+    def remember(turns: list[dict]) -> dict:
+        return {"conversation": conversation, "messages": turns}
+
     with open(os.devnull, "w") as log:
-        async with stdio_client(_params(db), errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                head, singles = messages[:-20], messages[-20:]  # the last 20 turns go one per call
-                batches = [head[i:i + batch] for i in range(0, len(head), batch)]
-                first_ms, _ = await _timed_call(session, "remember", {"conversation": conversation, "messages": batches[0]})
-                batch_ms = [(await _timed_call(session, "remember", {"conversation": conversation, "messages": b}))[0]
-                            for b in batches[1:]]
-                single_ms = [(await _timed_call(session, "remember", {"conversation": conversation, "messages": [m]}))[0]
-                             for m in singles]
-                recall_ms, server_ms = [], []
-                for question in questions:
-                    ms, data = await _timed_call(session, "recall", {"question": question, "conversation": conversation})
-                    recall_ms.append(ms)
-                    server_ms.append(data["timings_ms"]["total"])
-                list_ms = [(await _timed_call(session, "list_conversations", {}))[0] for _ in range(50)]
-                ask_ms = [(await _timed_call(session, "ask", {"question": q, "conversation": conversation}))[0]
-                          for q in questions[:50]]
+        async with stdio_client(_params(db), errlog=log) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            head, singles = messages[:-20], messages[-20:]  # the last 20 turns go one per call
+            batches = [head[i:i + batch] for i in range(0, len(head), batch)]
+            first_ms, _ = await _timed_call(session, "remember", remember(batches[0]))
+            batch_ms = [(await _timed_call(session, "remember", remember(b)))[0] for b in batches[1:]]
+            single_ms = [(await _timed_call(session, "remember", remember([m])))[0] for m in singles]
+            recall_ms, server_ms = [], []
+            for question in questions:
+                ms, data = await _timed_call(session, "recall", {"question": question, "conversation": conversation})
+                recall_ms.append(ms)
+                server_ms.append(data["timings_ms"]["total"])
+            list_ms = [(await _timed_call(session, "list_conversations", {}))[0] for _ in range(50)]
+            ask_ms = [(await _timed_call(session, "ask", {"question": q, "conversation": conversation}))[0]
+                      for q in questions[:50]]
     return {
         "turns": len(messages),
         "remember_first_call": {"turns": len(batches[0]), "ms": round(first_ms, 1),
                                 "note": "loads spaCy and the embedder"},
-        f"remember_{batch}_turns": {**_stats(batch_ms), "per_turn_p50_ms": round(statistics.median(batch_ms) / batch, 1)},
+        f"remember_{batch}_turns": {**_stats(batch_ms),
+                                    "per_turn_p50_ms": round(statistics.median(batch_ms) / batch, 1)},
         "remember_1_turn": _stats(single_ms),
         "recall": _stats(recall_ms),
         "recall_server_reconstruction": _stats(server_ms),
@@ -102,11 +103,10 @@ async def _cold_recall(db: Path, conversation: str, question: str) -> float:
 
     start = time.perf_counter()
     with open(os.devnull, "w") as log:
-        async with stdio_client(_params(db), errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                await _timed_call(session, "recall", {"question": question, "conversation": conversation})
-                elapsed = time.perf_counter() - start
+        async with stdio_client(_params(db), errlog=log) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await _timed_call(session, "recall", {"question": question, "conversation": conversation})
+            elapsed = time.perf_counter() - start
     return elapsed
 
 
@@ -117,13 +117,14 @@ def _cold_ask(db: Path, conversation: str, question: str) -> float:
     return time.perf_counter() - start
 
 
-def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch: str = "20") -> dict:
-    sys.path.insert(0, str(REPO))
+def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch: str = "20", *,
+         cold_runs: int = COLD_RUNS) -> dict:
     from cuemem_cli.convert import convert_files
 
     messages = [{k: v for k, v in m.to_json().items() if k != "conversation"}
                 for m in convert_files("locomo", [locomo]) if m.conversation == conversation]
-    questions = [q["question"] for c in json.load(open(locomo)) if c["sample_id"] == conversation for q in c["qa"]]
+    questions = [q["question"] for c in json.loads(Path(locomo).read_text()) if c["sample_id"] == conversation
+                 for q in c["qa"]]
     with tempfile.TemporaryDirectory(prefix="cuemem-bench-mcp-") as work:
         db = Path(work) / "mcp.db"
         result = asyncio.run(_warm(db, conversation, messages, questions, int(batch)))
@@ -133,7 +134,7 @@ def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch
         in_process = bench_reconstruct.main(str(db), locomo, conversation)
         result["in_process_reconstruction"] = {"p50_ms": in_process["p50_ms"], "p95_ms": in_process["p95_ms"]}
         cold_recall, cold_ask = [], []
-        for i in range(COLD_RUNS):
+        for i in range(cold_runs):
             question = questions[i]
             cold_recall.append(asyncio.run(_cold_recall(db, conversation, question)))
             cold_ask.append(_cold_ask(db, conversation, question))
@@ -144,33 +145,6 @@ def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch
     result["met"] = result["cold_first_recall_s"] <= result["cold_ask_process_s"]
     print(json.dumps(result, indent=2))
     return result
-
-
-def markdown_row(r: dict, batch: int = 20) -> str:
-    """The RESULTS.md row (bench/run_all.py's table)."""
-    b = r[f"remember_{batch}_turns"]
-    return (f"| `cuemem mcp` through the SDK's stdio client, LoCoMo conv-26 ({r['turns']} turns) | recall p50 "
-            f"{r['recall']['p50_ms']} ms, p95 {r['recall']['p95_ms']} ms (server's reconstruction p50 "
-            f"{r['recall_server_reconstruction']['p50_ms']} ms; in-process reconstruction in the same run p50 "
-            f"{r['in_process_reconstruction']['p50_ms']} ms, p95 {r['in_process_reconstruction']['p95_ms']} ms; "
-            f"a list_conversations round trip p50 {r['list_conversations']['p50_ms']} ms); ask offline p50 {r['ask_offline']['p50_ms']} ms, p95 "
-            f"{r['ask_offline']['p95_ms']} ms; remember {batch} turns p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms, "
-            f"1 turn p50 {r['remember_1_turn']['p50_ms']} ms, p95 {r['remember_1_turn']['p95_ms']} ms; "
-            f"first recall of a new server {r['cold_first_recall_s']} s | cold `ask --json` process "
-            f"{r['cold_ask_process_s']} s | {r['cold_ratio']} | first recall ≤ cold ask | "
-            f"{'**met**' if r['met'] else '**not met**'} |")
-
-
-def markdown_details(r: dict) -> str:
-    """The RESULTS.md details line."""
-    return (f"- `cuemem mcp` (bench_mcp.py): the first remember of a server ({r['remember_first_call']['turns']} turns) "
-            f"took {r['remember_first_call']['ms']} ms, loading spaCy and the embedder; later calls of "
-            f"{r['remember_20_turns']['calls']} × 20 turns {r['remember_20_turns']['per_turn_p50_ms']} ms per turn "
-            f"(p50). A warm recall is the server's own reconstruction plus {r['recall_protocol_overhead_p50_ms']} ms "
-            "p50 of protocol (JSON-RPC over pipes, the SDK's validation of the result, the worker-thread hop). "
-            "A new server's first recall is mostly process start and importing the `mcp` SDK (its pydantic "
-            "models: ~0.7 s on an idle core) before the handshake; the recall itself loads the embedder and "
-            "reads SQLite.")
 
 
 if __name__ == "__main__":

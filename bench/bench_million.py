@@ -77,6 +77,7 @@ def measure(path: Path, n_cues: int, n_queries: int) -> dict:
     matrix = build(store, n_cues, rng, centres)
     build_s = time.perf_counter() - start
     cid = store.conversation_id("big")
+    assert cid is not None, "build stored the conversation"
     qs = clustered(rng, n_queries, centres)
     k = DEFAULT_TOP_M  # what `ask` retrieves
     store.knn_cues(cid, qs[0], k)  # warm
@@ -95,7 +96,7 @@ def measure(path: Path, n_cues: int, n_queries: int) -> dict:
     cells_build_s = time.perf_counter() - t0
     cells.search(store, cid, DIM, qs[0], k)  # warm
     cell_ms, overlap = [], []
-    for q, exact in zip(qs, exact_sets):
+    for q, exact in zip(qs, exact_sets, strict=True):
         t0 = time.perf_counter()
         hits = cells.search(store, cid, DIM, q, k)
         store.neighbours(list({c.turn_id for c, _ in hits}), 1, 2)

@@ -13,6 +13,7 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 from cuemem_cli.embed import get_embedder, spec_for
 from cuemem_cli.reconstruct import reconstruct
@@ -23,14 +24,17 @@ from cuemem_cli.view import drop_view
 def main(db: str, locomo: str, conversation: str = "conv-26") -> dict:
     store = SQLiteStore.open(db)
     embedder = get_embedder(spec_for(store.get_meta("embedding_model")))
-    questions = [q["question"] for c in json.load(open(locomo)) if c["sample_id"] == conversation for q in c["qa"]]
+    questions = [q["question"] for c in json.loads(Path(locomo).read_text()) if c["sample_id"] == conversation
+                 for q in c["qa"]]
     first = []
     for question in questions:  # each as a process's first question: SQL, no view
         drop_view(store)
         context = reconstruct(store, embedder, question, conversation)
         first.append(context.timings_ms["total"] - context.timings_ms["embed_query"])
     reconstruct(store, embedder, questions[0], conversation)  # the view is built here, outside the timing
-    totals, searches, parts = [], [], {}
+    totals: list[float] = []
+    searches: list[float] = []
+    parts: dict[str, list[float]] = {}
     for question in questions:
         start = time.perf_counter()
         context = reconstruct(store, embedder, question, conversation)

@@ -26,10 +26,23 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The long chat's turns and the two huge turns' characters (a 5 MB turn is always tried: refused)."""
+
+    chat_turns: int = 500
+    huge: tuple[int, int] = (250_000, 1_000_000)
+
+
+FULL = Sizes()
+SMOKE = Sizes(chat_turns=20, huge=(5_000, 20_000))  # bench/run_all.py --smoke
 
 
 def locomo_turns(locomo: str) -> list[dict]:
@@ -44,12 +57,14 @@ def long_chat(turns: list[dict], count: int = 500, seed: int = 23) -> list[dict]
     rng = random.Random(seed)
     out: list[dict] = []
     i = 0
-    while len(out) < count:
-        out.append({"conversation": "long-chat", "id": f"t{len(out)}", "speaker": "user", "text": turns[i]["text"]})
+    while len(out) < count:  # LoCoMo holds enough turns; a smaller input is read round again
+        out.append({"conversation": "long-chat", "id": f"t{len(out)}", "speaker": "user",
+                    "text": turns[i % len(turns)]["text"]})
         i += 1
-        target, parts = rng.uniform(900, 2800), []
+        target = rng.uniform(900, 2800)
+        parts: list[str] = []
         while sum(len(p) + 1 for p in parts) < target:
-            parts.append(turns[i]["text"])
+            parts.append(turns[i % len(turns)]["text"])
             i += 1
         out.append({"conversation": "long-chat", "id": f"t{len(out)}", "speaker": "assistant", "text": " ".join(parts)})
     return out
@@ -107,7 +122,8 @@ def ingest(jsonl: Path, db: Path) -> dict:
             "db_bytes": sum(f.stat().st_size for f in files if f.exists()), "db_exists": db.exists()}
 
 
-def main(locomo: str | None = None) -> dict:
+def main(locomo: str | None = None, conversation: str = "conv-26", sizes: Sizes = FULL) -> dict:
+    """`conversation` is the one whose database size is reported (the conv26 row)."""
     locomo = locomo or str(HERE.parent.parent / "shared" / "data" / "locomo10.json")
     from bench_ingest import spacy_reference
 
@@ -115,7 +131,7 @@ def main(locomo: str | None = None) -> dict:
     result: dict = {}
     with tempfile.TemporaryDirectory(prefix="cuemem-bench-scale-") as folder:
         work = Path(folder)
-        chat = long_chat(turns)
+        chat = long_chat(turns, sizes.chat_turns)
         jsonl_bytes = write_jsonl(work / "long.jsonl", chat)
         run = ingest(work / "long.jsonl", work / "long.db")
         report = run.pop("report")
@@ -125,7 +141,7 @@ def main(locomo: str | None = None) -> dict:
             "db_to_jsonl": round(run["db_bytes"] / jsonl_bytes, 1),
             "spacy_pipe_alone_s": round(spacy_reference([r["text"] for r in chat]), 2)}
         huge = []
-        for chars in (250_000, 1_000_000):
+        for chars in sizes.huge:
             size = write_jsonl(work / f"huge{chars}.jsonl", [one_turn(turns, chars)])
             run = ingest(work / f"huge{chars}.jsonl", work / f"huge{chars}.db")
             report = run.pop("report")
@@ -136,7 +152,7 @@ def main(locomo: str | None = None) -> dict:
         refused.pop("report")
         result["huge_turns"] = huge
         result["five_mb_turn"] = refused
-        conv26 = [r for r in turns if r["conversation"] == "conv-26"]
+        conv26 = [r for r in turns if r["conversation"] == conversation]
         size = write_jsonl(work / "conv26.jsonl", conv26)
         run = ingest(work / "conv26.jsonl", work / "conv26.db")
         result["conv26"] = {"turns": len(conv26), "jsonl_bytes": size, "db_bytes": run["db_bytes"],
@@ -145,4 +161,4 @@ def main(locomo: str | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(*sys.argv[1:]), indent=2))
+    print(json.dumps(main(sys.argv[1] if len(sys.argv) > 1 else None), indent=2))

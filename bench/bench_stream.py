@@ -59,7 +59,8 @@ def write_jsonl(path: Path, lines: int) -> None:
             conv, pos = divmod(i, PER_CONVERSATION)
             fh.write(json.dumps({"conversation": f"c{conv}", "speaker": "Ana" if i % 2 else "Ben",
                                  "time": f"2023-01-01T00:{pos // 60 % 60:02d}:{pos % 60:02d}",
-                                 "text": f"Message {i}: we talked about topic {i % 97} and the weather in town {i % 13}."})
+                                 "text": f"Message {i}: we talked about topic {i % 97} and the weather in town "
+                                         f"{i % 13}."})
                      + "\n")
 
 
@@ -97,7 +98,8 @@ def peak_rss_kb() -> int:
 def main(*sizes: str) -> dict:
     results = []
     for lines in [int(s) for s in sizes] or [10_000, 50_000]:
-        done = subprocess.run([sys.executable, __file__, "--one", str(lines)], capture_output=True, text=True, check=True)
+        done = subprocess.run([sys.executable, __file__, "--one", str(lines)], capture_output=True, text=True,
+                              check=True)
         results.append(json.loads(done.stdout))
         print(json.dumps(results[-1]), flush=True)
     return {"runs": results, "per_conversation": PER_CONVERSATION}

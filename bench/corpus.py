@@ -86,7 +86,7 @@ def read_pieces(path: Path) -> tuple[list[dict[str, Any]], bool]:
     decoder = json.JSONDecoder()
     between = re.compile(r"\s*,?\s*")
     position = raw.index("[") + 1
-    pieces = []
+    pieces: list[dict[str, Any]] = []
     while True:
         position = between.match(raw, position).end()  # type: ignore[union-attr]
         if raw.startswith("]", position):
@@ -104,7 +104,9 @@ def join_pieces(pieces: list[dict[str, Any]], truncated: bool) -> list[Chat]:
     A piece that starts with a reply repeats the last message of the piece before it (the splitter's context);
     that copy is dropped, so each message is stored once."""
     chats: list[Chat] = []
-    current, messages, gaps, expected = None, [], 0, 0
+    current: str | None = None
+    messages: list[tuple[str, str]] = []
+    gaps = expected = 0
     for piece in pieces:
         base, start = piece["id"].rsplit("_", 1)
         if base != current:
@@ -179,10 +181,10 @@ def export(chat: Chat, code: str, start: datetime, rng: random.Random) -> dict[s
     node = [str(uuid.uuid5(NAMESPACE, f"{chat.sharegpt_id}/{i}")) for i in range(len(chat.messages) + 2)]
     mapping: dict[str, Any] = {node[0]: {"id": node[0], "message": None, "parent": None, "children": [node[1]]}}
     when = start
-    hidden = {"id": node[1], "author": {"role": "system", "name": None, "metadata": {}}, "create_time": None,
-              "content": {"content_type": "text", "parts": [""]}, "status": "finished_successfully",
-              "end_turn": True, "weight": 0.0, "metadata": {"is_visually_hidden_from_conversation": True},
-              "recipient": "all"}
+    hidden: dict[str, Any] = {
+        "id": node[1], "author": {"role": "system", "name": None, "metadata": {}}, "create_time": None,
+        "content": {"content_type": "text", "parts": [""]}, "status": "finished_successfully", "end_turn": True,
+        "weight": 0.0, "metadata": {"is_visually_hidden_from_conversation": True}, "recipient": "all"}
     mapping[node[1]] = {"id": node[1], "message": hidden, "parent": node[0],
                         "children": [node[2]] if chat.messages else []}
     for i, (role, text) in enumerate(chat.messages):

@@ -138,7 +138,7 @@ def matched(context: Context, ranked: list[tuple[float, str, int]]) -> bool:
     best sentence scores at least NO_EVIDENCE_FLOOR.
 
     Similarity alone cannot tell: "???" or "asdf" still lands near some sentence (measured with
-    bench/offline_floor.py, 300 LoCoMo questions against 12 junk and 8 unrelated questions in each of
+    bench/experiments/offline_floor.py, 300 LoCoMo questions against 12 junk and 8 unrelated questions in each of
     the 10 conversations: best score of real questions 0.229–0.776, 1st percentile 0.280; of junk
     0.183–0.378; of unrelated 0.115–0.405). A shared content word separates: every one of the 300 real
     questions has one, 6 of 120 junk ones do. With the floor at 0.20 under the lowest real score, no real

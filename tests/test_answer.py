@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 import orjson
@@ -83,6 +82,7 @@ def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
     assert {line.split(", ")[1] for line in lines[1:]} == {"t1", "t2"}  # the echoing question t0 answers nothing
 
 
+@pytest.mark.slow  # the floor is set for MiniLM's similarities
 @pytest.mark.parametrize("question", ["???", "asdf qwerty", "lorem ipsum dolor sit amet"])
 def test_offline_ask_says_no_evidence_matched_for_junk(cli, db_path, question):
     """Junk questions still land near some sentence; the floor (answer.matched) says nothing matched."""

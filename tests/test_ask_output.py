@@ -10,13 +10,14 @@ import sys
 import orjson
 import pytest
 
-from conftest import REPO, SAMPLES
+from conftest import CUEMEM, SAMPLES, tier
 
 QUESTION = "What breed is the dog Maya adopted, and when?"
 TURN_LINE = re.compile(r"^(s\d+:\d+) ")
 
 
 @pytest.fixture(scope="module")
+@tier("slow")  # which turns are strongest, and the extractive answer, are the real models' (ask's defaults)
 def maya_db(tmp_path_factory):
     from typer.testing import CliRunner
 
@@ -103,6 +104,7 @@ def test_an_llm_answer_is_printed_after_the_evidence(cli, maya_db, fake_llm):
     assert answer_at > max(i for i, line in enumerate(lines) if TURN_LINE.match(line))
 
 
+@pytest.mark.subprocess
 def test_no_pager_in_a_pipe(cli, maya_db, tmp_path, monkeypatch):
     """Even when the output is far longer than any screen, a pipe gets it whole and no pager starts."""
     marker = tmp_path / "paged"
@@ -111,8 +113,8 @@ def test_no_pager_in_a_pipe(cli, maya_db, tmp_path, monkeypatch):
     result = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "all")
     assert len(shown_ids(result.stdout)) == 84
     assert not marker.exists()
-    env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "10", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(maya_db), "ask", QUESTION,
+    env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "10"}
+    proc = subprocess.run([*CUEMEM, "--db", str(maya_db), "ask", QUESTION,
                            "--evidence", "all"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert len(shown_ids(proc.stdout)) == 84 and "extractive" in proc.stdout
@@ -132,9 +134,9 @@ def on_a_terminal(db, marker, *args) -> str:
     terminal showed, without colours."""
     import pty
 
-    env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "20", "COLUMNS": "80", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "20", "COLUMNS": "80"}
     main, secondary = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "cuemem_cli", "--db", str(db), "ask", QUESTION, *args],
+    proc = subprocess.Popen([*CUEMEM, "--db", str(db), "ask", QUESTION, *args],
                             stdin=secondary, stdout=secondary, stderr=subprocess.DEVNULL, env=env)
     os.close(secondary)
     seen = b""
@@ -151,6 +153,7 @@ def on_a_terminal(db, marker, *args) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", seen.decode())
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
 def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follows(maya_db, tmp_path):
     """The evidence (longer than 20 lines) goes to $PAGER, the answer to the terminal after the pager quits."""
@@ -161,6 +164,7 @@ def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follo
     assert "Offline answer (extractive)" in terminal and "Evidence ·" not in terminal
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
 def test_on_a_terminal_output_that_fits_is_printed_without_a_pager(maya_db, tmp_path):
     marker = tmp_path / "paged"

@@ -5,17 +5,18 @@ What the pages show is checked against the CLI on the same database (`ask --cont
 `inspect-graph --format json`), on SQLite and on PostgreSQL; the refusals (token, Host, cross-site), the
 escaping of stored text and the command's own errors on SQLite. tests/test_browse_browser.py renders the
 same pages in Chromium.
+
+Tiers (tests/README.md): a test on a built memory is `slow` and `subprocess` (its ingest and server are
+processes running the real models), and `postgres` on that backend; the pure parts at the end are fast.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -28,7 +29,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import orjson
 import pytest
 
-from conftest import SAMPLES, chat_completion, new_pg_database, send_json
+from conftest import CUEMEM, PYTHON, SAMPLES, chat_completion, child_env, new_pg_database, send_json, tier
 
 pytest.importorskip("starlette", reason="`cuemem browse` needs the browse extra: pip install 'cuemem[browse]'")
 
@@ -49,15 +50,10 @@ def hostile_lines() -> list[dict]:
             for i, text in enumerate(texts)]
 
 
-def env() -> dict[str, str]:
-    """The test run's environment (the conftest's offline switches) without an answer model."""
-    return {k: v for k, v in os.environ.items() if k != "CUEMEM_MODEL"}
-
-
 def cuemem(db: str, *args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
-    """The installed `cuemem` (run from `cwd`, so a source tree in the current folder is not imported)."""
-    return subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", db, *args], capture_output=True, text=True,
-                          env=env(), cwd=cwd, timeout=600, **kwargs)
+    """`cuemem --db DB ARGS` as a process, importing the cuemem_cli this test run does (conftest.CUEMEM)."""
+    return subprocess.run([*CUEMEM, "--db", db, *args], capture_output=True, text=True, env=child_env(), cwd=cwd,
+                          timeout=600, **kwargs)
 
 
 def build_memory(db: str, folder: Path) -> None:
@@ -113,9 +109,8 @@ class Server:
 
 
 def start_server(db: str, folder: Path, *args: str, extra_env: dict[str, str] | None = None) -> Server:
-    process = subprocess.Popen([sys.executable, "-m", "cuemem_cli", "--db", db, "browse", "--no-open", *args],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**env(), **(extra_env or {})}, cwd=folder)
+    process = subprocess.Popen([*CUEMEM, "--db", db, "browse", "--no-open", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=child_env(**(extra_env or {})), cwd=folder)
     line = process.stdout.readline() if process.stdout else ""
     if not line.startswith("http://"):
         process.kill()
@@ -140,6 +135,7 @@ def stop(server: Server) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
+@tier("slow", "subprocess")
 def sqlite_memory(tmp_path_factory) -> str:
     """The SQLite memory of this module's servers, built once."""
     folder = tmp_path_factory.mktemp("browse-sqlite")
@@ -147,7 +143,8 @@ def sqlite_memory(tmp_path_factory) -> str:
     return str(folder / "memory.db")
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+@pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@tier("slow", "subprocess")
 def served(request, tmp_path_factory) -> Iterator[Server]:
     """A browse server on a built memory, per backend, for the module."""
     if request.param == "sqlite":
@@ -505,15 +502,16 @@ def test_a_port_in_use_a_missing_database_and_a_missing_extra_are_explained(sqli
     assert done.returncode == 1 and "no cuemem database" in done.stderr and not (tmp_path / "none.db").exists()
     blocked = ("import sys; sys.modules['starlette'] = None; sys.argv = ['cuemem', '--db', sys.argv[1], 'browse'];"
                " from cuemem_cli.cli import run; run()")
-    done = subprocess.run([sys.executable, "-c", blocked, sqlite_served.db], capture_output=True, text=True, env=env(),
-                          cwd=tmp_path, timeout=120)
+    done = subprocess.run([*PYTHON, "-c", blocked, sqlite_served.db], capture_output=True, text=True,
+                          env=child_env(), cwd=tmp_path, timeout=120)
     assert done.returncode == 1 and "pip install 'cuemem[browse]'" in done.stderr and "starlette" in done.stderr
 
 
+@pytest.mark.subprocess
 def test_cuemem_help_imports_no_web_package(tmp_path):
     probe = ("import sys, cuemem_cli.cli;"
              " print(sorted(m for m in ('starlette', 'uvicorn', 'jinja2') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env(), cwd=tmp_path,
+    done = subprocess.run([*PYTHON, "-c", probe], capture_output=True, text=True, env=child_env(), cwd=tmp_path,
                           timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 

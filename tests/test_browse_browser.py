@@ -5,6 +5,8 @@ tests/test_browse.py, whose helpers start it).
 The browser comes from `.ci/browser-up` (it installs Debian's chromium when missing and run as root).
 Without a browser or Playwright these tests skip and say why, except under CI, where they fail.
 
+Tiers (tests/README.md): `browser`, and `slow` and `subprocess` for the memory and server they read.
+
 Each page's screenshot is saved; with CUEMEM_SCREENSHOTS=DIR set they go to DIR, which is how the pictures
 in docs/browse.md are made: `CUEMEM_SCREENSHOTS=docs/browse python -m pytest tests/test_browse_browser.py`.
 """
@@ -20,7 +22,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, tier
 from test_browse import (HOSTILE, IMAGE, LINK, PROBE, SCRIPT, TITLE, Server, build_memory, cli_json, start_server,
                          stop)
 
@@ -47,6 +49,7 @@ def _chromium() -> str:
 
 
 @pytest.fixture(scope="module")
+@tier("browser")
 def browser():
     try:
         from playwright.sync_api import sync_playwright
@@ -62,6 +65,7 @@ def browser():
 
 
 @pytest.fixture(scope="module")
+@tier("slow", "subprocess")
 def server(tmp_path_factory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("browse-browser")
     db = str(folder / "memory.db")

@@ -31,7 +31,8 @@ def test_cell_search_finds_what_the_exact_scan_finds(store):
     matrix = clustered(rng, 4000)
     with store.transaction():
         cid = store.conversation_id("big", create=True)
-        turn_ids = store.insert_turns([NewTurn(cid, p, f"t{p}", "x", "h", None, None, "A", None, {}) for p in range(1000)])
+        turn_ids = store.insert_turns([NewTurn(cid, p, f"t{p}", "x", "h", None, None, "A", None, {})
+                                       for p in range(1000)])
         cue_ids = store.insert_cues(cid, [(turn_ids[i // 4], "A", "r", f"o{i}", "triple") for i in range(4000)])
         store.insert_vectors(cid, cue_ids, matrix)
         assert cells.build(store, cid, DIM) == 63
@@ -45,7 +46,7 @@ def test_cell_search_finds_what_the_exact_scan_finds(store):
     assert np.mean(overlaps) >= 0.95
 
 
-def test_ingest_builds_cells_past_the_threshold_and_keeps_them_current(tmp_path, monkeypatch):
+def test_ingest_builds_cells_past_the_threshold_and_keeps_them_current(tmp_path, monkeypatch, stub_models):
     monkeypatch.setattr(cells, "MIN_CUES", 150)
     lines = MAYA.read_bytes().splitlines()
     with Memory(tmp_path / "m.db") as memory:
@@ -71,6 +72,7 @@ def test_ingest_builds_cells_past_the_threshold_and_keeps_them_current(tmp_path,
         assert cells_rows(store) == store.cue_count(cid)
 
 
+@pytest.mark.slow  # its thresholds are set for the cues spaCy finds in the sample
 def test_growth_rebuilds_the_cells(tmp_path, monkeypatch):
     monkeypatch.setattr(cells, "MIN_CUES", 60)
     lines = MAYA.read_bytes().splitlines()

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import html
 import re
+from itertools import pairwise
 
 import orjson
 import pytest
 
-from conftest import SAMPLES
+from conftest import PYTHON, SAMPLES, tier
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 SAM = SAMPLES / "assistant_chat.jsonl"
 
 
 @pytest.fixture(scope="module")
+@tier("slow")
 def maya_db(tmp_path_factory):
     """The Maya & Leo sample ingested once, through the CLI, for the read-only tests."""
     from typer.testing import CliRunner
@@ -33,6 +35,7 @@ def ask_json(cli, db, *args):
     return orjson.loads(result.stdout)
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_ingest_summary(cli, db_path):
     result = cli("--db", str(db_path), "ingest", str(MAYA), "--json")
     assert result.exit_code == 0, result.stderr
@@ -128,7 +131,7 @@ def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
     assert [line for line in lines if line != "…" and not line.startswith("— ")] == \
         [f"{e['speaker']}: {html.escape(e['text'], quote=False)}" for e in evidence]
     left_out = [a["time"][:10] == b["time"][:10] and b["position"] > a["position"] + 1
-                for a, b in zip(evidence, evidence[1:])]
+                for a, b in pairwise(evidence)]
     assert lines.count("…") == sum(left_out) > 0  # one line wherever turns of a day are left out
 
 
@@ -139,6 +142,7 @@ def test_cuemem_model_env_is_the_default_model(cli, maya_db, fake_llm, monkeypat
     assert data["model"] == "fake/from-env"
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_several_conversations_need_a_choice(cli, db_path):
     assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
@@ -150,6 +154,7 @@ def test_several_conversations_need_a_choice(cli, db_path):
     assert data["conversation"] == "assistant-chat"
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_reingest_adds_nothing_and_appending_adds_only_new(cli, db_path, tmp_path):
     lines = MAYA.read_bytes().splitlines(keepends=True)
     first = tmp_path / "first.jsonl"
@@ -168,11 +173,13 @@ def lines_id(line: bytes) -> str:
     return orjson.loads(line)["id"]
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_invalid_jsonl_names_the_line_and_writes_nothing(cli, db_path, tmp_path):
     assert cli("--db", str(db_path), "ingest", str(SAM)).exit_code == 0
     bad = tmp_path / "bad.jsonl"
     good = MAYA.read_text().splitlines()
-    bad.write_text("\n".join(good[:5] + ['{"conversation": "x", "text": "ok", "time": "not a time at all"}'] + good[5:]))
+    wrong_time = '{"conversation": "x", "text": "ok", "time": "not a time at all"}'
+    bad.write_text("\n".join([*good[:5], wrong_time, *good[5:]]))
     result = cli("--db", str(db_path), "ingest", str(bad))
     assert result.exit_code == 1
     assert f"{bad}:6:" in result.stderr and "time" in result.stderr
@@ -198,6 +205,7 @@ def test_each_kind_of_bad_line(cli, db_path, tmp_path, line, message):
     assert f"{bad}:2: {message}" in result.stderr
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_skip_invalid_reports_and_skips(cli, db_path, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"conversation": "x", "text": "I moved to Denver."}\n{oops\n{"conversation": "x", "text": "hi"}\n')
@@ -207,6 +215,7 @@ def test_skip_invalid_reports_and_skips(cli, db_path, tmp_path):
     assert report["turns_added"] == 2 and len(report["invalid"]) == 1 and ":2:" in report["invalid"][0]
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_stdin_and_default_conversation(cli, db_path):
     data = '{"text": "I adopted a beagle named Biscuit.", "speaker": "Maya", "time": "8 May 2023"}\n'
     result = cli("--db", str(db_path), "ingest", "-", "--conversation", "piped", "--json", input=data)
@@ -288,20 +297,21 @@ def test_an_empty_question_is_refused(cli, maya_db):
 def python_prints(code: str) -> str:
     """Run `code` in a fresh interpreter (nothing imported yet) and return what it printed."""
     import subprocess
-    import sys
 
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([*PYTHON, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
+@pytest.mark.subprocess
 def test_context_only_ask_imports_no_heavy_library(maya_db):
     """The pipeline path (`ask --context-only --json`) must stay fast: no torch, spaCy or litellm."""
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from cuemem_cli.cli import app\n"
-        f"r = CliRunner().invoke(app, ['--db', {str(maya_db)!r}, 'ask', 'Where does Maya live?', '--context-only', '--json'])\n"
+        f"r = CliRunner().invoke(app, ['--db', {str(maya_db)!r}, 'ask', 'Where does Maya live?', '--context-only',"
+        " '--json'])\n"
         "assert r.exit_code == 0, r.output\n"
         "heavy = sorted(m for m in ('torch', 'spacy', 'litellm', 'sentence_transformers') if m in sys.modules)\n"
         "print(','.join(heavy) or 'none')\n"
@@ -309,6 +319,7 @@ def test_context_only_ask_imports_no_heavy_library(maya_db):
     assert python_prints(code) == "none"
 
 
+@pytest.mark.subprocess
 def test_the_package_root_exports_the_result_types_lazily():
     """`from cuemem_cli import Memory, Context, Evidence, Answer, Settings` without reaching into modules; the
     bare import loads none of the engine (`cuemem --help` stays fast)."""
@@ -337,7 +348,8 @@ def test_help_lists_every_command_and_the_usage_page_documents_them(cli):
     readme = (REPO / "docs" / "usage.md").read_text()
     listed = cli("--help").stdout
     commands = typer.main.get_command(app).commands
-    assert {"ingest", "ask", "inspect-graph", "convert", "extract", "forget", "export", "import", "eval"} <= set(commands)
+    assert {"ingest", "ask", "inspect-graph", "convert", "extract", "forget", "export", "import",
+            "eval"} <= set(commands)
     for name, command in commands.items():
         assert not command.hidden and name in listed, f"{name} is missing from cuemem --help"
         assert (command.help or "").strip(), f"cuemem {name} has no help text"

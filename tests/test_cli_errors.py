@@ -7,18 +7,18 @@ import fcntl
 import os
 import re
 import subprocess
-import sys
 
 import orjson
 import pytest
 
-from conftest import REPO, SAMPLES
+from conftest import CUEMEM, SAMPLES, child_env, tier
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 QUESTION = "What breed is the dog Maya adopted?"
 
 
 @pytest.fixture(scope="module")
+@tier("slow")
 def maya_db(tmp_path_factory):
     from typer.testing import CliRunner
 
@@ -31,8 +31,8 @@ def maya_db(tmp_path_factory):
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH", "OPENAI_API_KEY")}
-    return {**env, "PYTHONPATH": str(REPO), **extra}
+    env = {k: v for k, v in child_env().items() if k not in ("COLUMNS", "TERMINAL_WIDTH", "OPENAI_API_KEY")}
+    return {**env, **extra}
 
 
 # ------------------------------------------------------------------ model failures
@@ -133,7 +133,7 @@ def run_into_closed_pipe(args: list[str]) -> subprocess.CompletedProcess:
     """Run cuemem into a one-page pipe, read one line, close the pipe: like `cuemem … | head -1`."""
     read_end, write_end = os.pipe()
     fcntl.fcntl(write_end, F_SETPIPE_SZ, 4096)
-    proc = subprocess.Popen([sys.executable, "-m", "cuemem_cli", *args], stdout=write_end,
+    proc = subprocess.Popen([*CUEMEM, *args], stdout=write_end,
                             stderr=subprocess.PIPE, env=subprocess_env())
     os.close(write_end)
     with os.fdopen(read_end, "rb") as reader:
@@ -142,6 +142,7 @@ def run_into_closed_pipe(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, proc.returncode, first, stderr)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("command", [
     ["ask", QUESTION, "--context-only", "--budget", "4000"],
     ["inspect-graph", "--format", "dot"],
@@ -153,6 +154,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(maya_db, command):
     assert (done.returncode, done.stderr) == (0, b"")
 
 
+@pytest.mark.subprocess
 def test_convert_into_a_closed_pipe(tmp_path):
     messages = [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "x" * 200}
                 for i in range(200)]
@@ -162,16 +164,17 @@ def test_convert_into_a_closed_pipe(tmp_path):
     assert done.stdout.startswith(b"{") and (done.returncode, done.stderr) == (0, b"")
 
 
+@pytest.mark.subprocess
 def test_messages_to_a_file_are_not_wrapped(tmp_path):
     deep = tmp_path / ("a-rather-long-folder-name-" * 4) / "memory.db"
     deep.parent.mkdir()
-    ingest = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(deep), "ingest", str(MAYA)],
+    ingest = subprocess.run([*CUEMEM, "--db", str(deep), "ingest", str(MAYA)],
                             capture_output=True, text=True, env=subprocess_env(), timeout=300)
     assert ingest.returncode == 0, ingest.stderr
     [report] = [line for line in ingest.stderr.splitlines() if line.startswith("ingested")]
     assert len(report) > 80 and report.endswith(" s"), "the whole report on one line"
     missing = deep.parent / "nothing-here.db"
-    ask = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(missing), "ask", "q"],
+    ask = subprocess.run([*CUEMEM, "--db", str(missing), "ask", "q"],
                          capture_output=True, text=True, env=subprocess_env(), timeout=300)
     assert ask.returncode == 1 and f"error: no cuemem database at {missing}" in ask.stderr.splitlines()[0]
 

@@ -3,9 +3,7 @@ a serial run of the same commands would leave it. Real processes, real SQLite, r
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,20 +12,19 @@ import pytest
 
 from cuemem_cli.migrations import MIGRATIONS
 
-from conftest import REPO, SAMPLES, assert_whole, raw
+from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
+from datetime import UTC
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 CHAT = SAMPLES / "assistant_chat.jsonl"
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return env
+    return child_env()
 
 
 def start(db: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "cuemem_cli", "--db", str(db), *args], env=_env(),
+    return subprocess.Popen([*CUEMEM, "--db", str(db), *args], env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -96,7 +93,8 @@ def assert_same(got: dict, want: dict) -> None:
         assert np.allclose(np.vstack(got["cue_vectors"][turn]), np.vstack(vectors), atol=1e-5), turn
 
 
-@pytest.mark.slow  # real processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real processes, each loading the models
 def test_four_ingests_of_one_file_into_a_new_database(tmp_path):
     """The reported failures: UNIQUE constraint failed on turns, and a migration run twice."""
     db = tmp_path / "together.db"
@@ -115,7 +113,8 @@ def test_four_ingests_of_one_file_into_a_new_database(tmp_path):
     conn.close()
 
 
-@pytest.mark.slow  # real processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real processes, each loading the models
 def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
     files = [
         write_lines(tmp_path / "a.jsonl", MAYA, slice(0, 20), "a"),
@@ -137,7 +136,8 @@ def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
     assert_same(got, contents(serial))
 
 
-@pytest.mark.slow  # real processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real processes, each loading the models
 def test_an_ingest_racing_a_forget_and_an_ask(tmp_path):
     keep = write_lines(tmp_path / "keep.jsonl", MAYA, slice(0, 30), "keep")
     old = write_lines(tmp_path / "old.jsonl", MAYA, slice(30, 50), "shared")
@@ -158,7 +158,8 @@ def test_an_ingest_racing_a_forget_and_an_ask(tmp_path):
     conn.close()
 
 
-@pytest.mark.slow  # real processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real processes, each loading the models
 def test_concurrent_replacing_ingests_stay_whole(tmp_path):
     """`--replace` racing plain ingests of the same ids: every process ends well and the file stays whole."""
     base = write_lines(tmp_path / "base.jsonl", MAYA, slice(0, 20), "c")
@@ -185,7 +186,7 @@ def _edited(tmp_path: Path, ids: set[str], name: str = "edited.jsonl") -> Path:
     return path
 
 
-def test_a_changed_text_under_a_stored_id_is_a_reported_conflict(cli, db_path, tmp_path):
+def test_a_changed_text_under_a_stored_id_is_a_reported_conflict(cli, db_path, tmp_path, stub_models):
     assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
     before = contents(db_path)
     edited = _edited(tmp_path, {"s1:3", "s1:4"})
@@ -204,6 +205,7 @@ def test_a_changed_text_under_a_stored_id_is_a_reported_conflict(cli, db_path, t
     assert orjson.loads(again.stdout)["conflicts"] == 0
 
 
+@pytest.mark.slow  # the turn after a replaced one is embedded again, read after the new text
 def test_replace_puts_the_new_text_in_the_old_place(cli, db_path, tmp_path):
     assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
     edited = _edited(tmp_path, {"s1:3", "s2:1"})
@@ -231,7 +233,7 @@ def test_replace_puts_the_new_text_in_the_old_place(cli, db_path, tmp_path):
 
 
 @pytest.mark.parametrize("failure", ["llm-without-model", "bad-line"])
-def test_a_failed_ingest_leaves_nothing_behind(cli, tmp_path, failure):
+def test_a_failed_ingest_leaves_nothing_behind(cli, tmp_path, failure, stub_models):
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(MAYA.read_bytes() + b'{"conversation": "maya-and-leo", "text": \n')
     args = [str(MAYA), "--extractor", "llm"] if failure == "llm-without-model" else [str(bad)]
@@ -248,11 +250,12 @@ def test_a_failed_ingest_leaves_nothing_behind(cli, tmp_path, failure):
 
 
 # ------------------------------------------------------------------ one clock: UTC (issue 27)
-@pytest.mark.slow  # real processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real processes, each loading the models
 def test_forget_decay_selects_the_same_turns_in_any_time_zone(tmp_path):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    now = datetime.now(timezone.utc).replace(tzinfo=None, microsecond=0)
+    now = datetime.now(UTC).replace(tzinfo=None, microsecond=0)
     at = lambda hours: (now - timedelta(hours=hours)).isoformat()  # noqa: E731
     lines = [
         {"conversation": "main", "id": "young", "time": at(17), "speaker": "Ann", "text": "I adopted a grey cat."},
@@ -267,7 +270,7 @@ def test_forget_decay_selects_the_same_turns_in_any_time_zone(tmp_path):
         env = {**_env(), "TZ": zone}
         for args in (("ingest", str(source)), ("ask", "Where does the sister live?", "-c", "other", "--json"),
                      ("forget", "--decay", "1", "--conversation", "main", "--yes", "--json")):
-            done = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(db), *args], env=env,
+            done = subprocess.run([*CUEMEM, "--db", str(db), *args], env=env,
                                   capture_output=True, timeout=600)
             assert done.returncode == 0, done.stderr.decode()
         conn = raw(db)

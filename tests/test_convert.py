@@ -18,8 +18,8 @@ from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
 
-REPO = Path(__file__).resolve().parents[1]
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+from conftest import LOCOMO, REPO, tier
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLES = REPO / "sample_dialogues"
 SAMPLE_FILES = sorted(SAMPLES.glob("*.jsonl"))
@@ -32,6 +32,7 @@ def convert(fmt: str, data: Any) -> list[Message]:
 
 # ---------------------------------------------------------------- locomo
 @pytest.fixture(scope="module")
+@tier("slow")  # reads all of LoCoMo
 def locomo_messages() -> list[Message]:
     if not LOCOMO.exists():
         pytest.skip(f"LoCoMo data not found at {LOCOMO}")
@@ -285,8 +286,16 @@ def _sample_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_sample_files_exist() -> None:
+def test_samples_read_as_cuemem_input_field_for_field() -> None:
+    """The samples (the README's quick start input) through ingest's own line reader: every line a
+    message, and nothing of it changed on the way in."""
+    from cuemem_cli.ingest import parse_line
+
     assert {p.name for p in SAMPLE_FILES} >= {"maya_and_leo.jsonl", "assistant_chat.jsonl"}
+    for path in SAMPLE_FILES:
+        lines = path.read_bytes().splitlines()
+        messages = [parse_line(raw, str(path), n, None) for n, raw in enumerate(lines, start=1)]
+        assert [m.to_json() for m in messages] == [json.loads(raw) for raw in lines], path.name
 
 
 @pytest.mark.parametrize("path", SAMPLE_FILES, ids=lambda p: p.name)
@@ -326,7 +335,8 @@ def test_sample_readme_ids_exist() -> None:
         ("chatgpt", [{"id": "c", "mapping": {"n": {"parent": None, "children": {"a": 1}}}}]),
         ("chatgpt", [{"id": "c", "mapping": {}, "current_node": ["n"]}]),
         ("chatgpt", [{"id": "c", "mapping": {}, "current_node": "missing"}]),
-        ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"parent": None, "message": {"author": "me"}}}}]),
+        ("chatgpt", [{"id": "c", "current_node": "n",
+                      "mapping": {"n": {"parent": None, "message": {"author": "me"}}}}]),
         ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"message": {
             "author": {"role": "user"}, "content": {"content_type": "text", "parts": "x"}}}}}]),
         ("chatgpt", [{"id": "c", "current_node": "n", "mapping": {"n": {"message": {

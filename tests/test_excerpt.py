@@ -60,13 +60,16 @@ FACT = "For ramen in Kyoto, the one to try is Menya Inoichi, a small shop near N
 
 def long_answer() -> str:
     """~60 sentences (~1,000 tokens): longer than a 600-token budget, the fact sentence in the middle."""
-    filler = [f"Tip {i + 1}: pack {FILLER_TOPICS[i % len(FILLER_TOPICS)]} for day {i // len(FILLER_TOPICS) + 2} of the trip."
+    topics = len(FILLER_TOPICS)
+    filler = [f"Tip {i + 1}: pack {FILLER_TOPICS[i % topics]} for day {i // topics + 2} of the trip."
               for i in range(60)]
     return " ".join([*filler[:31], FACT, *filler[31:]])
 
 
 @pytest.fixture
-def long_chat(tmp_path, cli):
+def long_chat(tmp_path, cli, stub_models):
+    """Stand-in models: the excerpt keeps the sentences nearest the question, and words shared with it make
+    a sentence near under the stub embedder too."""
     rows = [
         {"speaker": "Sam", "role": "user", "text": "I'm going to Japan in May, can you help me get ready?"},
         {"speaker": "Assistant", "role": "assistant", "text": long_answer()},

@@ -27,7 +27,7 @@ def good_reply(messages) -> str:
 def chat(n: int, poison: set[int] = frozenset()) -> list[Message]:
     return [
         Message("c", f"{'POISON ' if i in poison else ''}Turn number {i} about topic {i}", source_id=str(i),
-                speaker="Ann" if i % 2 else "Bob", time="2024-01-0%dT10:00:00" % (1 + i % 9))
+                speaker="Ann" if i % 2 else "Bob", time=f"2024-01-0{1 + i % 9}T10:00:00")
         for i in range(n)
     ]
 
@@ -93,7 +93,7 @@ def test_results_are_cached_by_model_prompt_and_turn(fake_llm, store):
     assert len(fake_llm.requests) > calls
 
 
-def test_cli_ingest_reports_pending_and_extract_pending_completes_them(fake_llm, cli, tmp_path, db_path):
+def test_cli_ingest_reports_pending_and_extract_pending_completes_them(fake_llm, cli, tmp_path, db_path, stub_models):
     path = tmp_path / "chat.jsonl"
     path.write_bytes(b"".join(orjson.dumps(m.to_json()) + b"\n" for m in chat(12, poison={5})))
     fake_llm.default = good_reply
@@ -140,7 +140,7 @@ def test_empty_or_wrong_shaped_replies_leave_turns_pending(fake_llm, store, repl
     assert results == [None, None]
 
 
-def test_failed_extraction_calls_are_shown_in_the_ingest_report(fake_llm, cli, tmp_path, db_path):
+def test_failed_extraction_calls_are_shown_in_the_ingest_report(fake_llm, cli, tmp_path, db_path, stub_models):
     """The model's errors were collected and never shown: a user saw only 'pending', not why."""
     import litellm
 

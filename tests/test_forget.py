@@ -61,7 +61,7 @@ class PendingFor:
 
     def extract(self, turns):
         results = self.inner.extract(turns)
-        return [None if t.source_id in self.failing else r for t, r in zip(turns, results)]
+        return [None if t.source_id in self.failing else r for t, r in zip(turns, results, strict=True)]
 
 
 def ingest(path, batch: list[Message], embedder, extractor) -> IngestReport:
@@ -127,7 +127,7 @@ def traces(path, ids: dict, markers: list[str]) -> list[str]:
     for table in tables:
         columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
         for row in conn.execute(f'SELECT * FROM "{table}"'):
-            for column, value in zip(columns, row):
+            for column, value in zip(columns, row, strict=True):
                 if column in ("conversation_id", "partition00") and value == ids["conversation"]:
                     found.append(f"{table}.{column} = {value}")
                 kind = ID_COLUMNS.get(table, {}).get(column)
@@ -417,7 +417,8 @@ def test_forgetting_whole_sessions_or_the_last_turn_needs_no_model(db):
     try:
         last = forget(store, selection_from(SECRET, turns=["v6"]), embedder=no_model)
         session = forget(store, selection_from("maya-and-leo", session="s1"), embedder=no_model)
-        assert (last.turns, last.turn_vectors_renewed) == (1, 0) and (session.turns, session.turn_vectors_renewed) == (18, 0)
+        assert (last.turns, last.turn_vectors_renewed) == (1, 0)
+        assert (session.turns, session.turn_vectors_renewed) == (18, 0)
     finally:
         store.close()
 

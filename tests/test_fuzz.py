@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
+from conftest import CUEMEM, child_env
 from cuemem_cli.errors import InputError
 from cuemem_cli.export import parse_cues
 from cuemem_cli.ingest import IngestReport, parse_line, read_messages, validate
@@ -150,14 +149,14 @@ def test_cli_on_random_files_exits_cleanly(data, skip, stdin, command, runner, t
         assert "error:" in result.stderr
 
 
+@pytest.mark.subprocess
 def test_the_real_process_on_garbage(tmp_path):
     path = tmp_path / "garbage.jsonl"
     path.write_bytes(b'{"conversation": "x", "text": "fine"}\n' + bytes(range(256)) * 8 + b"\n"
                      + b'{"text": "\xff\xfe\x00", "conversation": "x"}\n')
-    env = dict(os.environ, PYTHONPATH=str(REPO))
     for args in (["ingest", str(path)], ["import", str(path)]):
-        proc = subprocess.run([sys.executable, "-m", "cuemem_cli", "--db", str(tmp_path / "x.db"), *args],
-                              capture_output=True, env=env, cwd=tmp_path, timeout=120)
+        proc = subprocess.run([*CUEMEM, "--db", str(tmp_path / "x.db"), *args],
+                              capture_output=True, env=child_env(), cwd=tmp_path, timeout=120)
         stderr = proc.stderr.decode("utf-8", "replace")
         assert proc.returncode == 1, stderr
         assert "Traceback" not in stderr and f"{path}:" in stderr

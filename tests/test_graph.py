@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from cuemem_cli.ingest import IngestReport, Ingestor
-from cuemem_cli.records import Message, Triple
+from cuemem_cli.records import Message
+
+from conftest import StubEmbedder, StubExtractor
 
 # Four turns, one cue each, with hand-picked unit vectors:
 #   t0 ─ a = (1, 0, 0)        t1 ─ b = (0, 1, 0)
 #   t2 ─ c = (0.8, 0.6, 0)    t3 ─ d = (0.6, 0, 0.8)
+# (StubEmbedder with this table: a cue or turn is the vector of its one word in it.)
 VECTORS = {
     "a": [1.0, 0.0, 0.0],
     "b": [0.0, 1.0, 0.0],
@@ -18,30 +19,9 @@ VECTORS = {
 }
 
 
-class KeyedEmbedder:
-    """Fixed vectors by cue object, so the expected similarities can be worked out by hand."""
-
-    model_id = "hand"
-    dim = 3
-    name = "hand"
-
-    def embed(self, texts):
-        return np.array([VECTORS[t.split()[-1]] for t in texts], dtype=np.float32)
-
-    def embed_in_context(self, pairs):
-        return self.embed([text for text, _ in pairs])
-
-
-class OneCue:
-    name = "one-cue"
-
-    def extract(self, turns):
-        return [[Triple("s", "r", t.text)] for t in turns]
-
-
 def build(store, texts, window, sem_k, batch):
     messages = [Message("conv", text, source_id=f"t{i}") for i, text in enumerate(texts)]
-    ingestor = Ingestor(store, OneCue(), KeyedEmbedder(), window=window, sem_k=sem_k)
+    ingestor = Ingestor(store, StubExtractor(), StubEmbedder(VECTORS), window=window, sem_k=sem_k)
     ingestor.run(messages, IngestReport(lines=len(messages)), batch_turns=batch)
     cid = store.conversation_id("conv")
     src = {t.id: t.source_id for t in store.turns(cid)}
@@ -88,7 +68,7 @@ def test_graph_does_not_depend_on_batching(tmp_path):
 
 def test_incremental_ingest_links_new_turns_to_old(store):
     build(store, ["a", "b"], window=1, sem_k=1, batch=10)
-    ingestor = Ingestor(store, OneCue(), KeyedEmbedder())
+    ingestor = Ingestor(store, StubExtractor(), StubEmbedder(VECTORS))
     ingestor.run([Message("conv", "c", source_id="t2")], IngestReport(lines=1))
     cid = store.conversation_id("conv")
     src = {t.id: t.source_id for t in store.turns(cid)}
@@ -104,7 +84,7 @@ def test_released_indexes_reload_to_the_same_graph(tmp_path):
         store = SQLiteStore.open(path)
         messages = [Message(conv, text, source_id=f"{conv}{i}")
                     for i, text in enumerate(["a", "b", "c", "d"]) for conv in ("x", "y")]
-        Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=2).run(
+        Ingestor(store, StubExtractor(), StubEmbedder(VECTORS), window=1, sem_k=2).run(
             messages, IngestReport(lines=len(messages)), batch_turns=batch)
         out = {}
         for name in ("x", "y"):

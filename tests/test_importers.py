@@ -12,6 +12,8 @@ import pytest
 
 from conftest import raw
 
+pytestmark = pytest.mark.usefixtures("stub_models")  # about the turns stored, not their cues or vectors
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHATGPT = FIXTURES / "chatgpt_conversations.json"
 CLAUDE = FIXTURES / "claude_conversations.json"
@@ -132,7 +134,7 @@ def test_claude_code_several_files(cli):
 def test_claude_code_malformed_line(cli, db_path, tmp_path, bad, expected):
     source = next(CLAUDE_CODE.rglob(f"{SESSION_1}.jsonl")).read_text().splitlines()
     path = tmp_path / "session.jsonl"
-    path.write_text("\n".join(source[:2] + [bad] + source[2:]) + "\n")
+    path.write_text("\n".join([*source[:2], bad, *source[2:]]) + "\n")
     result = cli("convert", "claude-code", str(path))
     assert result.exit_code == 1
     assert f"{path}{expected}" in " ".join(result.stderr.split())

@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 
 import orjson
+import pytest
 
 from conftest import raw
+
+pytestmark = pytest.mark.usefixtures("stub_models")  # about the lines read, not their cues or vectors
 
 
 def stored(db_path) -> list[tuple[str, str, str]]:
     """(conversation, source id, text) of every stored turn, in conversation then position order."""
     conn = raw(db_path)
-    rows = conn.execute("SELECT c.name, t.source_id, t.text FROM turns t JOIN conversations c ON c.id = t.conversation_id "
-                        "ORDER BY c.name, t.position").fetchall()
+    rows = conn.execute("SELECT c.name, t.source_id, t.text FROM turns t "
+                        "JOIN conversations c ON c.id = t.conversation_id ORDER BY c.name, t.position").fetchall()
     conn.close()
     return [tuple(row) for row in rows]
 
@@ -92,7 +95,8 @@ def test_a_turn_over_the_size_limit_is_refused_with_its_line_and_nothing_is_stor
     result = cli("--db", str(db_path), "ingest", str(big))
     assert result.exit_code == 1
     message = " ".join(result.stderr.split())
-    assert f"{big}:2: 'text' is {MAX_TURN_CHARS + 1:,} characters long; a turn holds at most {MAX_TURN_CHARS:,}" in message
+    assert (f"{big}:2: 'text' is {MAX_TURN_CHARS + 1:,} characters long; "
+            f"a turn holds at most {MAX_TURN_CHARS:,}") in message
     assert "split it into several messages" in message and f"{big}:3" not in message  # exactly the limit is taken
     assert not db_path.exists() or stored(db_path) == []
 
@@ -110,7 +114,8 @@ def test_many_bad_lines_are_capped_with_a_count(cli, db_path, tmp_path):
 def test_type_errors_name_the_field(cli, db_path, tmp_path):
     cases = [('{"conversation": "c", "content": ["a", "b"]}', "'content' must be a string, not a list"),
              ('{"conversation": {"a": 1}, "text": "x"}', "'conversation' must be a string or a number, not an object"),
-             ('{"conversation": "c", "text": "x", "speaker": true}', "'speaker' must be a string or a number, not a boolean"),
+             ('{"conversation": "c", "text": "x", "speaker": true}',
+              "'speaker' must be a string or a number, not a boolean"),
              ('{"conversation": "c", "text": "x", "time": [2023]}', "'time' must be a string or a number, not a list")]
     for line, expected in cases:
         bad = tmp_path / "bad.jsonl"

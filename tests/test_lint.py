@@ -1,5 +1,8 @@
-"""ruff and mypy on cuemem's source, with the configuration in pyproject.toml: a finding fails the suite,
-so `.ci/run` (the README's test command) fails on it without a command of its own.
+"""ruff and mypy with the configuration in pyproject.toml: a finding fails the suite, so `.ci/run` (the
+README's test command) fails on it without a command of its own. ruff reads cuemem's source, the tests
+and the benchmarks; mypy the source and the benchmark suite (bench/, not its one-off experiments). The
+tests are not type-checked: pytest's fixtures and the union types they probe would need casts that say
+nothing about cuemem.
 
 They read the source tree beside these tests (the installed wheel holds the same files:
 test_packaging.py checks it), from the repository root, where pyproject.toml configures them.
@@ -16,7 +19,10 @@ import pytest
 
 from conftest import REPO
 
+pytestmark = pytest.mark.subprocess  # ruff and mypy run as processes
+
 SOURCE = REPO / "cuemem_cli"
+BENCH = REPO / "bench"
 
 
 def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,8 +35,9 @@ def _run(tool: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_finds_nothing():
-    result = _run("ruff", "check", "--no-fix", "--output-format", "concise", str(SOURCE))
-    assert result.returncode == 0, f"ruff check cuemem_cli:\n{result.stdout}{result.stderr}"
+    folders = [str(folder) for folder in (SOURCE, REPO / "tests", BENCH) if folder.is_dir()]
+    result = _run("ruff", "check", "--no-fix", "--output-format", "concise", *folders)
+    assert result.returncode == 0, f"ruff check {' '.join(folders)}:\n{result.stdout}{result.stderr}"
 
 
 def test_mypy_finds_nothing_in_every_module():
@@ -39,3 +46,13 @@ def test_mypy_finds_nothing_in_every_module():
     checked = re.search(r"no issues found in (\d+) source files", result.stdout)
     modules = [p for p in SOURCE.rglob("*.py") if "__pycache__" not in p.parts]
     assert checked and int(checked.group(1)) == len(modules), result.stdout
+
+
+def test_mypy_finds_nothing_in_the_benchmark_suite():
+    if not BENCH.is_dir():
+        pytest.skip(f"no bench folder at {BENCH}")
+    result = _run("mypy", str(BENCH), "--exclude", "bench/experiments")
+    assert result.returncode == 0, f"mypy bench:\n{result.stdout}{result.stderr}"
+    checked = re.search(r"no issues found in (\d+) source files", result.stdout)
+    scripts = list(BENCH.glob("*.py"))
+    assert checked and int(checked.group(1)) == len(scripts), result.stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -19,7 +18,7 @@ import pytest
 
 from cuemem_cli.store import TEMPORAL
 
-from conftest import REPO, SAMPLES, assert_whole, chat_completion, raw, send_json
+from conftest import CUEMEM, SAMPLES, assert_whole, chat_completion, child_env, raw, send_json
 from test_concurrency import assert_same, contents, run_serially
 
 pytest.importorskip("mcp")
@@ -31,23 +30,19 @@ MAYA = SAMPLES / "maya_and_leo.jsonl"
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)  # the conftest's offline switches included
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    env.pop("CUEMEM_MODEL", None)
-    return {**env, **(extra or {})}
+    return child_env(**(extra or {}))  # the conftest's offline switches included
 
 
 @asynccontextmanager
 async def server(db: Path, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """A `cuemem --db DB mcp ARGS` subprocess and an initialised client session on its stdio. Its stderr
     (the logs) goes to DB.PID.log beside the database: stdout carries nothing but the protocol."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "cuemem_cli", "--db", str(db), "mcp", *args],
+    params = StdioServerParameters(command=CUEMEM[0], args=[*CUEMEM[1:], "--db", str(db), "mcp", *args],
                                    env=_env(env))
     with open(db.parent / f"{db.name}.{id(params)}.log", "w") as log:
-        async with stdio_client(params, errlog=log) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+        async with stdio_client(params, errlog=log) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
 
 
 async def call(session: ClientSession, tool: str, arguments: dict | None = None):
@@ -80,7 +75,8 @@ def turn_count(db: Path) -> int:
         conn.close()
 
 
-@pytest.mark.slow  # real server processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real server processes, each loading the models
 def test_lists_the_tools_and_keeps_forget_for_allow_forget(tmp_path):
     async def scenario():
         async with server(tmp_path / "m.db") as session:
@@ -98,7 +94,8 @@ def test_lists_the_tools_and_keeps_forget_for_allow_forget(tmp_path):
     assert not (tmp_path / "m.db").exists(), "listing tools creates no database"
 
 
-@pytest.mark.slow  # real server processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real server processes, each loading the models
 def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_path):
     db = tmp_path / "m.db"
     messages = maya(30)
@@ -169,7 +166,8 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.slow  # real server processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real server processes, each loading the models
 def test_bad_input_is_a_tool_error_and_writes_nothing(tmp_path):
     db = tmp_path / "m.db"
 
@@ -182,7 +180,7 @@ def test_bad_input_is_a_tool_error_and_writes_nothing(tmp_path):
             return errors, created, stored
 
     errors, created, stored = asyncio.run(scenario())
-    for error, (_, says) in zip(errors, BAD_CALLS):
+    for error, (_, says) in zip(errors, BAD_CALLS, strict=True):
         assert says in error
     assert not created, "a rejected call creates no database"
     assert stored["turns_added"] == 1
@@ -192,7 +190,8 @@ def test_bad_input_is_a_tool_error_and_writes_nothing(tmp_path):
     conn.close()
 
 
-@pytest.mark.slow  # real server processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real server processes, each loading the models
 def test_forget_is_refused_without_allow_forget_and_works_with_it(tmp_path):
     db = tmp_path / "m.db"
     messages = maya(6)
@@ -228,7 +227,8 @@ def test_forget_is_refused_without_allow_forget_and_works_with_it(tmp_path):
     assert_whole(db)
 
 
-@pytest.mark.slow  # real server processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real server processes, each loading the models
 def test_two_servers_on_one_database_lose_no_turn(tmp_path):
     """Two agents remembering into one conversation at once, a turn per call: all 20 turns are stored,
     each with its cues, cue vectors, turn vector and temporal edges."""
@@ -282,7 +282,8 @@ class _StubLLM(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.slow  # real server processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real server processes, each loading the models
 def test_ask_answers_with_the_configured_model(tmp_path):
     """--model is the server's answer model; the call's `model` argument overrides it (here the same
     stub under another name). The model is a stub OpenAI endpoint on 127.0.0.1, reached through litellm."""

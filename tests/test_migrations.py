@@ -33,7 +33,8 @@ PREVIOUS_SCHEMA = [
     "            last_retrieved_at TEXT, stored_at TEXT,\n            UNIQUE (conversation_id, source_id),\n"
     "            UNIQUE (conversation_id, position)\n        )",
     "CREATE INDEX turns_time ON turns(conversation_id, time)",
-    "CREATE TABLE cues (\n            id INTEGER PRIMARY KEY,\n            turn_id INTEGER NOT NULL REFERENCES turns(id),\n"
+    "CREATE TABLE cues (\n            id INTEGER PRIMARY KEY,\n"
+    "            turn_id INTEGER NOT NULL REFERENCES turns(id),\n"
     "            conversation_id INTEGER NOT NULL REFERENCES conversations(id),\n            subject TEXT NOT NULL,\n"
     "            relation TEXT NOT NULL,\n            object TEXT NOT NULL,\n"
     "            kind TEXT NOT NULL DEFAULT 'triple'\n        )",
@@ -167,7 +168,7 @@ def test_a_database_the_previous_code_wrote_upgrades_to_the_same_schema(tmp_path
 def test_a_database_with_a_newer_migration_is_refused_before_anything_is_applied(tmp_path):
     path = tmp_path / "newer.db"
     previous_database(path, bound=True, extra_migrations=("m999_from_the_future",))
-    with pytest.raises(StoreError, match="newer cuemem.*m999_from_the_future"):
+    with pytest.raises(StoreError, match=r"newer cuemem.*m999_from_the_future"):
         SQLiteStore.open(path)
     assert recorded(path) == [*PREVIOUS_MIGRATIONS, "m999_from_the_future"]
     assert "cues_fts" in schema(path) and "cue_cells" not in schema(path)
@@ -273,7 +274,8 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
             # As cuemem wrote them before m010: float32 blobs.
             store.conn.executemany("INSERT INTO cue_vectors(cue_id, conversation_id, embedding) VALUES (?, ?, ?)",
                                    [(i, cid, v.tobytes()) for i, v in zip(ids, vectors, strict=True)])
-            store.conn.execute("INSERT INTO turn_vectors(turn_id, embedding) VALUES (?, ?)", (cid, vectors[0].tobytes()))
+            store.conn.execute("INSERT INTO turn_vectors(turn_id, embedding) VALUES (?, ?)",
+                               (cid, vectors[0].tobytes()))
     allocated_before = store.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
     store.close()
     monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)

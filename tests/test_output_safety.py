@@ -8,6 +8,10 @@ import re
 import orjson
 import pytest
 
+from conftest import stand_in_models
+
+pytestmark = pytest.mark.usefixtures("stub_models")  # about what is printed, not which turns are found
+
 EVIL = "\x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m \x9b2J [bold]not bold[/bold]"
 EVIL_SHOWN = r"\x1b]0;pwned\x07\x1b[2J\x1b[31mred\x1b[0m \x9b2J [bold]not bold[/bold]"
 CONV = "chat\x1b[1m"
@@ -37,7 +41,8 @@ def evil_db(tmp_path_factory):
     source = folder / "evil.jsonl"
     source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in evil_lines()))
     path = folder / "memory.db"
-    result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(source), "--json"], catch_exceptions=False)
+    with stand_in_models():
+        result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(source), "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.stderr
     return path
 

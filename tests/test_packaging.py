@@ -20,7 +20,7 @@ from conftest import REPO
 
 SOURCE = REPO / "cuemem_cli"
 INSTALLED = Path(cuemem_cli.__file__).resolve().parent
-FROM_SOURCE = INSTALLED == SOURCE.resolve()
+FROM_SOURCE = SOURCE.resolve() == INSTALLED
 
 
 def _require_installed() -> None:
@@ -48,6 +48,7 @@ def _script() -> str:
     return found
 
 
+@pytest.mark.subprocess
 def test_console_script_reports_the_distribution_version():
     _require_installed()
     out = subprocess.run([_script(), "--version"], capture_output=True, text=True, timeout=60)
@@ -55,6 +56,7 @@ def test_console_script_reports_the_distribution_version():
     assert out.stdout.strip() == f"cuemem {metadata.version('cuemem')}"
 
 
+@pytest.mark.subprocess
 def test_every_command_of_the_installed_script_has_help():
     _require_installed()
     for command in ("ingest", "ask", "inspect-graph", "convert", "forget", "export", "import", "eval", "mcp",

@@ -155,7 +155,8 @@ def test_export_from_sqlite_imports_into_postgres_and_back(cli, tmp_path, pg_url
     assert ok(cli("--db", back, "export")).stdout_bytes == exported.read_bytes()
 
 
-@pytest.mark.slow  # real processes, each loading the models
+@pytest.mark.slow
+@pytest.mark.subprocess  # real processes, each loading the models
 def test_concurrent_ingests_of_one_file_equal_a_serial_run(cli, pg_url, tmp_path):
     results = run_at_once(pg_url, [("ingest", str(MAYA), "--json")] * 3)
     reports = [orjson.loads(stdout) for _, stdout, _ in results]
@@ -237,7 +238,8 @@ def test_eval_on_postgresql_gives_sqlites_evidence(cli, tmp_path, pg_url, locomo
     contexts = [{(r["system"], r["question_id"]): r["context_ids"] for r in run["records"]} for run in runs]
     assert len(contexts[0]) == 90
     for system in ("cuemem", "naive-rag"):
-        assert [v for k, v in contexts[0].items() if k[0] == system] == [v for k, v in contexts[1].items() if k[0] == system]
+        sqlite, postgres = ([v for k, v in run.items() if k[0] == system] for run in contexts)
+        assert sqlite == postgres
     # The BM25 baseline is PostgreSQL's full text alone, whose parser and stemmer are not FTS5's
     # (unicode61 + Porter), so a question's lowest-ranked turns can differ (here 1 of 30; docs/postgres.md).
     lexical = [contexts[0][k] == contexts[1][k] for k in contexts[0] if k[0] == "bm25"]

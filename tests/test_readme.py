@@ -7,7 +7,7 @@ import re
 from conftest import REPO
 
 
-def test_python_api_example_runs(tmp_path, monkeypatch, capsys):
+def test_python_api_example_runs(tmp_path, monkeypatch, capsys, stub_models):
     readme = (REPO / "README.md").read_text()
     section = readme.split("## Python API", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)

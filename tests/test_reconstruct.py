@@ -13,11 +13,14 @@ from cuemem_cli import Memory
 from cuemem_cli.reconstruct import Settings, reconstruct
 from cuemem_cli.vectors import roundtrip
 
+from conftest import tier
+
 MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
 ASSISTANT = MAYA.with_name("assistant_chat.jsonl")
 
 
 @pytest.fixture(scope="module")
+@tier("slow")
 def memory(tmp_path_factory):
     mem = Memory(tmp_path_factory.mktemp("rec") / "memory.db")
     mem.ingest_file(MAYA)
@@ -31,17 +34,29 @@ def context(memory, question, **change):
 
 def test_every_turn_is_embedded_whole_read_with_the_turn_before_it_in_its_session(memory):
     store = memory.store
-    turns = store.turns(store.conversation_id("maya-and-leo"))
-    vectors = store.turn_vectors([t.id for t in turns])
+    turns = {t.source_id: t for t in store.turns(store.conversation_id("maya-and-leo"))}
+    vectors = store.turn_vectors([t.id for t in turns.values()])
     assert len(vectors) == len(turns) == 84
-    pairs = [(turn.text, before.text if before is not None and before.session == turn.session else None)
-             for before, turn in zip([None, *turns], turns)]
-    firsts = [i for i, (_, before) in enumerate(pairs) if before is None]
-    assert len(firsts) == len({t.session for t in turns})
-    stored = np.vstack([vectors[t.id] for t in turns])
+    embedder = memory.embedder()
+
+    def stored(source_id: str) -> np.ndarray:
+        return vectors[turns[source_id].id]
+
+    def alone(source_id: str) -> np.ndarray:
+        return roundtrip(embedder.embed([turns[source_id].text]))[0]
+
+    def read_after(source_id: str, before: str) -> np.ndarray:
+        return roundtrip(embedder.embed_in_context([(turns[source_id].text, turns[before].text)]))[0]
+
     # Stored as int8 codes: what the store gives back for the model's vectors (vectors.roundtrip).
-    assert np.allclose(stored, roundtrip(memory.embedder().embed_in_context(pairs)), atol=1e-6)
-    assert np.allclose(stored[firsts], roundtrip(memory.embedder().embed([turns[i].text for i in firsts])), atol=1e-6)
+    # s1:3 is read with s1:2, the turn before it, and differs from the turn alone;
+    assert np.allclose(stored("s1:3"), read_after("s1:3", "s1:2"), atol=1e-6)
+    assert not np.allclose(stored("s1:3"), alone("s1:3"), atol=1e-3)
+    # s1:1 has no turn before it, and s2:1 opens a session: each is read alone, not after s1's last turn.
+    last_of_s1 = max((t for t in turns.values() if t.session == "s1"), key=lambda t: t.position).source_id
+    assert np.allclose(stored("s1:1"), alone("s1:1"), atol=1e-6)
+    assert np.allclose(stored("s2:1"), alone("s2:1"), atol=1e-6)
+    assert not np.allclose(stored("s2:1"), read_after("s2:1", last_of_s1), atol=1e-3)
 
 
 MESSAGES = [{"conversation": "c", "session": "s1", "speaker": "Ana", "text": "Do you still paint?"},
@@ -51,13 +66,15 @@ MESSAGES = [{"conversation": "c", "session": "s1", "speaker": "Ana", "text": "Do
             {"conversation": "c", "session": "s2", "speaker": "Ana", "text": "Congratulations, which one?"}]
 
 
+@pytest.mark.slow
 def test_an_appended_turn_is_read_after_the_stored_turn_before_it(tmp_path):
     """Ingesting a conversation in pieces gives the turn vectors one ingest gives."""
     with Memory(tmp_path / "one.db") as one, Memory(tmp_path / "pieces.db") as pieces:
         one.add(MESSAGES)
         for chunk in (MESSAGES[:2], MESSAGES[2:4], MESSAGES[4:]):
             pieces.add(chunk)
-        vectors = [np.vstack(list(m.store.turn_vectors([t.id for t in m.store.turns(1)]).values())) for m in (one, pieces)]
+        vectors = [np.vstack(list(m.store.turn_vectors([t.id for t in m.store.turns(1)]).values()))
+                   for m in (one, pieces)]
         assert np.allclose(*vectors, atol=1e-6)
         alone = roundtrip(one.embedder().embed([m["text"] for m in MESSAGES]))
         first_of_session = [0, 3]
@@ -65,6 +82,7 @@ def test_an_appended_turn_is_read_after_the_stored_turn_before_it(tmp_path):
         assert float(vectors[0][1] @ alone[1]) < 0.99  # "Yep, a few years back…" is read after "Do you still paint?"
 
 
+@pytest.mark.slow
 def test_a_database_from_before_m005_keeps_its_turn_vectors_and_mixes_the_turn_before(tmp_path):
     """Such vectors hold the turn alone: appends stay so, and the previous turn is mixed in at question time."""
     from cuemem_cli.store import TURN_ALONE
@@ -74,7 +92,8 @@ def test_a_database_from_before_m005_keeps_its_turn_vectors_and_mixes_the_turn_b
         old.add(MESSAGES[:4])
         turns = old.store.turns(1)
         with old.store.transaction():  # as m005 leaves a database written before it
-            old.store.insert_turn_vectors(list(zip([t.id for t in turns], old.embedder().embed([t.text for t in turns]))))
+            alone = old.embedder().embed([t.text for t in turns])
+            old.store.insert_turn_vectors(list(zip([t.id for t in turns], alone, strict=True)))
             old.store.set_meta("turn_vectors", TURN_ALONE)
         old.add(MESSAGES[4:])
         [appended] = [t for t in old.store.turns(1) if t.text == MESSAGES[4]["text"]]
@@ -110,7 +129,8 @@ def test_a_named_day_lifts_the_turns_said_that_week(memory):
 def test_a_named_person_lifts_their_own_turns(memory):
     question = "What does Leo do for work?"
     by_leo = lambda ctx: sum(e.speaker == "Leo" for e in ctx.evidence) / len(ctx.evidence)  # noqa: E731
-    assert by_leo(context(memory, question, budget=300)) > by_leo(context(memory, question, speaker_weight=0.0, budget=300))
+    without_lift = context(memory, question, speaker_weight=0.0, budget=300)
+    assert by_leo(context(memory, question, budget=300)) > by_leo(without_lift)
 
 
 def test_neighbours_compete_for_the_budget_instead_of_all_coming_in(memory):
@@ -152,6 +172,7 @@ def test_pronouns_name_the_roles_of_a_user_assistant_chat(question, roles):
     assert addressed_roles(question) == roles
 
 
+@pytest.mark.slow
 def test_a_first_person_question_lifts_the_users_turns(tmp_path):
     """The speaker lift for chats whose people are roles: with roles stored, "I" lifts the user's turns by
     the speaker weight; the same chat stored without roles gets no lift."""

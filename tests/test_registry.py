@@ -12,10 +12,17 @@ from cuemem_cli import registry
 from cuemem_cli.errors import CuememError
 from cuemem_cli.records import Answer, Triple
 
+from conftest import StubEmbedder
+
+pytestmark = pytest.mark.usefixtures("stub_models")  # the registry's paths, with stand-ins as the defaults
+
 CHAT = [
-    {"conversation": "c", "id": "1", "time": "2024-03-01T10:00:00", "speaker": "Maya", "text": "I adopted Biscuit from Portland."},
-    {"conversation": "c", "id": "2", "time": "2024-03-01T10:01:00", "speaker": "Leo", "text": "Biscuit is a lovely name."},
-    {"conversation": "c", "id": "3", "time": "2024-03-02T09:00:00", "speaker": "Maya", "text": "We walked to Washington Park."},
+    {"conversation": "c", "id": "1", "time": "2024-03-01T10:00:00", "speaker": "Maya",
+     "text": "I adopted Biscuit from Portland."},
+    {"conversation": "c", "id": "2", "time": "2024-03-01T10:01:00", "speaker": "Leo",
+     "text": "Biscuit is a lovely name."},
+    {"conversation": "c", "id": "3", "time": "2024-03-02T09:00:00", "speaker": "Maya",
+     "text": "We walked to Washington Park."},
 ]
 
 
@@ -160,8 +167,9 @@ def test_a_registered_answerer_answers_ask(cli, chat_file, db_path):
     assert missing.exit_code == 1 and "needs a model" in missing.stderr
 
 
-def test_a_registered_embedder_gets_its_argument(embedder):
+def test_a_registered_embedder_gets_its_argument():
     calls = []
+    embedder = StubEmbedder()
 
     def make(argument=None, quick_start=False, **_):
         calls.append((argument, quick_start))
@@ -172,3 +180,25 @@ def test_a_registered_embedder_gets_its_argument(embedder):
 
     assert get_embedder("shared:/models/x", quick_start=True) is embedder
     assert calls == [("/models/x", True)]
+
+
+def test_a_database_built_by_a_registered_embedder_is_read_with_it(cli, chat_file, db_path, monkeypatch):
+    """Its model id is its registered name: `ask` finds it from the database, without --embedder."""
+    made = []
+
+    class Letters(StubEmbedder):
+        model_id = name = "letters"
+
+    def make(**_):
+        made.append(Letters())
+        return made[-1]
+
+    registry.register_embedder("letters", make)
+    assert cli("--db", str(db_path), "ingest", str(chat_file), "--embedder", "letters").exit_code == 0
+    result = cli("--db", str(db_path), "ask", "Who adopted Biscuit?", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert len(made) == 2 and orjson.loads(result.stdout)["evidence"]
+    monkeypatch.setattr(registry, "_REGISTRY", {kind: {} for kind in registry._REGISTRY})
+    from cuemem_cli.embed import spec_for
+
+    assert spec_for("letters") == "sentence-transformers:letters", "an unknown id is a sentence-transformers model"

@@ -8,21 +8,22 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
+from pathlib import Path
 
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO, SAMPLES, assert_whole, raw
+from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
 from cuemem_cli.ingest import BATCH_TURNS, IngestReport, Ingestor, parse_line
 from cuemem_cli.records import Message
 from cuemem_cli.store_sqlite import SQLiteStore
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 BIG_TURNS = 300  # two batches: 256 + 44
+GATE_WORD = "lighthouse"  # in the first turn of the second batch only
 QUESTIONS = ["Where does Maya work?", "What class did Maya go to?", "Who has an interview at Fernwood Robotics?"]
 
 
@@ -64,11 +65,54 @@ def content(path) -> dict:
     return out
 
 
-def cuemem(*args: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("CUEMEM_DB", None)
-    return subprocess.Popen([sys.executable, "-m", "cuemem_cli", *args], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def cuemem(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    return subprocess.Popen([*CUEMEM, *args], env=env or child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+GATE_PLUGIN = f'''"""The default embedder, stopped for good when it is asked to embed the second batch's first turn.
+
+Ingest embeds a batch only after it stored the one before, so by then the database holds the first batch
+whole and nothing of the second: the process writes $GATE_SIGNAL and waits there to be killed. The
+vectors and the recorded model are the default embedder's own."""
+import os
+import threading
+from pathlib import Path
+
+from cuemem_cli.embed import get_embedder
+
+
+class Gated:
+    def __init__(self):
+        self.inner = get_embedder()
+        self.model_id, self.name, self.dim = self.inner.model_id, self.inner.name, self.inner.dim
+
+    def _gate(self, texts):
+        if any({GATE_WORD!r} in text for text in texts):
+            Path(os.environ["GATE_SIGNAL"]).write_text("second batch")
+            threading.Event().wait()
+
+    def embed(self, texts):
+        self._gate(texts)
+        return self.inner.embed(texts)
+
+    def embed_in_context(self, pairs):
+        self._gate([text for text, _ in pairs])
+        return self.inner.embed_in_context(pairs)
+
+
+def make(**_):
+    return Gated()
+'''
+
+
+def gated_embedder(site: Path) -> None:
+    """An installed plugin (a distribution on sys.path, found by its entry point) registering the
+    embedder `gated`: the stop hook of the kill test, through the plugin path any embedder takes."""
+    info = site / "gate_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gate-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[cuemem.embedders]\ngated = gate_plugin:make\n")
+    (site / "gate_plugin.py").write_text(GATE_PLUGIN)
 
 
 def big_turns(conn) -> int:
@@ -81,7 +125,8 @@ def big_turns(conn) -> int:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, embedder, spacy_extractor):
     """A large file ingested cleanly in one run, and by `python -m cuemem_cli ingest` killed with SIGKILL after
-    its first batch and rerun — with a reader asking questions all along."""
+    its first batch and rerun — with a reader asking questions all along. The first run stops at a gate
+    (gated_embedder) once its first batch is stored, so what it leaves is known, not caught by polling."""
     from cuemem_cli.ingest import open_input, read_messages
     from cuemem_cli.memory import Memory
     from cuemem_cli.registry import bind_extractor
@@ -94,6 +139,8 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
     lines = [orjson.dumps(m.to_json() | {"conversation": "big", "id": f"r{replica}/{m.source_id}",
                                          "text": " ".join(m.text.split()[:6])})
              for replica in range(4) for m in messages(MAYA)][:BIG_TURNS]
+    lines[BATCH_TURNS] = orjson.dumps(orjson.loads(lines[BATCH_TURNS]) | {"text": f"Maya sketched the old {GATE_WORD}"})
+    assert sum(GATE_WORD.encode() in line for line in lines) == 1
     big.write_bytes(b"\n".join(lines) + b"\n")
     total = len(lines)
     assert total > BATCH_TURNS
@@ -133,28 +180,36 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
         last_ask = [0.0]
 
         def ask(i: int, writer) -> None:
-            if time.monotonic() - last_ask[0] < 0.5:  # a reader, not a load generator
-                return
             q = QUESTIONS[i % len(QUESTIONS)]
             result = memory.ask(q, conversation="maya-and-leo")  # records its retrieval: a write, too
             observed["answers"].append((q, [e.source_id for e in result.context.evidence], writer.poll() is None))
             last_ask[0] = time.monotonic()
 
-        proc = cuemem("--db", str(crashed), "ingest", str(big), "--json")
-        stored_at_kill, i, deadline = 0, 0, time.monotonic() + 600
-        while proc.poll() is None and time.monotonic() < deadline:
+        site, gate = root / "site", root / "gate-reached"
+        gated_embedder(site)
+        path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+        proc = cuemem("--db", str(crashed), "ingest", str(big), "--embedder", "gated", "--json",
+                      env=child_env(PYTHONPATH=path, GATE_SIGNAL=str(gate)))
+        try:
+            deadline = time.monotonic() + 600
+            while not gate.exists():  # the gate is certain to come: this only waits for it
+                assert proc.poll() is None, f"the ingest ended before its gate: {proc.communicate()[1].decode()}"
+                assert time.monotonic() < deadline, "the ingest never reached its second batch"
+                time.sleep(0.05)
             stored_at_kill = look()
-            if stored_at_kill > 0:
-                os.kill(proc.pid, signal.SIGKILL)
-                break
-            ask(i := i + 1, proc)
-            time.sleep(0.05)
-        proc.communicate()
+            for i in range(len(QUESTIONS)):  # the writer waits at its gate: these are asked during its ingest
+                ask(i, proc)
+            look()
+        finally:
+            proc.kill()  # SIGKILL
+            proc.communicate()
         killed_code = proc.returncode
         rerun = cuemem("--db", str(crashed), "ingest", str(big), "--json")
+        i = 0
         while rerun.poll() is None:
             look()
-            ask(i := i + 1, rerun)
+            if time.monotonic() - last_ask[0] >= 0.5:  # a reader, not a load generator
+                ask(i := i + 1, rerun)
             time.sleep(0.05)
         out, err = rerun.communicate()
         assert rerun.returncode == 0, err.decode()
@@ -164,10 +219,10 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
             "stored_at_kill": stored_at_kill, "rerun": orjson.loads(out)}
 
 
+@pytest.mark.subprocess
 def test_killed_ingest_rerun_equals_one_clean_run(runs):
     assert runs["killed_code"] == -signal.SIGKILL, "the first run was killed, not finished"
-    assert 0 < runs["stored_at_kill"] < runs["total"]
-    assert runs["stored_at_kill"] % BATCH_TURNS == 0, "only whole batches are ever visible"
+    assert runs["stored_at_kill"] == BATCH_TURNS < runs["total"], "killed with its first batch stored, no more"
     rerun = runs["rerun"]
     assert rerun["turns_existing"] >= runs["stored_at_kill"]
     assert rerun["turns_added"] + rerun["turns_existing"] == runs["total"]
@@ -179,6 +234,7 @@ def test_killed_ingest_rerun_equals_one_clean_run(runs):
         assert crashed[key] == clean[key], key
 
 
+@pytest.mark.subprocess
 def test_a_reader_during_an_ingest_sees_whole_batches_and_the_same_answers(runs):
     observed = runs["observed"]
     during = [a for a in observed["answers"] if a[2]]

@@ -31,7 +31,8 @@ def test_new_db_is_private_wal_and_migrated(tmp_path):
 def test_reopen_does_not_migrate_twice(db_path):
     SQLiteStore.open(db_path).close()
     store = SQLiteStore.open(db_path)
-    assert store.conn.execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS) - len(VECTOR_MIGRATIONS)
+    applied = store.conn.execute("SELECT count(*) FROM _migrations").fetchone()[0]
+    assert applied == len(MIGRATIONS) - len(VECTOR_MIGRATIONS)
     store.bind_embedder("m", 4, "test")
     store.close()
     store = SQLiteStore.open(db_path)
@@ -103,6 +104,7 @@ def test_knn_stays_inside_its_conversation(store):
     assert turn.conversation == "a"
 
 
+@pytest.mark.usefixtures("stub_models")
 def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
     """A database from before m002 is backed up, then each turn with cues gets the mean of its sentence
     vectors (no model is needed to open a database), and ask works on it."""
@@ -110,7 +112,8 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
 
     path = tmp_path / "old.db"
     with Memory(path) as mem:
-        mem.add([{"conversation": "c", "speaker": "Ana", "text": "I moved to Lisbon in May. The light there is lovely."},
+        mem.add([{"conversation": "c", "speaker": "Ana",
+                  "text": "I moved to Lisbon in May. The light there is lovely."},
                  {"conversation": "c", "speaker": "Ben", "text": "Lisbon! Do you still paint?"}])
         ids = [t.id for t in mem.store.turns(mem.store.conversation_id("c"))]
         mem.store.conn.execute("DROP TABLE turn_vectors")
@@ -132,7 +135,6 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
 def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, monkeypatch):
     """m004: "dog" finds "dogs"; a database indexed before it is re-indexed when it is opened."""
     from cuemem_cli.reconstruct import fts_query
-    from cuemem_cli.store import NewTurn
 
     monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS[:3])
     old = SQLiteStore.open(db_path)
@@ -141,7 +143,8 @@ def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, mo
         tid = old.conn.execute(  # as cuemem wrote turns then (no stored_at column before m006)
             "INSERT INTO turns(conversation_id, position, source_id, text, content_hash) VALUES (?, 0, 't0', ?, 'h')",
             (cid, "Our dogs love painting by the lake")).lastrowid
-        old.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)", (tid, "Our dogs love painting by the lake"))
+        old.conn.execute("INSERT INTO turns_fts(rowid, text) VALUES (?, ?)",
+                         (tid, "Our dogs love painting by the lake"))
     assert old.search_turns_fts(cid, fts_query("dog"), 10) == []  # the old index matched whole words only
     old.close()
     monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)

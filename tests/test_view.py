@@ -22,7 +22,8 @@ QUESTIONS = [
 
 
 @pytest.fixture
-def memory(tmp_path):
+def memory(tmp_path, stub_models):
+    """The sample dialogue with the stand-in models: the view must give what SQL gives for any vectors."""
     mem = Memory(tmp_path / "memory.db")
     mem.ingest_file(MAYA)
     yield mem
@@ -115,12 +116,15 @@ def test_turn_vectors_in_context_add_the_turn_before_in_the_same_session_only(st
         ids = store.insert_turns([NewTurn(cid, p, f"t{p}", f"turn {p}", f"h{p}", session, None, "A", None, {})
                                   for p, session in enumerate(["s1", "s1", "s2", "s2"])])
         vectors = np.eye(4, dtype=np.float32)
-        store.insert_turn_vectors(list(zip(ids, vectors)))
+        store.insert_turn_vectors(list(zip(ids, vectors, strict=True)))
     assert store.previous_turns(ids) == {ids[1]: ids[0], ids[3]: ids[2]}
     query = np.array([1.0, 0.0, 1.0, 0.0], dtype=np.float32) / np.sqrt(2)
-    bare = query @ vectors.T
-    mixed = np.array([bare[0], 0.3 * bare[0] / np.hypot(1, 0.3), bare[2], (bare[3] + 0.3 * bare[2]) / np.hypot(1, 0.3)])
+    # By hand, turn vectors e0..e3 and the question (e0 + e2)/√2: alone, t0 and t2 score 1/√2, t1 and t3 0.
+    # With 0.3 of the turn before in its session: t1 = 0.3 · 0.7071 / |e1 + 0.3 e0| = 0.2121 / 1.0440 = 0.2032,
+    # t3 the same from t2; t0 has no turn before it and t2's (t1) is in another session: both unchanged.
+    bare = [0.7071, 0.0, 0.7071, 0.0]
+    mixed = [0.7071, 0.2032, 0.7071, 0.2032]
     for source in (StoreConversation(store, cid, 4), ConversationView(store, cid, 4)):
-        assert source.turn_similarities(ids, query) == pytest.approx(bare)
-        assert source.turn_similarities(ids, query, 0.3) == pytest.approx(mixed)
-        assert source.turn_similarities(ids[::-1], query, 0.3) == pytest.approx(mixed[::-1])
+        assert source.turn_similarities(ids, query) == pytest.approx(bare, abs=1e-4)
+        assert source.turn_similarities(ids, query, 0.3) == pytest.approx(mixed, abs=1e-4)
+        assert source.turn_similarities(ids[::-1], query, 0.3) == pytest.approx(mixed[::-1], abs=1e-4)

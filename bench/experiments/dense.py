@@ -11,15 +11,15 @@ would call a turn present even when its answering sentence was cut:
   its whole text has;
 - answer words: the share of the gold answer's content words found anywhere in the evidence text.
 
-    python bench/dense.py DB [LOCOMO_JSON] [AFTER:LIMIT ...]
-    python bench/dense.py ~/.cache/cuemem/eval/locomo-….db ../shared/data/locomo10.json 1000:20 500:30
+    python bench/experiments/dense.py DB [LOCOMO_JSON] [AFTER:LIMIT ...]
+    python bench/experiments/dense.py ~/.cache/cuemem/eval/locomo-….db ../shared/data/locomo10.json 1000:20 500:30
 
-DB is a `cuemem eval locomo` cache database (as for replay.py). "whole" (as `ask` fills) is always
+DB is a `cuemem eval locomo` cache database (as for bench/replay.py). "whole" (as `ask` fills) is always
 measured first; without AFTER:LIMIT pairs, 1000:20, 500:30 and 1000:40.
 
 The reader test (extra `cuemem[local]`, ~35 s an answer on 2 cores; resumes from RECORDS):
 
-    python bench/dense.py read DB LOCOMO_JSON 1000:20 COUNT RECORDS.jsonl
+    python bench/experiments/dense.py read DB LOCOMO_JSON 1000:20 COUNT RECORDS.jsonl
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from collections import defaultdict
 from pathlib import Path
 from dataclasses import replace
 
-from replay import DEFAULT_LOCOMO
-
 from cuemem_cli.embed import embed_questions, get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.evaluate.metrics import content_tokens
@@ -40,6 +38,8 @@ from cuemem_cli.reconstruct import Settings, context_tokens, excerpt_turn, fill_
 from cuemem_cli.statements import without_names
 from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.view import conversation_source
+
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 
 
 class Fills:

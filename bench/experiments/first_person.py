@@ -7,7 +7,7 @@ questions, so this replays its questions three ways on a copy of the eval databa
 the first person with no roles stored (the name, and with it the speaker lift, is gone); and in the
 first person with the named speaker's turns stored as role `user`, the other's as `assistant`.
 
-    python bench/first_person.py DB [LOCOMO_JSON]
+    python bench/experiments/first_person.py DB [LOCOMO_JSON]
 
 DB is a `cuemem eval locomo` cache database (it is copied, not changed). The rewrite is a few regular
 expressions (possessive → "my", "did Caroline" → "did I", she/her → I/my); its first lines are printed.
@@ -27,7 +27,7 @@ from cuemem_cli.reconstruct import Settings, reconstruct
 from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.view import drop_view
 
-DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 AUXILIARY = {"does": "do", "is": "am", "has": "have"}
 PRONOUNS = (("she", "I"), ("he", "I"), ("her", "my"), ("his", "my"), ("him", "me"), ("herself", "myself"),
             ("himself", "myself"))

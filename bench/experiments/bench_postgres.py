@@ -1,6 +1,6 @@
 """PostgreSQL + pgvector against SQLite on the same data (issue 24).
 
-    python bench/bench_postgres.py LOCOMO_JSON [--server URL] [--parts concurrent knn all] [--knn N ...]
+    python bench/experiments/bench_postgres.py LOCOMO_JSON [--server URL] [--parts concurrent knn all] [--knn N ...]
 
 1. concurrent: conv-26 is ingested into both; then 8 asker processes ask its LoCoMo questions (`Memory.ask`,
    extractive answer, retrieval times recorded: what `cuemem ask` does) while 2 ingester processes each
@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402 - after the repository is on sys.path, as the imports below

@@ -1,7 +1,7 @@
 """Where the offline answer's no-evidence floor lies (issue 20): the best sentence score
 (answer.rank_sentences) of real LoCoMo questions against junk and unrelated questions.
 
-    python bench/offline_floor.py DB LOCOMO_JSON [N]
+    python bench/experiments/offline_floor.py DB LOCOMO_JSON [N]
 
 DB is a LoCoMo database built by `cuemem eval locomo LOCOMO_JSON --cache-dir DIR` (the path it prints
 as `database`). N real questions (categories 1–4, seeded sample, default 400) and every junk and

@@ -1,7 +1,7 @@
 """How a turn vector holds up after a long, unrelated turn: the case of a user's short statement after a
 long assistant answer, which LoCoMo (two friends, short turns) does not have.
 
-    python bench/context_stress.py [LOCOMO_JSON] [N_QUESTIONS]
+    python bench/experiments/context_stress.py [LOCOMO_JSON] [N_QUESTIONS]
 
 For N LoCoMo questions with one gold turn, the gold turn is put after ≥ 100 words of turns taken from
 another conversation, and its cosine to the question is compared four ways: the turn alone; the turn
@@ -22,7 +22,7 @@ import numpy as np
 from cuemem_cli.embed import get_embedder
 from cuemem_cli.evaluate.datasets import load_locomo
 
-DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
+DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 
 
 def main(locomo: str = str(DEFAULT_LOCOMO), n: str = "300") -> None:
@@ -51,7 +51,8 @@ def main(locomo: str = str(DEFAULT_LOCOMO), n: str = "300") -> None:
     print(f"{len(questions)} questions, gold turn after >= 100 words of another conversation")
     for name, values in cosines.items():
         v = np.array(values)
-        print(f"{name:22s} mean {v.mean():.3f}  drop {np.mean(base - v):.3f}  keep >= 80 %: {np.mean(v >= 0.8 * base):.2f}")
+        print(f"{name:22s} mean {v.mean():.3f}  drop {np.mean(base - v):.3f}  "
+              f"keep >= 80 %: {np.mean(v >= 0.8 * base):.2f}")
 
 
 if __name__ == "__main__":

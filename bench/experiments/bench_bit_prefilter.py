@@ -16,7 +16,7 @@ with `vec_quantize_binary`, its candidates rescored from their int8 codes (vecto
 stores) read by id from a plain table; the cells through cuemem's own Store (`insert_vectors`,
 `cells.build`, `cells.search`) at 16 probes (the default) and 64.
 
-    python bench/bench_bit_prefilter.py EVAL_DB [LOCOMO_JSON] [N] [STEP]
+    python bench/experiments/bench_bit_prefilter.py EVAL_DB [LOCOMO_JSON] [N] [STEP]
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def timed(fn):
     return value, (time.perf_counter() - t0) * 1000
 
 
-def main(db: str, locomo: str = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"),
+def main(db: str, locomo: str = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"),
          n: str = "1000000", step: str = "16") -> dict:
     source = SQLiteStore.open(db, readonly=True)
     names = source.conversation_names()
@@ -68,7 +68,7 @@ def main(db: str, locomo: str = str(Path(__file__).resolve().parents[2] / "share
     speakers = {s for c in names for s in source.speakers(source.conversation_id(c))}
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))
     source.close()
-    questions = [q["question"] for c in json.load(open(locomo)) for q in c["qa"]][::int(step)]
+    questions = [q["question"] for c in json.loads(Path(locomo).read_text()) for q in c["qa"]][::int(step)]
     queries = embedder.embed([without_names(q, speakers) or q for q in questions])
     matrix = real_like(real, int(n), np.random.default_rng(23))
     k = DEFAULT_TOP_M

@@ -1,8 +1,8 @@
 """Measure `local/qwen2.5-1.5b` (extra `cuemem[local]`): answer latency per evidence budget, and QA accuracy.
 
-    python bench/local_llm.py speed  [--budgets 500 1000 2000] [--questions 10]
-    python bench/local_llm.py locomo [--budget 1000] [--limit 60]
-    python bench/local_llm.py seeded [--per-category 20] [--seed 22] [--budget 2000]
+    python bench/experiments/local_llm.py speed  [--budgets 500 1000 2000] [--questions 10]
+    python bench/experiments/local_llm.py locomo [--budget 1000] [--limit 60]
+    python bench/experiments/local_llm.py seeded [--per-category 20] [--seed 22] [--budget 2000]
 
 `speed`: the ten questions of sample_dialogues/README.md about maya_and_leo.jsonl, asked through
 `Memory.ask` at each budget; seconds per answer, prompt tokens, and whether the answer holds the
@@ -33,13 +33,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 LOCAL = "local/qwen2.5-1.5b"
 SAMPLE = REPO / "sample_dialogues" / "maya_and_leo.jsonl"
 LOCOMO = REPO.parent / "shared" / "data" / "locomo10.json"
-OUT = REPO / "bench" / "results"
+OUT = Path(__file__).resolve().parent / "results"  # the records of these measurements
 
 # (question, regex the answer must match to count as right) from sample_dialogues/README.md
 SAMPLE_QUESTIONS = [
@@ -64,7 +64,8 @@ def speed(args) -> dict:
     local_llm.load()
     load_s = time.perf_counter() - started
     rows, details = [], []
-    with tempfile.TemporaryDirectory(prefix="cuemem-bench-") as folder, Memory(Path(folder) / "maya_and_leo.db") as memory:
+    with (tempfile.TemporaryDirectory(prefix="cuemem-bench-") as folder,
+          Memory(Path(folder) / "maya_and_leo.db") as memory):
         memory.ingest_file(str(SAMPLE))
         memory.ask("warm-up", "maya-and-leo", model=LOCAL, record_retrieval=False)  # first call pays one-time setup
         for budget in args.budgets:
@@ -143,7 +144,8 @@ def locomo(args) -> dict:
             "judge_accuracy": share(judged, lambda r: r["judgement"] == "CORRECT"),
             "exact": share(answered, lambda r: r["string_match"]["exact"]),
             "partial": share(answered, lambda r: r["string_match"]["partial"]),
-            "mean_recall": round(sum(r["string_match"]["recall"] for r in answered) / len(answered), 3) if answered else None,
+            "mean_recall": (round(sum(r["string_match"]["recall"] for r in answered) / len(answered), 3)
+                            if answered else None),
             "evidence_recall": round(sum((r["retrieval"] or {}).get("recall") or 0 for r in mine) / len(mine), 3),
             "mean_context_tokens": round(sum(r["tokens"]["estimate"] for r in mine) / len(mine)),
             "median_answer_s": round(seconds[len(seconds) // 2], 1) if seconds else None,
@@ -244,8 +246,8 @@ def seeded(args) -> dict:
                 "system": system, "category": category, "questions": len(mine), "answered": len(answered),
                 "token_rule": round(sum(r["holds"] for r in scored) / len(scored), 3) if scored else None,
                 "token_f1": round(sum(r["token_f1"] for r in answered) / len(answered), 3) if answered else None,
-                "all_evidence": round(sum(bool((r["retrieval"] or {}).get("all_evidence")) for r in mine) / len(mine), 3)
-                if mine else None,
+                "all_evidence": (round(sum(bool((r["retrieval"] or {}).get("all_evidence")) for r in mine) / len(mine),
+                                       3) if mine else None),
                 "mean_s": round(sum(seconds) / len(seconds), 1) if seconds else None,
                 "median_s": round(seconds[len(seconds) // 2], 1) if seconds else None,
             })
@@ -276,7 +278,8 @@ def main() -> None:
     summary = {"speed": speed, "locomo": locomo, "seeded": seeded}[args.command](args)
     OUT.mkdir(parents=True, exist_ok=True)
     name = {"speed": "speed", "locomo": f"locomo_conv26_{getattr(args, 'limit', 0)}q_b{args.budget}",
-            "seeded": f"locomo_seeded{getattr(args, 'seed', 0)}_{summary.get('questions')}q_b{args.budget}"}[args.command]
+            "seeded": f"locomo_seeded{getattr(args, 'seed', 0)}_{summary.get('questions')}q_b{args.budget}",
+            }[args.command]
     (OUT / f"{name}.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in summary.items() if k != "answers"}, indent=2))
 

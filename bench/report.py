@@ -1,0 +1,409 @@
+"""The one writer of bench/RESULTS.md: the page is rendered from the benchmarks' JSON results, never
+edited by hand and never written by a benchmark itself.
+
+- bench/results/<name>.json: what each benchmark of the suite measured (`save`, called by bench/run_all.py;
+  `run_all.json` holds the run's date, machine and total time), the whole-history benchmarks' results when
+  they were run (history.json, browse.json: `run_all.py --history EXPORT --browse`), and quality.json
+  (bench/quality.py);
+- bench/results_notes.md: the sections written by hand (measurements of one-off experiments and what they
+  mean), placed between the speed table and the whole-history sections;
+- bench/history_notes.md: the notes under the chat history's figures (what they are compared with);
+- bench/quality_notes.md: the notes under the quality tables.
+
+    python bench/report.py      # render RESULTS.md again after editing a notes file; measures nothing
+
+A figure is re-rendered, not re-measured: the dates in the page are those of the runs that produced them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+PAGE = HERE / "RESULTS.md"
+NOTES = HERE / "results_notes.md"
+HISTORY_NOTES = HERE / "history_notes.md"
+QUALITY_NOTES = HERE / "quality_notes.md"
+HEADER = ("<!-- Rendered by bench/report.py from bench/results/*.json, bench/results_notes.md, "
+          "bench/history_notes.md and bench/quality_notes.md: edit those, then run `python bench/report.py`. -->")
+
+
+def save(name: str, result: dict, folder: Path = RESULTS) -> Path:
+    """A benchmark's result as folder/NAME.json (the renderer's input)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def load(name: str, folder: Path = RESULTS) -> dict | None:
+    path = folder / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
+    """RESULTS.md from the results in `folder`: the speed table (run_all), the hand-written notes, the
+    whole-history sections (a chat history's ingest, browse), the quality section (quality.py). A part
+    whose results are missing is left out."""
+    parts = [HEADER, ""]
+    run = load("run_all", folder)
+    if run is not None:
+        parts += speed_lines({name: load(name, folder) for name in SUITE} | run)
+    parts += [NOTES.read_text(encoding="utf-8").strip(), ""]
+    history = load("history", folder)
+    if history is not None:
+        parts += ["", *history_lines(history)]
+    browse = load("browse", folder)
+    if browse is not None:
+        parts += ["", *browse_lines(browse)]
+    quality = load("quality", folder)
+    if quality is not None:
+        parts += ["", *quality_lines(quality)]
+    page.write_text("\n".join(parts).rstrip("\n") + "\n", encoding="utf-8")
+    return page
+
+
+# ------------------------------------------------------------------ the speed suite (bench/run_all.py)
+SUITE = ("ingest", "scale", "cli", "reconstruct", "llm_calls", "million", "cells_real", "stream", "mcp")
+
+
+def yes(flag: bool) -> str:
+    return "**met**" if flag else "**not met**"
+
+
+def stream_lines(stream: dict | None) -> list[str]:
+    if not stream:
+        return []
+    runs = "; ".join(f"{r['lines']:,} lines ({r['jsonl_bytes'] / 1e6:.0f} MB): peak RSS {r['peak_rss_mb']} MB in "
+                     f"{r['seconds']} s"
+                     for r in stream["runs"])
+    return [f"- Streaming ingest, stand-in extractor and embedder, conversations of {stream['per_conversation']} "
+            f"lines (bench_stream.py): {runs}."]
+
+
+def cells_real_lines(real: dict | None) -> list[str]:
+    if not real:
+        return []
+    runs = "; ".join(f"{r['probes']} probes (~{100 * r['scanned_share_approx']:.0f} % of the cues scanned): overlap "
+                     f"{r['overlap']} (p10 {r['overlap_p10']})" for r in real["runs"])
+    return [f"- The cells on real cues (bench_cells_real.py): all {real['cues']:,} LoCoMo cue vectors in one "
+            f"conversation, {real['cells']} cells, {real['questions']} LoCoMo questions, top-{real['k']} overlap with "
+            f"the exact scan: {runs}. Real MiniLM cues are far less clustered than the synthetic ones, so "
+            "the cells' search is approximate on them; conversations below 100,000 cues never use cells."]
+
+
+def scale_rows(scale: dict | None) -> list[str]:
+    """Issue 23's rows (bench_scale.py)."""
+    if not scale:
+        return []
+    chat, conv26, refused = scale["long_chat"], scale["conv26"], scale["five_mb_turn"]
+    small, big = scale["huge_turns"]
+    return [
+        f"| offline ingest of a long-turn chat ({chat['turns']} turns, {chat['jsonl_bytes'] / 1000:.0f} KB, "
+        f"{chat['cues']:,} "
+        f"cues; bench_scale.py) | {chat['seconds']} s wall, peak RSS {chat['peak_rss_mb']} MB | spaCy `nlp.pipe` alone "
+        f"{chat['spacy_pipe_alone_s']} s | {round(chat['seconds'] / chat['spacy_pipe_alone_s'], 2)} | ≤ 15 s | "
+        f"{yes(chat['seconds'] <= 15)} |",
+        f"| DB size, LoCoMo conv-26 | {conv26['db_bytes']:,} B | raw JSONL {conv26['jsonl_bytes']:,} B | "
+        f"{conv26['db_to_jsonl']} | ≤ 15 | {yes(conv26['db_to_jsonl'] <= 15)} |",
+        f"| one huge turn: 1 MB (the most a turn may hold) | {big['seconds']} s, peak RSS {big['peak_rss_mb']} MB; "
+        "5 MB: "
+        f"refused in {refused['seconds']} s, exit {refused['exit_code']}, database written: {refused['db_exists']} | "
+        f"250 KB: {small['seconds']} s, {small['peak_rss_mb']} MB | {big['s_per_mb']} / {small['s_per_mb']} s per MB | "
+        f"≤ 1 GB, time linear | {yes(big['peak_rss_mb'] <= 1024 and big['s_per_mb'] <= 1.25 * small['s_per_mb'])} |",
+    ]
+
+
+def mcp_row(r: dict, batch: int = 20) -> str:
+    b = r[f"remember_{batch}_turns"]
+    return (f"| `cuemem mcp` through the SDK's stdio client, LoCoMo conv-26 ({r['turns']} turns) | recall p50 "
+            f"{r['recall']['p50_ms']} ms, p95 {r['recall']['p95_ms']} ms (server's reconstruction p50 "
+            f"{r['recall_server_reconstruction']['p50_ms']} ms; in-process reconstruction in the same run p50 "
+            f"{r['in_process_reconstruction']['p50_ms']} ms, p95 {r['in_process_reconstruction']['p95_ms']} ms; "
+            f"a list_conversations round trip p50 {r['list_conversations']['p50_ms']} ms); ask offline p50 "
+            f"{r['ask_offline']['p50_ms']} ms, p95 "
+            f"{r['ask_offline']['p95_ms']} ms; remember {batch} turns p50 {b['p50_ms']} ms, p95 {b['p95_ms']} ms, "
+            f"1 turn p50 {r['remember_1_turn']['p50_ms']} ms, p95 {r['remember_1_turn']['p95_ms']} ms; "
+            f"first recall of a new server {r['cold_first_recall_s']} s | cold `ask --json` process "
+            f"{r['cold_ask_process_s']} s | {r['cold_ratio']} | first recall ≤ cold ask | {yes(r['met'])} |")
+
+
+def mcp_details(r: dict) -> str:
+    return ("- `cuemem mcp` (bench_mcp.py): the first remember of a server "
+            f"({r['remember_first_call']['turns']} turns) "
+            f"took {r['remember_first_call']['ms']} ms, loading spaCy and the embedder; later calls of "
+            f"{r['remember_20_turns']['calls']} × 20 turns {r['remember_20_turns']['per_turn_p50_ms']} ms per turn "
+            f"(p50). A warm recall is the server's own reconstruction plus {r['recall_protocol_overhead_p50_ms']} ms "
+            "p50 of protocol (JSON-RPC over pipes, the SDK's validation of the result, the worker-thread hop). "
+            "A new server's first recall is mostly process start and importing the `mcp` SDK (its pydantic "
+            "models: ~0.7 s on an idle core) before the handshake; the recall itself loads the embedder and "
+            "reads SQLite.")
+
+
+def speed_lines(r: dict) -> list[str]:
+    i, c, rc, lc, m = r["ingest"], r["cli"], r["reconstruct"], r["llm_calls"], r["million"]
+    return [
+        "# Benchmark results",
+        "",
+        f"Written by `bench/run_all.sh` on {r['measured_at']}, {r['machine']}; the whole run took {r['total_s']} s. "
+        "Figures are single runs on a shared machine (±30 % is normal here), so each has a reference measured in "
+        "the same run.",
+        "",
+        "| measure | measured | reference (same run) | ratio | goal | |",
+        "|---|---|---|---|---|---|",
+        f"| `ask --context-only --json`, cold process, DB with all LoCoMo | {c['ask_median_s']} s median "
+        f"(max {c['ask_max_s']}) | `python -c \"import onnxruntime\"` {c['import_onnxruntime_median_s']} s | "
+        f"{c['ratio']} | ≤ 1.0 s | {yes(c['met'])} |",
+        f"| reconstruction in-process, conv-26 ({rc['questions']} questions) | p50 {rc['p50_ms']} ms, "
+        f"p95 {rc['p95_ms']} ms "
+        f"(without the question's embedding: p50 {rc['without_query_embedding_p50_ms']}, "
+        f"p95 {rc['without_query_embedding_p95_ms']}: {'met' if rc['memory_work_met'] else 'not met'} for the memory's "
+        f"own work) | — | — | p50 ≤ 5, p95 ≤ 15 ms | {yes(rc['met'])} |",
+        f"| offline ingest of all LoCoMo ({i['turns']} turns, {i['cues']} cues) | {i['wall_s']} s wall | "
+        "spaCy `nlp.pipe` alone "
+        f"{i['spacy_pipe_alone_s']} s | {i['ratio_to_spacy_alone']} | ≤ 45 s | {yes(i['wall_s'] <= 45)} |",
+        *scale_rows(r.get("scale")),
+        f"| KNN + expansion, one conversation of {m['cues']:,} synthetic clustered cues | cells ({m['cells']:,} "
+        f"k-means cells, {m['probes']} probed) p50 {m['cells_knn_plus_expansion_p50_ms']} ms, p95 "
+        f"{m['cells_knn_plus_expansion_p95_ms']} ms, overlap {m['cells_overlap_with_exact']} | NumPy exact in memory "
+        f"{m['numpy_exact_in_memory_p50_ms']} ms | {m['ratio_cells_to_numpy']} | p50 ≤ 60 ms, overlap ≥ 0.95 | "
+        f"{yes(m['met'])} |",
+        f"| LLM extraction calls per turn ({lc['turns']} turns) | {lc['calls_per_turn']} "
+        f"({lc['calls_batched']} calls), "
+        f"same cues: {lc['same_cues']} | one call per turn: {lc['calls_one_per_turn']} calls | "
+        f"{round(lc['calls_batched'] / lc['calls_one_per_turn'], 3)} | ≤ 0.15 | {yes(lc['met'])} |",
+        f"| DB size, all LoCoMo | {i['db_bytes']:,} B: {i['db_bytes_per_turn']:,} B/turn, "
+        f"{i['db_bytes_per_cue']:,} B/cue | "
+        f"raw JSONL {i['jsonl_bytes']:,} B | {i['db_to_jsonl']} | ≤ 15 | {yes(i['db_to_jsonl'] <= 15)} |",
+        *([mcp_row(r["mcp"])] if r.get("mcp") else []),
+        "",
+        "## Details",
+        "",
+        f"- Ingest stage shares: {json.dumps(i['stage_share'])}; stage seconds {json.dumps(i['stage_s'])}; "
+        "process start "
+        f"and validation {i['startup_and_validation_s']} s; peak RSS {i['peak_rss_mb']} MB.",
+        f"- Reconstruction stage p50 (ms): {json.dumps(rc['stage_p50_ms'])}.",
+        f"- Heavy modules imported on the `ask --context-only` path: {c['heavy_modules_on_ask_path']}.",
+        f"- {m['cues']:,} cues: the exact vec0 scan of the whole partition (what smaller conversations use) p50 "
+        f"{m['vec0_scan_p50_ms']} ms; building the cells (read every vector, k-means, rows into vec0 grouped by "
+        f"cell) {m['cells_build_s']} s, once, as ingest does when a conversation passes 100,000 cues; synthetic "
+        f"store build {m['build_s']} s.",
+        *cells_real_lines(r.get("cells_real")),
+        *stream_lines(r.get("stream")),
+        *([mcp_details(r["mcp"])] if r.get("mcp") else []),
+        *[f"- {note}" for note in r.get("notes", [])],
+        "",
+        "## Goals not met: where the time goes, and what would close them",
+        "",
+        f"- **Reconstruction.** The memory's own work is p50 {rc['without_query_embedding_p50_ms']} ms, "
+        f"p95 {rc['without_query_embedding_p95_ms']} ms: from the second question on, the conversation is held in "
+        "memory (cuemem_cli/view.py) and searched in NumPy; the first question of a process reads SQLite "
+        f"(p50 {rc.get('first_question_sql_p50_ms', '—')} ms). What is left above 5 ms is the question's embedding, "
+        f"{rc['stage_p50_ms']['embed_query']} ms p50: one MiniLM forward pass over ~15 tokens, ~0.3 GFLOP, "
+        "compute-bound on these cores like ingest's embedding below. Under 5 ms in all needs a faster CPU for "
+        "the model, or the caller passing a question vector it already has.",
+        f"- **Ingest.** Embedding takes {i['stage_s']['embed']} s of compute (the stages overlap: ingest parses one "
+        "batch while it embeds the one before, so their seconds add up to more than the wall time): "
+        f"{i['texts_embedded']:,} distinct texts (cues and whole turns; repeats are embedded once) at "
+        f"{i['embed_texts_per_s']} texts/s with the default embedder, MiniLM with int8 matrix products "
+        f"(this CPU's int8 dot products: {i['cpu_int8_dot_product']}). The same ingest with the float model "
+        f"(`--embedder onnx`) took {i['float_embedder']['wall_s']} s at {i['float_embedder']['embed_texts_per_s']} "
+        "texts/s. On CPUs without VNNI, int8 products cost about what float ones do (an earlier run on AVX2-only "
+        "cores: 165 against 168 cues/s), so there the default gains little. What is left is compute: "
+        f"spaCy's parse ({i['stage_s']['extract']} s) and the model's forward passes, one text per core. 45 s "
+        "needs a faster CPU or fewer texts, and embedding fewer texts costs quality (Quality below: `cue-only`, "
+        "`turn-only`); \"Ingest at scale\" below has the measurements.",
+        "",
+    ]
+
+
+# ------------------------------------------------------ whole-history benchmarks (run_all.py --history, --browse)
+WHOLE_HISTORY = ("history", "browse")
+
+
+def load_line(before: float, highest: float, after: float, cores: int) -> str:
+    """Whether the machine was idle while it ran: above 0.75 a core, the wall time is not a speed result."""
+    figures = f"load average {before:.1f} before, up to {highest:.1f} during, {after:.1f} after, on {cores} cores"
+    if highest <= 0.75 * cores:
+        return f"The machine was idle ({figures})."
+    return (f"**The machine was not idle** ({figures}), so the wall time below is not a speed result; re-run on "
+            "an idle machine. The counts, sizes and memory figures do not depend on the load.")
+
+
+def history_lines(h: dict) -> list[str]:
+    """A chat export's whole-history ingest (bench_history.py), then bench/history_notes.md."""
+    memory, load = h["memory"], h["load_average"]
+    stages = h["stage_seconds"]
+    low, high = min(load["before"], load["after"]), load["highest_during"]
+    existing = (f" into a memory already holding {h['turns_existing']:,} of its turns" if h["turns_existing"]
+                else "")
+    cpu = f"; {h['cpu_seconds']:,.0f} CPU seconds" if h.get("cpu_seconds") is not None else ""
+
+    def of_cues(part: int) -> str:
+        return f"{100 * part / memory['cues']:.1f} %" if memory["cues"] else "—"
+
+    code_turns = f"{100 * memory['turns_with_code'] / memory['turns']:.0f} %" if memory["turns"] else "—"
+    return [
+        "## A real chat history: ShareGPT chats as a ChatGPT export (issues 34 and 36)",
+        "",
+        "Real ChatGPT conversations shared by their users (ShareGPT; where it comes from, its licence and the "
+        "converter: bench/README.md, \"A real chat history\"), written as a ChatGPT export and ingested as a user "
+        f"would: `bench/bench_history.py` (`python bench/run_all.py --history EXPORT`) on `{Path(h['export']).name}`"
+        f"{existing}, finished {h['measured_at']}. "
+        + load_line(load["before"], high, load["after"], load["cores"]),
+        "",
+        f"| measure | `{Path(h['export']).name}` |",
+        "|---|---|",
+        f"| export | {h['conversations_in_report']:,} chats, {h['export_bytes']:,} B |",
+        f"| turns added | {h['turns_added']:,} ({h['turns_existing']:,} already stored), exit {h['exit_code']} |",
+        f"| wall time | {h['wall_seconds']:,.0f} s"
+        + (f", **at load {low:.0f}–{high:.0f}**" if high > 0.75 * load["cores"] else "")
+        + f" ({h['turns_per_second']} turns/s){cpu} |",
+        "| stage seconds (overlapping) | "
+        + ", ".join(f"{name.replace('+', ' + ')} {seconds:,.0f}" for name, seconds in stages.items()) + " |",
+        f"| cues | {h['cues_added']:,}: {h['cues_per_turn_added']:.1f} a turn ({h['texts_embedded']:,} texts "
+        "embedded) |",
+        f"| turns without a cue | {memory['turns_without_cues']:,} |",
+        f"| peak RSS | {h['peak_rss_mb']:,.0f} MB |",
+        f"| database | {h['db_bytes']:,} B: **{h['db_over_export']:.1f}× the export** |",
+        f"| conversations reported | {h['conversations_in_report']:,} |",
+        "",
+        "What the cues come from (`memory` in the result, counted from the whole database):",
+        f"- **Code**: {memory['turns_with_code']:,} of the {memory['turns']:,} turns hold a ``` fence "
+        f"({code_turns}); they carry {memory['cues_on_turns_with_code']:,} "
+        f"cues ({of_cues(memory['cues_on_turns_with_code'])} of all). Of those, {memory['cues_from_code']:,} "
+        f"({of_cues(memory['cues_from_code'])} of all cues) have subject and object inside the turn's code "
+        "blocks and not in its prose (`bench_history.from_code`).",
+        f"- **Padding turns**: {memory['padding_turns']:,} user turns only ask for more (`corpus.is_padding`); "
+        f"they carry {memory['cues_of_padding_turns']:,} cues in all.",
+        "",
+        HISTORY_NOTES.read_text(encoding="utf-8").strip(),
+        "",
+    ]
+
+
+def browse_lines(b: dict) -> list[str]:
+    """`cuemem browse`'s pages on a whole history (bench_browse.py): issue 37's goal, a second a page."""
+    import bench_browse
+
+    before, after, cores = b["load_before"][0], b["load_after"][0], b["cores"]
+    built = b.get("built")
+    memory = (f"a memory it built of {built['turns']:,} turns and {built['cues']:,} cues in "
+              f"{built['conversations']:,} conversations (ingest {built['ingest_seconds']} s)" if built
+              else f"the memory `--db` named ({b['memory']['conversations']:,} conversations)")
+    timed = b["conversation_timed"]
+    paged = f"{timed['pages']} page{'' if timed['pages'] == 1 else 's'}"
+    over = [name for name, timing in b["pages"].items() if bench_browse.over_goal(name, timing)]
+    lines = [
+        "## `cuemem browse` on a whole history (issue 37)",
+        "",
+        f"Measured by `bench/bench_browse.py` (`python bench/run_all.py --browse`) on {b['measured_at']}, on "
+        f"{memory}; the conversation paged through is `{timed['name']}` ({timed['turns']:,} turns, "
+        f"{paged}). Load average {before:.1f} before, {after:.1f} after, on {cores} cores"
+        + (": not idle, so the times are not results" if max(before, after) > 0.75 * cores else "")
+        + ". Every page under a second (the question box costs what `ask` costs): "
+        f"{yes(not over)}{' (over: ' + ', '.join(over) + ')' if over else ''}.",
+        "",
+        "| page | first ms | p50 ms | max ms | requests |",
+        "|---|---|---|---|---|",
+    ]
+    for name, timing in b["pages"].items():
+        lines.append(f"| {name} | {timing.get('first_ms', '—')} | {timing.get('p50_ms', '—')} | "
+                     f"{timing.get('max_ms', '—')} | {timing.get('requests', 1)} |")
+    return [*lines, ""]
+
+
+# ------------------------------------------------------------------ quality (bench/quality.py)
+ABLATIONS = ["no-graph", "no-semantic", "no-temporal", "no-lexical", "no-speaker", "no-date", "cue-only", "turn-only",
+             "no-context", "mixed-context", "whole-turns"]
+BASELINES = ["naive-rag", "bm25", "full-history"]
+WHAT = {
+    "cuemem": "all terms (the defaults of `cuemem ask`)",
+    "no-graph": "no expansion: anchors and BM25 hits only",
+    "no-semantic": "no semantic neighbours (sem-k 0)",
+    "no-temporal": "no temporal neighbours (window 0)",
+    "no-lexical": "no BM25 term or candidates",
+    "no-speaker": "no lift for the named person's turns",
+    "no-date": "no lift for turns said in a named period",
+    "cue-only": "turn scored by its best cue only",
+    "turn-only": "turn scored by its whole-text vector only",
+    "no-context": "turn vector from the turn alone, nothing of the turn before it",
+    "mixed-context": "turn vector from the turn alone, 0.3 of the previous turn's vector added (before m005)",
+    "whole-turns": "no excerpts: a turn over 150 tokens shown whole",
+    "naive-rag": "baseline: turns by MiniLM cosine",
+    "bm25": "baseline: turns by FTS5 BM25",
+    "full-history": "every turn, no budget",
+}
+CATEGORIES = ["multi-hop", "temporal", "open-domain", "single-hop"]
+
+
+def cells(summary: dict, system: str, budget: int | None) -> dict:
+    return {r["category"]: r for r in summary["rows"] if r["system"] == system and r["budget"] == budget}
+
+
+def pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def quality_lines(data: dict) -> list[str]:
+    main_run, budgets, float_run = data["main"], data["budgets"], data["float"]
+    top_m = {int(k): v for k, v in data["top_m"].items()}
+    overall = cells(main_run, "cuemem", 2000)
+    goal_all = overall["overall"]["all_evidence"] >= 0.85 and overall["overall"]["recall"] >= 0.90
+    worst = min(overall[c]["all_evidence"] for c in CATEGORIES)
+    ahead = all(overall["overall"]["all_evidence"] > cells(main_run, b, 2000)["overall"]["all_evidence"]
+                for b in ("naive-rag", "bm25"))
+    lines = [
+        "## Quality: LoCoMo evidence in a 2,000-token context (issue 6)",
+        "",
+        f"Measured by `python bench/quality.py` on {data['measured_at']}: "
+        f"{overall['overall']['retrieval_questions']} questions with gold evidence, offline spaCy cues, "
+        "all-MiniLM-L6-v2 "
+        "(ONNX with int8 matrix products, the default `onnx-int8`), tokens = characters / 4 of the evidence "
+        "block as the answer model sees it. Every row comes from "
+        "the same `cuemem eval` run, database and budget. all-ev = share of questions whose context holds every "
+        "gold evidence turn; recall = mean share of gold turns in the context.",
+        "",
+        f"- Goal all-evidence ≥ 0.85 and recall ≥ 0.90: {yes(goal_all)} "
+        f"({pct(overall['overall']['all_evidence'])}, {pct(overall['overall']['recall'])}).",
+        f"- No category below 0.75: {yes(worst >= 0.75)} (lowest {pct(worst)}).",
+        f"- Ahead of naive-rag and bm25 at the same budget: {yes(ahead)}.",
+        "",
+        "| system | what changes | all-ev | recall | " + " | ".join(CATEGORIES) + " | tokens | recon p50 ms |",
+        "|---|---|---|---|" + "---|" * len(CATEGORIES) + "---|---|",
+    ]
+    for system in ["cuemem", *ABLATIONS, *BASELINES]:
+        row = cells(main_run, system, None if system == "full-history" else 2000)
+        o = row["overall"]
+        lines.append(f"| `{system}` | {WHAT[system]} | {pct(o['all_evidence'])} | {pct(o['recall'])} | "
+                     + " | ".join(pct(row[c]["all_evidence"]) for c in CATEGORIES)
+                     + f" | {round(o['tokens']['estimate']):,} | {o['reconstruct_ms']['p50']} |")
+    lines += ["", "Top-m (cues retrieved as anchors), cuemem at 2,000 tokens:", "",
+              "| top-m | all-ev | recall |", "|---|---|---|"]
+    for m, summary in [("50", top_m[50]), ("100 (default)", main_run), ("200", top_m[200])]:
+        o = cells(summary, "cuemem", 2000)["overall"]
+        lines.append(f"| {m} | {pct(o['all_evidence'])} | {pct(o['recall'])} |")
+    lines += ["", "Other budgets:", "", "| system | budget | all-ev | recall | tokens |", "|---|---|---|---|---|"]
+    for system in ("cuemem", "naive-rag", "bm25"):
+        for budget in (1000, 4000):
+            o = cells(budgets, system, budget)["overall"]
+            lines.append(f"| `{system}` | {budget:,} | {pct(o['all_evidence'])} | {pct(o['recall'])} | "
+                         f"{round(o['tokens']['estimate']):,} |")
+    lines += ["", "Embedder: the default `onnx-int8` against the same model in float32 (`--embedder onnx`, the "
+              "paper's exact vectors), each with its own database, at 2,000 tokens:", "",
+              "| system | embedder | all-ev | recall | " + " | ".join(CATEGORIES) + " |",
+              "|---|---|---|---|" + "---|" * len(CATEGORIES)]
+    for system in ("cuemem", "naive-rag", "bm25"):
+        for label, summary in (("onnx-int8", main_run), ("onnx", float_run)):
+            row = cells(summary, system, 2000)
+            lines.append(f"| `{system}` | {label} | {pct(row['overall']['all_evidence'])} | "
+                         f"{pct(row['overall']['recall'])} | "
+                         + " | ".join(pct(row[c]["all_evidence"]) for c in CATEGORIES) + " |")
+    return [*lines, "", QUALITY_NOTES.read_text(encoding="utf-8").rstrip()]
+
+
+if __name__ == "__main__":
+    print(render(*(Path(arg) for arg in sys.argv[1:])))

@@ -1,0 +1,80 @@
+"""The benchmarks cannot rot: every benchmark of the suite (the whole-history ones too) and bench/quality.py
+run on a tiny input and what they record renders; bench/RESULTS.md is exactly what its one writer
+(bench/report.py) renders from the recorded results and notes.
+
+They read the bench/ folder beside these tests (it is not in the wheel) and skip without it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import PYTHON, REPO, child_env
+
+BENCH = REPO / "bench"
+SUITE = ("ingest", "scale", "cli", "reconstruct", "llm_calls", "million", "cells_real", "stream", "mcp")
+WHOLE_HISTORY = ("history", "browse")  # run_all.py --history EXPORT, --browse
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    """bench/ importable, as its scripts import each other."""
+    if not (BENCH / "run_all.py").is_file():
+        pytest.skip(f"no bench folder at {BENCH}")
+    monkeypatch.syspath_prepend(str(BENCH))
+    import report
+
+    return report
+
+
+def test_results_md_is_what_the_renderer_makes_of_the_recorded_results(bench, tmp_path):
+    page = bench.render(bench.RESULTS, tmp_path / "RESULTS.md")
+    assert page.read_text(encoding="utf-8") == (BENCH / "RESULTS.md").read_text(encoding="utf-8"), \
+        "bench/RESULTS.md differs from its results: run `python bench/report.py` (never edit RESULTS.md by hand)"
+
+
+def test_the_readme_lists_every_benchmark_of_the_suite(bench):
+    assert (bench.SUITE, bench.WHOLE_HISTORY) == (SUITE, WHOLE_HISTORY)
+    readme = (BENCH / "README.md").read_text(encoding="utf-8")
+    for name in SUITE + WHOLE_HISTORY:
+        assert f"| `{name}.json` |" in readme and (BENCH / f"bench_{name}.py").is_file(), name
+    listed = {line.split("`")[1] for line in readme.splitlines() if line.startswith("| `bench/bench_")}
+    assert listed == {f"bench/bench_{name}.py" for name in SUITE + WHOLE_HISTORY}
+    experiments = (BENCH / "experiments" / "README.md").read_text(encoding="utf-8")
+    for script in (BENCH / "experiments").glob("*.py"):
+        assert f"| `{script.name}`" in experiments, f"{script.name}: no line with its result in experiments/README.md"
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess
+def test_every_benchmark_runs_on_a_tiny_input_and_renders(bench, tmp_path):
+    """`run_all.py --smoke`: the nine benchmarks, the two whole-history ones and quality.py on the sample
+    dialogues (in LoCoMo's shape, and as a ChatGPT export for the history). Run from a folder of its own, so
+    every process imports the cuemem_cli this test run does."""
+    out = tmp_path / "smoke"
+    recorded = {path.name: path.read_bytes() for path in bench.RESULTS.glob("*.json")}
+    done = subprocess.run([*PYTHON, str(BENCH / "run_all.py"), "--smoke", str(out)], cwd=tmp_path, env=child_env(),
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {path.stem: json.loads(path.read_text()) for path in (out / "results").glob("*.json")}
+    assert set(results) == {*SUITE, *WHOLE_HISTORY, "run_all", "quality"}
+    assert results["ingest"]["turns"] == 84 + 43 and results["ingest"]["cues"] > results["ingest"]["turns"]
+    assert results["scale"]["five_mb_turn"]["exit_code"] == 1 and not results["scale"]["five_mb_turn"]["db_exists"]
+    assert results["llm_calls"]["same_cues"] is True and results["reconstruct"]["questions"] == 10
+    assert [run["lines"] for run in results["stream"]["runs"]] == [600]
+    assert results["mcp"]["turns"] == 84 and results["quality"]["main"]["rows"]
+    history = results["history"]
+    assert history["exit_code"] == 0 and history["turns_added"] == history["memory"]["turns"] == 84 + 43
+    assert history["conversations_in_report"] == 7 and history["memory"]["cues"] == history["cues_added"] > 0
+    browse = results["browse"]
+    assert browse["built"]["turns"] == 84 + 43 and browse["memory"]["conversations"] == 7
+    assert all(timing.get("first_ms", 0) > 0 or timing["p50_ms"] > 0 for timing in browse["pages"].values())
+    page = (out / "RESULTS.md").read_text(encoding="utf-8")
+    assert page.count("**met**") + page.count("**not met**") >= 10  # every row of both tables judged
+    assert "## Quality: LoCoMo evidence" in page and "| `cuemem` | all terms" in page
+    assert "| turns added | 127 (0 already stored), exit 0 |" in page and "| search, a rare word |" in page
+    assert {path.name: path.read_bytes() for path in bench.RESULTS.glob("*.json")} == recorded, \
+        "a smoke run never touches the recorded results"
