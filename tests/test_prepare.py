@@ -63,6 +63,7 @@ def test_prose_spans_leave_out_fenced_code_and_tables():
     assert "rm -rf" not in " ".join(unclosed[a:b] for a, b in prose_spans(unclosed))
 
 
+@pytest.mark.slow
 def test_code_blocks_give_no_cues_but_the_turn_stays_whole_and_searchable(tmp_path):
     with Memory(tmp_path / "m.db") as memory:
         memory.add(conversation("c", [("user", "How do I make the backup upload retry?"),
@@ -80,6 +81,7 @@ def test_code_blocks_give_no_cues_but_the_turn_stays_whole_and_searchable(tmp_pa
     assert found == [turn.id], "and in the full-text index"
 
 
+@pytest.mark.slow
 def test_padding_turns_get_no_cues_but_are_stored(tmp_path):
     assert is_padding("Continue") and is_padding("continue writing please") and is_padding("Go on.")
     assert not is_padding("Continue with the part about Porto, where we stay at the Grande Hotel")
@@ -158,6 +160,7 @@ def content(path) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess  # worker processes (forked, so the Popen watch does not see them)
 def test_workers_store_what_one_process_stores(tmp_path, monkeypatch):
     """Three conversations in batches of 5 turns, prepared by two worker processes several batches at a
     time: turns, cues, every vector and every edge are those of the one-process run."""
@@ -212,6 +215,7 @@ CHINESE = [("user", "我下个月要去成都出差，大概住一个星期。�
                          "可以直接用手机支付，不需要买交通卡。")]
 
 
+@pytest.mark.slow
 def test_an_export_tells_its_empty_chats_and_its_other_languages_once(cli, tmp_path):
     export = [chatgpt_chat(1, "Trip to Porto", [("user", "We are going to Porto in May and want a hotel."),
                                                 ("assistant", "Stay in Ribeira, near the river.")]),
@@ -262,6 +266,7 @@ def test_progress_tells_turns_per_second_and_time_left_from_the_recent_rate():
     assert progress_fields(seen, 90.0, 1000, 1000)[1] == "done"
 
 
+@pytest.mark.slow
 def test_ingest_reports_progress_over_the_whole_input(tmp_path, monkeypatch):
     monkeypatch.setattr(ingest, "BATCH_TURNS", 4)
     calls: list[tuple[int, int, int]] = []
