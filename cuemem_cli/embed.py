@@ -31,7 +31,6 @@ from importlib import resources
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any, Protocol
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -98,21 +97,6 @@ def own_positions(offsets: Sequence[tuple[int, int]], own_chars: int) -> list[in
     return [i for i, (start, end) in enumerate(offsets) if end <= own_chars]
 
 
-# A cue to pool: the text of the sentence whose own pass it is pooled from, and the words (lower case) whose
-# tokens it is pooled over; None: every token (a statement: exactly the sentence embedded on its own).
-CuePass = tuple[str, "frozenset[str] | None"]
-
-
-@dataclass(frozen=True)
-class TurnToPool:
-    """A turn as `embed_pooled` reads it: its text, the turn before it (read after it, as in
-    `embed_in_context`), and per cue the sentence pass it is pooled from."""
-
-    text: str
-    context: str | None
-    cues: Sequence[CuePass]
-
-
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     """Unit rows, in place (every caller passes an array of its own): a long turn's ~100,000 cue vectors
     are 150 MB, not to be copied twice more."""
@@ -121,18 +105,6 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     norms[norms == 0] = 1.0
     vectors /= norms
     return vectors
-
-
-def _token_words(text: str, encoding) -> list[str]:
-    """The word (lower case, as the tokenizer split words) each token of a pass over `text` belongs to; ""
-    for [CLS] and [SEP]."""
-    spans: dict[int, tuple[int, int]] = {}
-    for word, (a, b) in zip(encoding.word_ids, encoding.offsets, strict=True):
-        if word is not None and b > a:
-            low, high = spans.get(word, (a, b))
-            spans[word] = (min(low, a), max(high, b))
-    return [text[spans[w][0]:spans[w][1]].lower() if w is not None and w in spans else ""
-            for w in encoding.word_ids]
 
 
 class OnnxMiniLM:
@@ -195,66 +167,10 @@ class OnnxMiniLM:
         return _normalise(out)
 
     def _mean_token(self, encoding, positions: list[int] | None = None) -> np.ndarray:
-        hidden = self._hidden(encoding)
-        return (hidden if positions is None else hidden[positions]).mean(axis=0)
-
-    def _hidden(self, encoding) -> np.ndarray:
-        """The model's token states for one text: (tokens, dim)."""
         ids = np.array([encoding.ids], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        return self._session.run(None, feed)[0][0]
-
-    def embed_pooled(self, turns: Sequence[TurnToPool]) -> tuple[np.ndarray, list[np.ndarray], int]:
-        """Each turn's vector (`embed_in_context`'s) and its cues' vectors from one pass per distinct turn and
-        one per distinct sentence, instead of one per cue text: a statement is its sentence's pass pooled over every
-        token (its vector exactly `embed`'s), a triple the same pass pooled over its own words' tokens (with
-        [CLS] and [SEP]). A sentence's triples and statement share the pass, as do the turns of a batch that
-        say the same sentence.
-
-        Why the sentence's own pass and not the turn's (which would save the sentences' passes): read with
-        the words around them, cues take on their neighbours' meaning. Pooled from 128-token passes over a
-        long turn, a sentence was nearest to itself embedded alone for 0.62 of sentences (0.94 with 32-token
-        passes), and sentences pooled from a short chat turn read with the turn before it lost 0.018 of
-        all-evidence on LoCoMo's multi-hop questions (bench/RESULTS.md, "Ingest of a whole history").
-        A row of NaN: no token of the cue's words is in its sentence (the caller embeds its text instead).
-        Also returns how many passes ran."""
-        if not turns:
-            return np.zeros((0, self.dim), dtype=np.float32), [], 0
-        if self._session is None:
-            self._load()
-        cues = [np.full((len(turn.cues), self.dim), np.nan, dtype=np.float32) for turn in turns]
-        vectors = np.empty((len(turns), self.dim), dtype=np.float32)
-        # text → (turn, cue or -1 for the turn's own vector, words pooled): a turn read without a context is
-        # a text like its sentences, its vector the pass pooled over every token
-        wanted: dict[str, list[tuple[int, int, frozenset[str] | None]]] = {}
-        in_context: dict[tuple[str, str], list[int]] = {}
-        for number, turn in enumerate(turns):
-            if turn.context is None:
-                wanted.setdefault(turn.text, []).append((number, -1, None))
-            else:
-                in_context.setdefault((turn.text, turn.context), []).append(number)
-            for i, (sentence, keep) in enumerate(turn.cues):
-                wanted.setdefault(sentence, []).append((number, i, keep))
-
-        def sentence_pass(sentence: str) -> None:
-            encoding = self._tokenizer.encode(_head(sentence))
-            hidden = self._hidden(encoding)
-            words = _token_words(sentence, encoding)
-            special = [t for t, (a, b) in enumerate(encoding.offsets) if a == b]
-            for number, i, keep in wanted[sentence]:
-                if keep is None:
-                    (vectors[number] if i < 0 else cues[number][i])[:] = hidden.mean(axis=0)
-                    continue
-                positions = [t for t, word in enumerate(words) if word in keep]
-                if positions:
-                    cues[number][i] = hidden[positions + special].mean(axis=0)
-
-        with ThreadPoolExecutor(self.threads) as pool:
-            list(pool.map(sentence_pass, wanted))
-        if in_context:
-            for rows, vector in zip(in_context.values(), self.embed_in_context(list(in_context)), strict=True):
-                vectors[rows] = vector
-        return _normalise(vectors), [_normalise(out) for out in cues], len(wanted) + len(in_context)
+        hidden = self._session.run(None, feed)[0][0]
+        return (hidden if positions is None else hidden[positions]).mean(axis=0)
 
 
 class QuantisedMiniLM(OnnxMiniLM):

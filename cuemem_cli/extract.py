@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import replace
 from datetime import date, datetime, timedelta
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
@@ -90,21 +89,20 @@ class SpacyExtractor:
 
     def extract(self, turns: Sequence[TurnLike]) -> list[list[Triple]]:
         nlp = self._load()
-        owners: list[tuple[int, int]] = []  # (turn, where the text parsed starts in it)
+        owners: list[int] = []
         texts: list[str] = []
         for number, turn in enumerate(turns):
             text = turn.text or ""
             for start, end in prose_spans(text):  # code blocks and tables are not parsed (statements.py)
                 if not reads_as_latin(text[start:end]):
                     continue  # Chinese, Korean, Russian…: the English parser only makes junk of it
-                for offset, piece in pieces(text[start:end], PARSE_CHARS, start):
-                    owners.append((number, offset))
+                for _, piece in pieces(text[start:end], PARSE_CHARS, start):
+                    owners.append(number)
                     texts.append(piece)
         states = [_Turn(self, turn.speaker or None, _parse_time(turn.time)) for turn in turns]
         for group in _groups(texts):  # each parse is read as it comes and let go: memory stays that of a group
-            for (number, offset), doc in zip(owners[group], nlp.pipe(texts[group], batch_size=self.batch_size),
-                                             strict=True):
-                states[number].read(doc, offset)
+            for number, doc in zip(owners[group], nlp.pipe(texts[group], batch_size=self.batch_size), strict=True):
+                states[number].read(doc)
         return [state.cues() for state in states]
 
     def lemma(self, tok: Any) -> str:
@@ -234,24 +232,21 @@ class _Turn:
         self.weak: list[Triple] = []
         self.dated: list[Triple | None] = []
 
-    def read(self, doc: Any, offset: int = 0) -> None:
-        """Take the cues of one parse of the turn (its prose, or the next piece of a long one), which starts at
-        `offset` in the turn's text. A triple records the sentence it was read from (`Triple.span`); a date
-        cue does not, as its date is resolved rather than written there."""
+    def read(self, doc: Any) -> None:
+        """Take the cues of one parse of the turn (its prose, or the next piece of a long one)."""
         self.dates.clear()  # token indices are per document
         for sent in doc.sents:
-            span = (offset + sent.start_char, offset + sent.end_char)
             found = self.find_dates(sent)
             clauses = {tok.i: self.clause(tok) for tok in sent if _is_clause(tok)}
-            self.strong += [replace(t, span=span) for t in self.possessions(sent)]
+            self.strong += self.possessions(sent)
             for triple in clauses.values():
                 if triple is None:
                     continue
                 subj, obj = self.quality(triple.subject), self.quality(triple.object)
                 if (subj >= 1 and obj == 2) or (subj == 2 and obj >= 1):
-                    self.strong.append(replace(triple, span=span))
+                    self.strong.append(triple)
                 elif max(subj, obj) == 2:
-                    self.weak.append(replace(triple, span=span))
+                    self.weak.append(triple)
             for anchor, when in found:
                 self.dated.append(self.date_cue(anchor, when, clauses))
 

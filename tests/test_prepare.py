@@ -1,6 +1,6 @@
 """What ingest prepares before it stores a batch (prepare.py): which text gives cues (prose, not code blocks,
-tables or "Continue"), cue vectors pooled from the passes over their turn, worker processes that store the
-same content as one process, and what an ingest tells about a whole export (empty chats, other languages,
+tables or "Continue"), cue vectors as texts of their own, worker processes that store the same content as
+one process, and what an ingest tells about a whole export (empty chats, other languages,
 progress)."""
 
 from __future__ import annotations
@@ -101,35 +101,10 @@ def test_chinese_turns_get_a_cue_per_sentence():
     assert [c.object for c in statement_cues("user", text)] == sentences(text)
 
 
-# ------------------------------------------------------------------ pooled cue vectors
-def test_a_turns_cues_share_its_sentences_passes(tmp_path, embedder):
-    """A long turn of ten sentences: each statement is its sentence embedded on its own, and its triples are
-    pooled from that same pass, so the model runs once for the turn and about once per sentence, not once
-    per cue; each triple's vector is nearest to its own sentence."""
-    with Memory(tmp_path / "m.db", embedder=embedder) as memory:
-        report = memory.add(conversation("c", [("assistant", LONG_TURN)]))
-        store = memory.store
-        cid = store.conversation_id("c")
-        ids, _, _, matrix = store.conversation_vectors(cid, embedder.dim)
-        rows = {int(c): i for i, c in enumerate(ids)}
-        cues = store.conversation_cues(cid)
-    statements = [c for c in cues if c.kind == "statement"]
-    triples = [c for c in cues if c.kind == "triple"]
-    assert len(statements) == 10 and len(triples) > 10
-    assert report.texts_embedded <= 1 + 10 + 3, report.texts_embedded  # the turn, its sentences, a few misses
-    alone = embedder.embed([c.object for c in statements])
-    pooled = np.vstack([matrix[rows[c.id]] for c in statements])
-    assert np.allclose(pooled, alone, atol=0.01)
-    holder = [next(i for i, s in enumerate(statements) if c.object in s.object or c.subject in s.object)
-              for c in triples if any(c.object in s.object for s in statements)]
-    found = [c for c in triples if any(c.object in s.object for s in statements)]
-    similarity = np.vstack([matrix[rows[c.id]] for c in found]) @ alone.T
-    assert (similarity.argmax(axis=1) == np.array(holder)).mean() >= 0.8, similarity.round(2)
-
-
+# ------------------------------------------------------------------ cue vectors
 def test_a_short_turns_sentences_are_embedded_on_their_own(tmp_path, embedder):
-    """Pooled from a short chat turn read with the turn before it, sentences lost multi-hop questions on
-    LoCoMo: they are embedded alone, exactly as a question with the same words is."""
+    """Pooled from a pass shared with other words, cues lost multi-hop questions on LoCoMo (prepare.py): a
+    sentence is embedded alone, exactly as a question with the same words is."""
     said = "We adopted a beagle named Biscuit from the shelter."
     with Memory(tmp_path / "m.db", embedder=embedder) as memory:
         memory.add(conversation("c", [("Leo", "Did you get a dog in the end?"), ("Maya", said)]))
@@ -245,8 +220,8 @@ def test_an_export_tells_its_empty_chats_and_its_other_languages_once(cli, tmp_p
 def test_language_of_tells_english_from_other_languages():
     assert language_of("We are going to Porto in May and we want a hotel that is near the river.") is None
     assert language_of(CHINESE[0][1]) == "Chinese"
-    assert language_of("도메인이 뭐야? 기업용 이메일을 만들기 위해서는 왜 도메인이 필요한거야? 네가 관련 전문가인 것 처럼 "
-                       "대답해줘. 나는 중학생이야 그래서 쉽게 설명해줘") == "Korean"
+    assert language_of("도메인이 뭐야? 기업용 이메일을 만들기 위해서는 왜 도메인이 필요한거야? "
+                       "네가 관련 전문가인 것 처럼 대답해줘. 나는 중학생이야 그래서 쉽게 설명해줘") == "Korean"
     assert language_of("Nous sommes étudiants en graphisme et nous avons un projet pour la semaine "
                        "prochaine, est-ce que tu peux nous aider avec les couleurs et le logo de la marque?") \
         == "not English"

@@ -8,6 +8,8 @@ embedder without `embed_pooled`) and sentence passes (`embed_pooled`); CPU secon
 `batching`: CPU ms per text of the int8 session for identical texts (no padding at all) alone and in
 batches of 16 and 64, at 25 and 128 tokens. Results (2026-12-06, load 22–27): RESULTS.md, "Ingest of a
 whole history".
+The sentence passes were `OnnxMiniLM.embed_pooled`, dropped after this measurement (LoCoMo multi-hop fell):
+run this script on commit 02afbba of branch `speed`, where it exists.
 """
 
 from __future__ import annotations
