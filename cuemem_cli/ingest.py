@@ -62,7 +62,7 @@ class IngestReport:
     turns_replaced: int = 0  # of turns_added: stored turns whose text changed, replaced (`replace`)
     invalid: list[str] = field(default_factory=list)
     cues: int = 0
-    texts_embedded: int = 0  # model passes: over turns (their cues pooled from them) and cue texts embedded alone
+    texts_embedded: int = 0  # distinct cue and turn texts sent to the embedder (a turn in context counts one)
     temporal_edges: int = 0
     semantic_edges: int = 0
     pending: list[str] = field(default_factory=list)
@@ -354,7 +354,7 @@ class Ingestor:
         prepared (prepare.py). Without `workers`, the next batch is parsed here (spaCy, one core) while the
         one before it is embedded in a thread (onnxruntime's threads leave the GIL); with them, each batch is
         parsed and embedded in a worker process, as many batches at once as there are workers, and stored
-        here in input order: the same rows as one process makes (bench/RESULTS.md, "Workers")."""
+        here in input order: the same rows as one process makes (tests/test_prepare.py)."""
         started = time.perf_counter()
         self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
         background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed") if workers is None else None

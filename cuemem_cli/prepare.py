@@ -147,7 +147,7 @@ def worker_count(wanted: int | None, lines: int) -> int:
 class Workers:
     """Worker processes that prepare batches (`submit`), each with its own extractor and embedder made from
     their registry names. Content is that of one process: a batch's cues and vectors depend on its turns
-    alone, never on which worker or how many (tests/test_workers.py)."""
+    alone, never on which worker or how many (tests/test_prepare.py)."""
 
     def __init__(self, count: int, extractor: str, embedder: str | None):
         self.count = count
