@@ -1,6 +1,6 @@
 """Ingest of a whole chat history, as a user runs it: `cuemem --db DB ingest --from chatgpt EXPORT`.
 
-    python bench/bench_history.py EXPORT.json [--db DB] [--out summary.json] [-- extra ingest options]
+    python bench/bench_history.py EXPORT.json [--db DB] [--out summary.json] [-- more ingest options, e.g. --workers 2]
     python bench/bench_history.py EXPORT.json --db DB --count-only   # only the counts below, no ingest
 
 EXPORT is a ChatGPT-shaped `conversations.json`, e.g. from `bench/corpus.py` (real ShareGPT chats; writing
@@ -144,18 +144,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, help="also write the JSON summary here")
     parser.add_argument("--count-only", action="store_true",
                         help="no ingest: count what the memory --db holds (a build that was stopped, say)")
-    parser.add_argument("extra", nargs="*", help="more `cuemem ingest` options, after --")
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    # What follows `--` goes to `cuemem ingest` as is (argparse would not take "--workers 2" as a positional).
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if args.count_only:
         if not args.db:
             parser.error("--count-only needs --db")
         result = {"db": str(args.db), "db_bytes": db_bytes(args.db), "memory": cue_sources(args.db)}
     elif args.db:
         args.db.parent.mkdir(parents=True, exist_ok=True)
-        result = measure(args.export, args.db, args.extra)
+        result = measure(args.export, args.db, extra)
     else:
         with tempfile.TemporaryDirectory(prefix="cuemem-history-") as folder:
-            result = measure(args.export, Path(folder) / "memory.db", args.extra)
+            result = measure(args.export, Path(folder) / "memory.db", extra)
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
     return result

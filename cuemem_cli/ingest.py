@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,11 +26,12 @@ import numpy as np
 from .config import BUILD_SEM_K, BUILD_WINDOW
 from .errors import CuememError, StoreError
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
+from .language import LanguageWatch
+from .prepare import Pair, Prepared, Workers, cues_of, embed_cues, embed_distinct, embed_turns
 from .records import Message, Triple, Turn
 from .statements import cue_text, statement_cues
 from .store import TURN_ALONE, NewTurn, Store
 from .text import plural
-from .vectors import roundtrip
 
 BATCH_TURNS = 256
 @dataclass
@@ -42,12 +44,15 @@ class IngestReport:
     turns_replaced: int = 0  # of turns_added: stored turns whose text changed, replaced (`replace`)
     invalid: list[str] = field(default_factory=list)
     cues: int = 0
-    texts_embedded: int = 0  # distinct cue and turn texts sent to the embedder
+    texts_embedded: int = 0  # distinct cue and turn texts sent to the embedder (a turn in context counts one)
     temporal_edges: int = 0
     semantic_edges: int = 0
     pending: list[str] = field(default_factory=list)
     extraction_failures: list[str] = field(default_factory=list)  # the extractor's errors (LLM calls), as said
     conversations: list[str] = field(default_factory=list)
+    empty_conversations: list[str] = field(default_factory=list)  # chats of an export with nothing to store
+    other_languages: dict[str, str] = field(default_factory=dict)  # conversation → language, if not English
+    embedder: str = ""  # the model id the vectors are in (the language notice suggests a multilingual one)
     seconds: float = 0.0
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -93,37 +98,13 @@ class _Fresh:
 
 
 @dataclass
-class _Prepared:
-    """A batch between its parse and its storage: the turns to store and their extracted cues, then
-    (in the background thread) their vectors."""
+class _Batch:
+    """A batch between its sorting out and its storage: the turns to store, what their turn vectors are read
+    with, and the cues and vectors being computed for them (prepare.py) in a thread or a worker process."""
 
     fresh: list[_Fresh]
-    results: list[list[Triple] | None]
-    texts_embedded: int = 0
-    embed_seconds: float = 0.0
-
-
-def embed_distinct(embedder, texts: list[str], report: IngestReport) -> np.ndarray:
-    """Embed each distinct text once: a one-sentence turn is often also its statement cue, and short
-    triples repeat ("Melanie, love, painting"); LoCoMo has 10 % repeats, 5 % of its tokens."""
-    distinct = list(dict.fromkeys(texts))
-    report.texts_embedded += len(distinct)
-    if len(distinct) == len(texts):
-        return roundtrip(embedder.embed(texts))
-    row = {text: i for i, text in enumerate(distinct)}
-    return roundtrip(embedder.embed(distinct))[[row[text] for text in texts]]
-
-
-def embed_turns(embedder, pairs: list[tuple[str, str | None]]) -> np.ndarray:
-    """Turn vectors: each turn's own tokens, read by the model with the turn before it in its session
-    after them (embed.own_positions). A reply is often only readable next to what it answers ("Yep, a
-    few years back" after "Do you still paint?"). Measured on LoCoMo at 2,000 tokens: all evidence for
-    0.874 of the questions, against 0.863 with the turn alone plus 0.3 of its predecessor's vector
-    mixed in at question time (the `mixed-context` ablation) and 0.861 with the turn alone
-    (`no-context`); bench/quality_notes.md says why the context is not pooled in as well.
-    Ingest's vectors are what the store gives back (vectors.roundtrip), so the graph is built from the
-    vectors a later ingest reads."""
-    return roundtrip(embedder.embed_in_context(pairs))
+    pairs: list[Pair]
+    prepared: Future[Prepared]
 
 
 def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:
@@ -152,6 +133,7 @@ class Ingestor:
         self.window, self.sem_k = self._graph_settings(window, sem_k)
         self._conversations: dict[str, _Conversation] = {}
         self._index: NeighbourIndex | None = None  # the memory's cue vectors; loaded when a batch needs them
+        self._dispatched: dict[str, tuple[str | None, str] | None] = {}  # conversation → its last turn sent on
         self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
         self._committed = 0  # report.turns_added as of the last batch committed
 
@@ -199,28 +181,38 @@ class Ingestor:
         return self._index
 
     def run(self, messages: Iterable[Message], report: IngestReport,
-            progress: Callable[[int, int, int], None] | None = None, batch_turns: int = BATCH_TURNS) -> IngestReport:
-        """Store `messages` a batch at a time, as a pipeline: while one batch is embedded (onnxruntime's
-        threads, which leave the GIL), the next is parsed (spaCy, one core). On 2 cores the parse no
-        longer waits for the model nor the model for the parse (bench/RESULTS.md, "Ingest at scale")."""
+            progress: Callable[[int, int, int], None] | None = None, batch_turns: int | None = None,
+            workers: Workers | None = None) -> IngestReport:
+        """Store `messages` a batch at a time, as a pipeline: while one batch is stored, the next ones are
+        prepared (prepare.py). Without `workers`, the next batch is parsed here (spaCy, one core) while the
+        one before it is embedded in a thread (onnxruntime's threads leave the GIL); with them, each batch is
+        parsed and embedded in a worker process, as many batches at once as there are workers, and stored
+        here in input order: the same rows as one process makes (tests/test_prepare.py)."""
         started = time.perf_counter()
         self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
-        background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed")
-        embedding: Future[_Prepared] | None = None  # the batch being embedded; stored before the next one
+        background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed") if workers is None else None
+        ahead = 1 if workers is None else workers.count + 1  # batches prepared while one is stored
+        queue: deque[_Batch] = deque()
+        self._dispatched.clear()
+        languages = LanguageWatch()
+        report.embedder = self.embedder.model_id
+        batch_turns = batch_turns or BATCH_TURNS
+        if progress:  # the bar shows the whole input at once, not after the first batch
+            progress(0, 0, report.lines)
         self._committed = before = report.turns_added
         try:
             batch: list[Message] = []
             for message in messages:
                 batch.append(message)
                 if len(batch) >= batch_turns:
-                    embedding = self._next_batch(batch, embedding, background, report)
+                    self._next_batch(batch, queue, background, workers, report, languages)
                     batch = []
-                    if progress:
-                        progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+                    while len(queue) > ahead:
+                        self._store_next(queue, report, progress)
             if batch:
-                embedding = self._next_batch(batch, embedding, background, report)
-            if embedding is not None:
-                self._store_prepared(embedding.result(), report)
+                self._next_batch(batch, queue, background, workers, report, languages)
+            while queue:
+                self._store_next(queue, report, progress)
         except StoreError as exc:  # a full disk, a lost server: say what the batches before it stored
             stored = self._committed - before
             if not stored:
@@ -229,10 +221,15 @@ class Ingestor:
                             "it, in whole batches", f"{exc.hint or 'fix that'}; the same command run again skips "
                             "what is stored") from exc
         finally:
-            background.shutdown(wait=True, cancel_futures=True)
+            for pending in queue:
+                pending.prepared.cancel()
+            if background is not None:
+                background.shutdown(wait=True, cancel_futures=True)
+            self._dispatched.clear()
         if progress:
             progress(report.turns_added + report.turns_existing, report.cues, report.lines)
         report.extraction_failures = list(getattr(self.extractor, "failures", ()))
+        report.other_languages = languages.others()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -278,79 +275,73 @@ class Ingestor:
             self._index = None
             self._data_version = version
 
-    def _next_batch(self, batch: list[Message], embedding: Future[_Prepared] | None, background: ThreadPoolExecutor,
-                    report: IngestReport) -> Future[_Prepared] | None:
-        """Parse `batch` while the previous one (`embedding`) is embedded; store that one; start embedding
-        this one. Extraction and embedding run outside the write lock (other processes keep writing
-        meanwhile); under it the turns are sorted out again and stored: the same rows as if the
-        processes had run one by one."""
-        try:
-            prepared = self._extract_batch(batch, report)
-        finally:  # a failed parse still stores the batch before it, as the one-batch-at-a-time ingest did
-            if embedding is not None:
-                self._store_prepared(embedding.result(), report)
-        if prepared is None:
-            return None
-        # A turn is read with the turn before it, which may be the last of the batch just stored: the
-        # pairs are read from the store here, in this thread (the connection stays in one thread).
-        pairs = self._turn_pairs(prepared.fresh)
-        return background.submit(self._embed_batch, prepared, pairs)
-
-    def _extract_batch(self, batch: list[Message], report: IngestReport) -> _Prepared | None:
-        t0 = time.perf_counter()
+    def _next_batch(self, batch: list[Message], queue: deque[_Batch], background: ThreadPoolExecutor | None,
+                    workers: Workers | None, report: IngestReport, languages: LanguageWatch) -> None:
+        """Sort `batch` out and start preparing what is new in it. Preparation runs outside the write lock
+        (other processes keep writing meanwhile); under it the turns are sorted out again and stored: the
+        same rows as if the processes had run one by one. In this process the parse runs here while the
+        batch before is embedded, and a failed parse still stores the batch before it."""
         fresh = self._sort_out([_Fresh(m, source_id_of(m), content_hash(m)) for m in batch], report)
         if not fresh:
-            return None
+            return
         messages = [item.message for item in fresh]
-        results = self._with_statements(messages, self.extractor.extract(messages))
-        report.add_time("extract", time.perf_counter() - t0)
-        return _Prepared(fresh, results)
-
-    def _embed_batch(self, prepared: _Prepared, pairs: list[tuple[str, str | None]]) -> _Prepared:
-        """The batch's cue and turn vectors, onto its items. Runs in the background thread: it touches
-        only the batch and the embedder."""
+        for m in messages:
+            languages.see(m.conversation, m.role, m.text)
+        pairs = self._turn_pairs(fresh)
+        if workers is not None:
+            queue.append(_Batch(fresh, pairs, workers.submit(messages, pairs)))
+            return
+        assert background is not None
         t0 = time.perf_counter()
-        fresh, results = prepared.fresh, prepared.results
-        texts = [cue_text(triple, item.message.speaker) for item, triples in zip(fresh, results, strict=True)
-                 if triples for triple in triples]
-        # Each turn is also embedded whole (reconstruct.py scores a turn by it beside its best cue), read
-        # with the turn before it where it has one (embed_turns).
-        alone = [i for i, (_, before) in enumerate(pairs) if before is None]
-        counted = IngestReport()
-        vectors = embed_distinct(self.embedder, texts + [pairs[i][0] for i in alone], counted)
-        turn_vectors = np.empty((len(pairs), self.embedder.dim), dtype=np.float32)
-        turn_vectors[alone] = vectors[len(texts):]
-        read_after = [i for i, (_, before) in enumerate(pairs) if before is not None]
-        if read_after:
-            turn_vectors[read_after] = embed_turns(self.embedder, [pairs[i] for i in read_after])
-        row = 0
-        for item, triples, pair, turn_vector in zip(fresh, results, pairs, turn_vectors, strict=True):
-            count = len(triples or [])
-            item.triples, item.cue_vectors = triples, vectors[row : row + count]
-            item.pair, item.turn_vector = pair, turn_vector
-            row += count
-        prepared.texts_embedded = counted.texts_embedded + len(read_after)
-        prepared.embed_seconds = time.perf_counter() - t0
-        return prepared
+        try:
+            triples = self._cues(messages)
+        except BaseException:
+            while queue:
+                self._store_next(queue, report, None)
+            raise
+        extract_seconds = time.perf_counter() - t0
 
-    def _store_prepared(self, prepared: _Prepared, report: IngestReport) -> None:
+        def embed() -> Prepared:
+            t1 = time.perf_counter()
+            cue_vectors, turn_vectors, passes = embed_cues(self.embedder, [m.speaker for m in messages], triples,
+                                                           pairs)
+            return Prepared(triples, cue_vectors, turn_vectors, passes, extract_seconds, time.perf_counter() - t1)
+
+        queue.append(_Batch(fresh, pairs, background.submit(embed)))
+
+    def _cues(self, turns: Sequence[Any]) -> list[list[Triple] | None]:
+        """The cues of these turns (prepare.cues_of); the import path stores recorded ones instead."""
+        return cues_of(self.extractor, turns)
+
+    def _store_next(self, queue: deque[_Batch], report: IngestReport,
+                    progress: Callable[[int, int, int], None] | None) -> None:
+        """Store the oldest batch in flight once its cues and vectors are ready."""
+        batch = queue.popleft()
+        prepared = batch.prepared.result()
+        report.add_time("extract", prepared.extract_seconds)
         report.add_time("embed", prepared.embed_seconds)
         report.texts_embedded += prepared.texts_embedded
+        for item, triples, cue_vectors, turn_vector, pair in zip(batch.fresh, prepared.triples, prepared.cue_vectors,
+                                                                 prepared.turn_vectors, batch.pairs, strict=True):
+            item.triples, item.cue_vectors, item.turn_vector, item.pair = triples, cue_vectors, turn_vector, pair
         t0 = time.perf_counter()
         with self.store.transaction():
             self._sync()
-            self._store_batch(self._sort_out(prepared.fresh, report), report)
+            self._store_batch(self._sort_out(batch.fresh, report), report)
         self._committed = report.turns_added
         report.add_time("store+graph", time.perf_counter() - t0)
+        if progress:
+            progress(report.turns_added + report.turns_existing, report.cues, report.lines)
 
-    def _turn_pairs(self, items: list[_Fresh]) -> list[tuple[str, str | None]]:
-        """(text, text of the turn before it in its session or None) for each new turn: the previous
-        message of its conversation in this batch, or else the conversation's latest stored turn. A
-        replacing turn gets its vector under the write lock (`_store_batch`)."""
+    def _turn_pairs(self, items: list[_Fresh]) -> list[Pair]:
+        """(text, text of the turn before it in its session or None) for each new turn: the message before
+        it in its conversation that this run sent to be prepared, or else the conversation's latest stored
+        turn. A replacing turn gets its vector under the write lock (`_store_batch`), as does any turn whose
+        predecessor turned out otherwise when it is stored (`_store_turn_vectors`)."""
         if self.store.turn_vector_text() == TURN_ALONE:  # a database from before m005 stays consistent
             return [(item.message.text, None) for item in items]
-        last: dict[str, tuple[str | None, str] | None] = {}
-        out: list[tuple[str, str | None]] = []
+        last = self._dispatched
+        out: list[Pair] = []
         for item in items:
             m = item.message
             if item.replaces:
@@ -430,8 +421,9 @@ class Ingestor:
         """
         results = self._with_statements(turns, results)
         done = [(turn, triples) for turn, triples in zip(turns, results, strict=True) if triples is not None]
-        vectors = embed_distinct(self.embedder, [cue_text(t, turn.speaker) for turn, triples in done for t in triples],
-                                 report)
+        vectors, count = embed_distinct(self.embedder, [cue_text(t, turn.speaker) for turn, triples in done
+                                                        for t in triples])
+        report.texts_embedded += count
         ends = np.cumsum([len(triples) for _, triples in done], dtype=np.int64)
         with_vectors = [(turn, triples, vectors[end - len(triples) : end])
                         for (turn, triples), end in zip(done, ends, strict=True)]

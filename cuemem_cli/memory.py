@@ -23,6 +23,7 @@ from .convert import converted_input
 from .errors import CuememError, DiskFull, ReadOnlyStore, StoreBusy, StoreError
 from .ingest import Ingestor, IngestReport
 from .inputs import parse_line, read_messages, validate
+from .prepare import Workers, worker_count
 from .records import Answer, Context, Message
 from .reconstruct import Settings, reconstruct
 from .registry import bind_extractor, make_answerer, make_extractor
@@ -56,6 +57,7 @@ class Memory:
         self._mix_extractors = mix_extractors
         self._store: Store | None = None
         self._told_unrecorded = False  # said once that this memory could not record the turns answers used
+        self._embedder_made_from: tuple[str | None] | None = None  # the spec the embedder was made from
 
     # ----------------------------------------------------------- resources
     @property
@@ -75,6 +77,7 @@ class Memory:
             if spec is None and self._exists():
                 spec = spec_for(self.store.get_meta("embedding_model"))
             self._embedder = get_embedder(spec, quick_start=quick_start)
+            self._embedder_made_from = (spec,)
         return self._embedder
 
     def _exists(self) -> bool:
@@ -112,20 +115,38 @@ class Memory:
                     conversation: str | None = None, skip_invalid: bool = False,
                     progress: Callable[[int, int, int], None] | None = None, window: int | None = None,
                     sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
-                    all_branches: bool = False) -> IngestReport:
+                    all_branches: bool = False, workers: int | None = None) -> IngestReport:
         """Validate the whole input first; then write it in atomic batches. `path` is one or more message JSONL
         files, `-` (standard input), folders (their `*.jsonl` files) or gzip/zip files (sources.open_input),
         read in the order given; with `from_format`, export files, converted (convert.py) before validation.
         `replace`: a line whose id is stored with another text replaces that turn (else it is reported as a
-        conflict)."""
+        conflict). `workers`: processes that parse and embed (`worker_count` chooses when None)."""
         self.check_writable()  # a memory that cannot be written says so before the input is read
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
-        source = open_input(paths) if from_format is None else converted_input(from_format, paths, all_branches)
+        empty: list[str] = []  # an export's conversations with nothing to store, reported (convert.Options.empty)
+        source = open_input(paths) if from_format is None else \
+            converted_input(from_format, paths, all_branches, empty)
         with source:
             checked = validate(source, conversation, skip_invalid)
             report = IngestReport(lines=checked.lines, invalid=checked.invalid)
+            report.empty_conversations = empty
             messages = read_messages(source, conversation, None, skip_invalid)
-            return self._ingestor(window, sem_k, replace).run(messages, report, progress)
+            ingestor = self._ingestor(window, sem_k, replace)
+            pool = self._workers(workers, report.lines)
+            try:
+                return ingestor.run(messages, report, progress, workers=pool)
+            finally:
+                if pool is not None:
+                    pool.close()
+
+    def _workers(self, wanted: int | None, lines: int) -> Workers | None:
+        """Worker processes for this ingest, or None to prepare batches in this process: they need an
+        extractor and an embedder that a new process can make from their names (not the LLM extractor,
+        whose cache is this database, nor an embedder object handed in)."""
+        count = worker_count(wanted, lines)
+        if count < 2 or self._extractor_name != "spacy" or self._embedder_made_from is None:
+            return None
+        return Workers(count, self._extractor_name, self._embedder_made_from[0])
 
     def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
             window: int | None = None, sem_k: int | None = None, replace: bool = False) -> IngestReport:

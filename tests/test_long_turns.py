@@ -18,11 +18,13 @@ FILLER = "Caroline painted a sunrise over the lake. Melanie took her kids to the
 
 def test_pieces_join_back_and_end_at_sentence_ends():
     text = FILLER * 30 + "x" * 250
-    parts = pieces(text, 200)
+    placed = pieces(text, 200)
+    parts = [part for _, part in placed]
     assert "".join(parts) == text
+    assert all(text[at:at + len(part)] == part for at, part in placed)
     assert all(len(p) <= 200 for p in parts)
     assert all(p.endswith(". ") for p in parts[:-2])  # the run of 250 letters has no sentence end to cut at
-    assert pieces("short turn.", 200) == ["short turn."]
+    assert pieces("short turn.", 200, at=7) == [(7, "short turn.")]
 
 
 @pytest.mark.slow

@@ -72,11 +72,14 @@ def cuemem(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
 
 GATE_PLUGIN = f'''"""The default embedder, stopped for good when it is asked to embed the second batch's first turn.
 
-Ingest embeds a batch only after it stored the one before, so by then the database holds the first batch
-whole and nothing of the second: the process writes $GATE_SIGNAL and waits there to be killed. The
+Ingest embeds a batch while it stores the one before (prepare.py), so the gate waits until the database
+($GATE_DB) holds the first batch whole; the writer then waits for this second batch's vectors, which never
+come, so nothing of it is stored: the process writes $GATE_SIGNAL and waits there to be killed. The
 vectors and the recorded model are the default embedder's own."""
 import os
+import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from cuemem_cli.embed import get_embedder
@@ -89,8 +92,22 @@ class Gated:
 
     def _gate(self, texts):
         if any({GATE_WORD!r} in text for text in texts):
+            while self._stored() < {BATCH_TURNS}:
+                time.sleep(0.05)
             Path(os.environ["GATE_SIGNAL"]).write_text("second batch")
             threading.Event().wait()
+
+    @staticmethod
+    def _stored():
+        try:
+            conn = sqlite3.connect("file:" + os.environ["GATE_DB"] + "?mode=ro", uri=True)
+            try:
+                return conn.execute("SELECT count(*) FROM turns t JOIN conversations c"
+                                    " ON c.id = t.conversation_id WHERE c.name = 'big'").fetchone()[0]
+            finally:
+                conn.close()
+        except sqlite3.Error:  # not created yet, or busy: look again
+            return 0
 
     def embed(self, texts):
         self._gate(texts)
@@ -190,7 +207,7 @@ def runs(tmp_path_factory, embedder, spacy_extractor):
         gated_embedder(site)
         path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
         proc = cuemem("--db", str(crashed), "ingest", str(big), "--embedder", "gated", "--json",
-                      env=child_env(PYTHONPATH=path, GATE_SIGNAL=str(gate)))
+                      env=child_env(PYTHONPATH=path, GATE_SIGNAL=str(gate), GATE_DB=str(crashed)))
         try:
             deadline = time.monotonic() + 600
             while not gate.exists():  # the gate is certain to come: this only waits for it
