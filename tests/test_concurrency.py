@@ -126,11 +126,18 @@ def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
     run_at_once(db, [("ingest", str(f)) for f in files])
     assert_whole(db)
     got = contents(db)
-    # Each file is one batch, so it lands whole; the shared conversation holds c and d in one of two
-    # orders. A serial run in the order they landed must give the same database.
-    c_ids = {orjson.loads(line)["id"] for line in files[2].read_bytes().splitlines()}
-    c_first = min(position for conv, sid, _, position, _ in got["turns"] if conv == "shared" and sid in c_ids)
-    order = [files[0], files[1], *((files[2], files[3]) if c_first == 0 else (files[3], files[2]))]
+    # Each file is one batch, so it lands whole, in some order. Semantic edges link a turn to earlier-stored
+    # turns of any conversation (graph.py), so a serial run in the order the four landed must give the same
+    # database.
+    conn = raw(db)
+    landed = {}
+    for f in files:
+        records = [orjson.loads(line) for line in f.read_bytes().splitlines()]
+        landed[f] = conn.execute("SELECT min(t.id) FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+                                 f" WHERE c.name = ? AND t.source_id IN ({','.join('?' * len(records))})",
+                                 (records[0]["conversation"], *(r["id"] for r in records))).fetchone()[0]
+    conn.close()
+    order = sorted(files, key=landed.__getitem__)
     serial = tmp_path / "serial.db"
     run_serially(serial, [("ingest", str(f)) for f in order])
     assert_same(got, contents(serial))

@@ -15,6 +15,7 @@ from cuemem_cli import Memory, ingest
 from cuemem_cli.language import language_of
 from cuemem_cli.render import progress_fields
 from cuemem_cli.statements import is_padding, prose_spans, sentences, statement_cues
+from cuemem_cli.vectors import decode
 
 from conftest import assert_whole, raw
 
@@ -72,7 +73,7 @@ def test_code_blocks_give_no_cues_but_the_turn_stays_whole_and_searchable(tmp_pa
         store = memory.store
         cid = store.conversation_id("c")
         [turn] = [t for t in store.turns(cid) if t.source_id == "c-1"]
-        found = [tid for tid, _ in store.search_turns_fts(cid, '"frobnicate_client"', 10)]
+        found = [tid for tid, _ in store.search_turns_fts('"frobnicate_client"', 10, [cid])]
     said = " ".join(f"{c.subject} {c.relation} {c.object}" for c in cues)
     assert cues and "nightly job" in said and "retries the upload" in said
     for code in ("upload_with_retries", "frobnicate_client", "range(3)", "--dry-run", "prints the plan"):
@@ -110,7 +111,8 @@ def test_a_short_turns_sentences_are_embedded_on_their_own(tmp_path, embedder):
         memory.add(conversation("c", [("Leo", "Did you get a dog in the end?"), ("Maya", said)]))
         store = memory.store
         cid = store.conversation_id("c")
-        ids, _, _, matrix = store.conversation_vectors(cid, embedder.dim)
+        ids, _, _, codes = store.cue_codes(embedder.dim)
+        matrix = decode(codes)
         [cue] = [c for c in store.conversation_cues(cid) if c.kind == "statement" and c.object == said]
     assert np.allclose(matrix[list(map(int, ids)).index(cue.id)], embedder.embed([said])[0], atol=0.01)
 

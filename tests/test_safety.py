@@ -309,12 +309,12 @@ def test_isolation_holds_at_every_layer(twins, embedder, cli):
         question = " ".join(rng.sample(VOCABULARY, 4))
         vector = embedder.embed([question])[0]
         for cid in (alice, bob):
-            hits = store.knn_cues(cid, vector, 4096)
+            hits = store.knn_cues(vector, 4096, [cid])
             turns = store.turns_by_id({cue.turn_id for cue, _ in hits})
             assert hits and {t.conversation for t in turns.values()} == {"alice" if cid == alice else "bob"}
             word = rng.choice(VOCABULARY)
             if word.isalpha():
-                assert {turn_id for turn_id, _ in store.search_turns_fts(cid, word, 100)} <= members[cid]
+                assert {turn_id for turn_id, _ in store.search_turns_fts(word, 100, [cid])} <= members[cid]
     store.close()
     for question in QUESTIONS[:2]:
         result = cli("--db", str(twins), "ask", question, "--conversation", "bob", "--top-m", "100", "--json")
