@@ -59,6 +59,9 @@ def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
     browse = load("browse", folder)
     if browse is not None:
         parts += ["", *browse_lines(browse)]
+    wide, scale = load("locomo_memory_wide", folder), load("memory_scale", folder)
+    if wide is not None or scale is not None:
+        parts += ["", *memory_wide_lines(wide, scale, load("memory_scale_pgvector", folder))]
     quality = load("quality", folder)
     if quality is not None:
         parts += ["", *quality_lines(quality)]
@@ -262,6 +265,60 @@ def history_lines(h: dict) -> list[str]:
         HISTORY_NOTES.read_text(encoding="utf-8").strip(),
         "",
     ]
+
+
+MEMORY_NOTES = HERE / "memory_notes.md"
+
+
+def memory_wide_lines(wide: dict | None, scale: dict | None, pg: dict | None) -> list[str]:
+    """Issue 34: LoCoMo asked of one memory (bench/locomo_memory_wide.py), a whole real history asked at once
+    (bench_memory_scale.py), then bench/memory_notes.md."""
+    out = ["## One memory across every conversation (issue 34)", ""]
+    if wide is not None:
+        table = wide["all_evidence"]
+        out += [f"All evidence within {wide['budget']:,} tokens, LoCoMo (`cuemem eval locomo --setting …`, "
+                "`bench/locomo_memory_wide.py`):", "",
+                "| setting | system | overall | " + " | ".join(CATEGORIES) + " |",
+                "|---|---|---|" + "---|" * len(CATEGORIES)]
+        for setting, systems in table.items():
+            for system, row in systems.items():
+                out.append(f"| {setting} | {system} | {row['overall']['all_evidence']:.3f} | "
+                           + " | ".join(f"{row[c]['all_evidence']:.3f}" if c in row else "—" for c in CATEGORIES)
+                           + " |")
+        out += ["", "Goals: " + "; ".join(f"{goal}: {yes(met)}" for goal, met in wide["goals"].items()) + "."]
+    if scale is not None:
+        m, ov, warm, cold = scale["memory"], scale["overlap_top100"], scale["warm"], scale["cold"]
+        load = max(scale["load_before"][0], scale["load_after"][0])
+        out += ["", f"A whole history asked at once (`{scale['command']}`): {m['turns']:,} turns, {m['cues']:,} cues "
+                f"of {m['conversations']:,} real ShareGPT chats, {m['db_bytes'] / 1e6:,.0f} MB; load average up to "
+                f"{load} on {scale['cores']} cores" + (" (wall times are not results there: compare CPU)" if
+                                                      load > scale["cores"] else "") + ".", "",
+                "| measure | wall | CPU | goal (wall, idle machine) |", "|---|---|---|---|",
+                f"| cold `ask --context-only`, median of {cold['questions']} | {cold['wall_median_s']} s | "
+                f"{cold['cpu_median_s']} s | ≤ 1.5 s |",
+                f"| warm reconstruction, p50 of {warm['questions']} | {warm['p50_ms']:,} ms | "
+                f"{warm['cpu_p50_ms']:,} ms | ≤ 100 ms |",
+                f"| top-100 cue overlap with exact search, the view ({scale['prefilter_candidates']:,} sign-bit "
+                f"candidates) | mean {ov['view']['mean']}, min {ov['view']['min']} | — | ≥ 0.95 |",
+                f"| the same, vec0's exact scan | mean {ov['store_knn']['mean']}, {ov['store_knn']['median_ms']:,} ms "
+                "| — | — |"]
+        if scale.get("migration"):
+            mig = scale["migration"]
+            out += ["", f"Migrating that memory from the per-conversation schema (m012–m014): {mig['wall_s']} s wall, "
+                    f"{mig['cpu_s']} s CPU."]
+        levers = [k for k in ov if k.startswith("prefilter_")]
+        out += ["", "Sign-bit prefilter candidates → overlap (mean / min): " + "; ".join(
+            f"{k.split('_')[1]}: {ov[k]['mean']} / {ov[k]['min']}" for k in levers) + ".",
+                "Warm stage p50 (ms): " + json.dumps(warm["stage_p50_ms"]) + "."]
+    if pg is not None and pg.get("pgvector"):
+        v = pg["pgvector"]
+        runs = "; ".join(f"ef_search {k.split('_')[-1]}: {v[k]['mean']} (min {v[k]['min']})" for k in v
+                         if k.startswith("ef_search_"))
+        out += ["", f"pgvector HNSW on {v['cues']:,} real cues (built in {v['hnsw_build_s']} s), top-100 overlap: "
+                f"{runs}."]
+    if MEMORY_NOTES.exists():
+        out += ["", MEMORY_NOTES.read_text(encoding="utf-8").strip()]
+    return out
 
 
 def browse_lines(b: dict) -> list[str]:
