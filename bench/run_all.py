@@ -32,6 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parent / "sample_dialogues"
+SMOKE_DIALOGUES = ("maya_and_leo.jsonl", "assistant_chat.jsonl")  # the smoke run's input (the held-out ones stay out)
 DEFAULT_LOCOMO = HERE.parent.parent / "shared" / "data" / "locomo10.json"
 sys.path.insert(0, str(HERE))
 
@@ -113,13 +114,15 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def tiny_locomo(path: Path) -> Path:
-    """LoCoMo's shape holding the two sample dialogues, with the questions of sample_dialogues/README.md
-    and the turns it names as their evidence, labelled with LoCoMo's four categories in turn (so every
+    """LoCoMo's shape holding the two sample dialogues (SMOKE_DIALOGUES), with the questions of
+    sample_dialogues/README.md and the turns it names as their evidence, labelled with LoCoMo's four categories in turn (so every
     table has its rows; the labels mean nothing): the smoke run's input, since LoCoMo itself is not in
     the repository."""
     readme = (SAMPLES / "README.md").read_text(encoding="utf-8")
     samples = []
     for section in readme.split("\n## ")[1:]:
+        if section.split("\n", 1)[0].strip() not in SMOKE_DIALOGUES:
+            continue
         rows = [json.loads(line) for line in (SAMPLES / section.split("\n", 1)[0].strip()).read_text().splitlines()]
         speakers = list(dict.fromkeys(row["speaker"] for row in rows))
         conversation: dict = {"speaker_a": speakers[0], "speaker_b": speakers[1]}
@@ -145,7 +148,7 @@ def tiny_export(path: Path) -> Path:
     run's history. A dialogue between two people is written as the first speaker's chat with the second."""
     from corpus import Chat, export
 
-    rows = [json.loads(line) for f in sorted(SAMPLES.glob("*.jsonl")) for line in f.read_text().splitlines()]
+    rows = [json.loads(line) for name in sorted(SMOKE_DIALOGUES) for line in (SAMPLES / name).read_text().splitlines()]
     chats: dict[tuple[str, str], list[tuple[str, str]]] = {}
     first: dict[str, str] = {}
     for row in rows:
