@@ -115,9 +115,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def tiny_locomo(path: Path) -> Path:
     """LoCoMo's shape holding the two sample dialogues (SMOKE_DIALOGUES), with the questions of
-    sample_dialogues/README.md and the turns it names as their evidence, labelled with LoCoMo's four categories in turn (so every
-    table has its rows; the labels mean nothing): the smoke run's input, since LoCoMo itself is not in
-    the repository."""
+    sample_dialogues/README.md and the turns it names as their evidence, labelled with LoCoMo's four
+    categories in turn (so every table has its rows; the labels mean nothing): the smoke run's input,
+    since LoCoMo itself is not in the repository."""
     readme = (SAMPLES / "README.md").read_text(encoding="utf-8")
     samples = []
     for section in readme.split("\n## ")[1:]:
