@@ -7,7 +7,11 @@
   rank (1 = best). "Earlier" is stored earlier: a lower turn id (ids are given in the order turns are
   stored; within a conversation that is the order they were said, except for a turn stored by
   `ingest --replace`, which takes its predecessor's position but a new id). So the same trip discussed
-  in three chats is one neighbourhood, not three islands (issue 34).
+  in three chats is one neighbourhood, not three islands (issue 34). Each cue also links to its top-k
+  among the earlier turns of its own conversation (an edge found both ways keeps its better rank): a
+  question narrowed to a conversation (`ask -c`) cannot follow edges out of it, and without these its
+  graph would be thinner the more the memory holds elsewhere; with them, the edges inside a conversation
+  are those it would have alone in a memory, whatever else the memory holds.
 
 Why earlier turns only, where the paper takes the top-k over all cues: memory is append-only. A new
 turn never rewrites the edges of old turns, so ingesting a file in one run, in several runs, or again
@@ -44,26 +48,30 @@ class NeighbourIndex:
     (384 bytes a cue: 500,000 cues are 190 MB). Rows are in the order cues were stored."""
 
     turn_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    conversations: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     codes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int8))
     size: int = 0  # rows in use; the arrays grow by doubling, so adding a batch does not copy the memory
 
     @classmethod
     def load(cls, store: Store, dim: int) -> NeighbourIndex:
         stored = store.cue_codes(dim)
-        return cls(stored.turn_ids, stored.codes, len(stored.cue_ids))
+        return cls(stored.turn_ids, stored.conversation_ids, stored.codes, len(stored.cue_ids))
 
-    def add(self, turn_ids: np.ndarray, vectors: np.ndarray) -> None:
-        """New cues (their unit vectors, stored as codes) after those held."""
+    def add(self, turn_ids: np.ndarray, conversations: np.ndarray, vectors: np.ndarray) -> None:
+        """New cues (their turns, conversations and unit vectors, stored as codes) after those held."""
         if not len(turn_ids):
             return
         need = self.size + len(turn_ids)
         if need > len(self.turn_ids) or self.codes.shape[1] != vectors.shape[1]:
             capacity = max(need, 2 * len(self.turn_ids), 1024)
             grown_ids = np.zeros(capacity, dtype=np.int64)
+            grown_convs = np.zeros(capacity, dtype=np.int64)
             grown = np.zeros((capacity, vectors.shape[1]), dtype=np.int8)
             grown_ids[:self.size], grown[:self.size] = self.turn_ids[:self.size], self.codes[:self.size]
-            self.turn_ids, self.codes = grown_ids, grown
+            grown_convs[:self.size] = self.conversations[:self.size]
+            self.turn_ids, self.conversations, self.codes = grown_ids, grown_convs, grown
         self.turn_ids[self.size:need] = turn_ids
+        self.conversations[self.size:need] = conversations
         self.codes[self.size:need] = encode(vectors)
         self.size = need
 
@@ -71,7 +79,13 @@ class NeighbourIndex:
         """Drop the cues of turns that were deleted (a replaced turn's)."""
         keep = ~np.isin(self.turn_ids[:self.size], np.fromiter(turn_ids, np.int64, len(turn_ids)))
         self.turn_ids, self.codes = self.turn_ids[:self.size][keep], self.codes[:self.size][keep]
+        self.conversations = self.conversations[:self.size][keep]
         self.size = len(self.turn_ids)
+
+    def of_conversation(self, conversation: int) -> NeighbourIndex:
+        """The held cues of one conversation, in the same order."""
+        rows = np.flatnonzero(self.conversations[:self.size] == conversation)
+        return NeighbourIndex(self.turn_ids[rows], self.conversations[rows], self.codes[rows], len(rows))
 
     def blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(turn ids, unit float32 vectors) of the held cues, COLUMNS at a time."""
@@ -128,11 +142,26 @@ class _TopK:
         self.cols[rows] = np.take_along_axis(all_cols, order, axis=1)
 
 
-def semantic_edges(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndarray, k: int) -> list[tuple]:
+def semantic_edges(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndarray, k: int,
+                   conversations: np.ndarray | None = None) -> list[tuple]:
     """Top-k earlier-turn neighbours of each new cue (`turn_ids[i]` is cue i's turn) among the held cues and
-    the other new ones; call before `index.add` of the same cues."""
+    the other new ones, and, given each cue's conversation, also its top-k within its own conversation;
+    call before `index.add` of the same cues. An edge found by both keeps its better rank."""
     if k <= 0 or len(vectors) == 0:
         return []
+    pairs = _nearest(index, turn_ids, vectors, k)
+    for conversation in ([] if conversations is None else np.unique(conversations)):
+        own = conversations == conversation
+        for key, (sim, rank) in _nearest(index.of_conversation(int(conversation)), turn_ids[own], vectors[own],
+                                         k).items():
+            prev = pairs.get(key)
+            pairs[key] = (sim, rank) if prev is None else (max(prev[0], sim), min(prev[1], rank))
+    return [(src, dst, "semantic", round(sim, 6), rank) for (src, dst), (sim, rank) in pairs.items()]
+
+
+def _nearest(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndarray,
+             k: int) -> dict[tuple[int, int], tuple[float, int]]:
+    """(new cue's turn, neighbour's turn) → (best similarity, best rank) over each new cue's top-k."""
     n, held = len(vectors), index.size
     best = _TopK(n, k)
     rows_per_block = max(1, min(n, MAX_BLOCK_CELLS // COLUMNS))
@@ -167,7 +196,7 @@ def semantic_edges(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndar
                 pairs[key] = (sim, rank)
             else:  # a turn reached by several of the cue's neighbours: its best similarity and rank
                 pairs[key] = (max(prev[0], sim), min(prev[1], rank))
-    return [(src, dst, "semantic", round(sim, 6), rank) for (src, dst), (sim, rank) in pairs.items()]
+    return pairs
 
 
 def _fold(best: _TopK, lo: int, queries: np.ndarray, query_turns: np.ndarray, block: np.ndarray,

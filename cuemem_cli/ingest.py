@@ -474,11 +474,12 @@ class Ingestor:
                 self.store.insert_edges(edges)
                 report.temporal_edges += len(edges)
         turn_ids = np.array([tid for _, tid, _, _, v, _ in staged for _ in range(len(v))], dtype=np.int64)
+        conversations = np.array([conv.id for conv, _, _, _, v, _ in staged for _ in range(len(v))], dtype=np.int64)
         vecs = [v for *_, v, _ in staged if len(v)]
         matrix = (vecs[0] if len(vecs) == 1 else np.vstack(vecs)) if vecs else \
             np.zeros((0, self.embedder.dim), dtype=np.float32)
         index = self._neighbours()
-        semantic = semantic_edges(index, turn_ids, matrix, self.sem_k)
+        semantic = semantic_edges(index, turn_ids, matrix, self.sem_k, conversations)
         self.store.insert_edges(semantic)
         report.semantic_edges += len(semantic)
-        index.add(turn_ids, matrix)
+        index.add(turn_ids, conversations, matrix)

@@ -69,6 +69,28 @@ def test_semantic_edges_cross_conversations_and_a_later_ingest_never_rewrites_ol
     assert not {e for e in after if e[2] == "temporal" and e[0][0] != e[1][0]}  # temporal edges stay in a chat
 
 
+def test_the_edges_inside_a_conversation_are_those_it_would_have_alone(store, tmp_path):
+    """A question narrowed to a chat follows only edges inside it: other chats in the memory, however
+    alike, must not thin them (each cue keeps its top-k within its own conversation too)."""
+    from cuemem_cli.store_sqlite import SQLiteStore
+
+    chat = [Message("x", text, source_id=f"t{i}") for i, text in enumerate(["a", "c", "d"])]
+    Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=1).run(chat, IngestReport())
+    alone = {e for e in _edges(store) if e[2] == "semantic"}
+    shared = SQLiteStore.open(tmp_path / "shared.db")
+    try:
+        before = [Message("z", text, source_id=f"t{i}") for i, text in enumerate(["a", "c"])]
+        Ingestor(shared, OneCue(), KeyedEmbedder(), window=1, sem_k=1).run(before, IngestReport())
+        Ingestor(shared, OneCue(), KeyedEmbedder(), window=1, sem_k=1).run(chat, IngestReport())
+        edges = {e for e in _edges(shared) if e[2] == "semantic"}
+    finally:
+        shared.close()
+    inside = {e for e in edges if e[0].startswith("x/") and e[1].startswith("x/")}
+    assert inside == alone and ("x/t1", "x/t0", "semantic", 0.8, 1) in inside
+    # x's "c" is nearest to z's "c" across the memory: that edge is there too, as rank 1 of the whole memory
+    assert ("x/t1", "z/t1", "semantic", 1.0, 1) in edges
+
+
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory):
     """Both sample dialogues and two chats titled alike ("Lisbon trip"), one memory."""
