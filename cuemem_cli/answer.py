@@ -20,12 +20,11 @@ from .answer_spans import (Focus, Part, amounts, best_place, closest, content_st
                            people, places, preload_parser, question_parts, reply_place, stems, what_phrases)
 from .embed import embed_questions
 from .excerpt import GAP
-from .extract import dated, said_on
 from .reconstruct import dialogue_lines, evidence_line, fts_query, said_in, shown_text
 from .records import Answer, Context
 from .statements import sentences as split_sentences
 from .statements import without_names
-from .timeparse import format_human, named_periods
+from .timeparse import dated, format_human, named_periods, said_on
 from .view import in_context
 
 EXTRACTIVE_SOURCES = 3

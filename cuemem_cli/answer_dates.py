@@ -9,7 +9,7 @@ mentioned. Read from words alone (regular expressions), so answering needs no pa
   October 2024, "January 6th" is 6 January 2025); a day alone ("the 19th") takes the month of the date
   before it in the sentence, else the nearest such day;
 - relative phrases ("yesterday", "last weekend", "two weeks ago") are resolved by the extractor's own
-  rules (extract.time_phrases), so answers and date cues agree;
+  rules (timeparse.time_phrases), so answers and date cues agree;
 - two dates joined by "to", "until", "through", "-" or "… back on" are one range.
 """
 
@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from .answer_spans import stems
-from .extract import time_phrases
-from .timeparse import MONTH_NAMES, MONTH_NUMBERS
+from .timeparse import MONTH_NAMES, MONTH_NUMBERS, time_phrases
 
 DAY, WEEK, MONTH, YEAR = 3, 2, 1, 0  # precision: a finer date answers better
 
@@ -158,7 +157,7 @@ def _nearest_day(day: int, said: date) -> date | None:
 
 
 def _relative(sentence: str, said: date, past: bool) -> list[When]:
-    """Relative phrases as extract.time_phrases resolves them, their precision read from the result."""
+    """Relative phrases as timeparse.time_phrases resolves them, their precision read from the result."""
     out = []
     for phrase, anchored, resolved in time_phrases(sentence, said, past):
         at = sentence.find(phrase)

@@ -54,12 +54,11 @@ import numpy as np
 from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M
 from .embed import embed_questions
 from .errors import CuememError, UnknownConversation
-from .extract import dated, said_on
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import TURN_ALONE, Store
-from .timeparse import day_of, named_periods
+from .timeparse import dated, day_of, named_periods, said_on
 from .view import Hops, memory_source
 
 DATE_SLACK_DAYS = 7
@@ -105,7 +104,7 @@ def evidence_line(speaker: str | None, text: str) -> str:
 def shown_text(text: str, time: str | None) -> str:
     """A turn's text as the answer prompt shows it: each relative date ("yesterday", "last week", "next
     month") followed by the day it means, resolved against the day the turn was said, by the rules the
-    date cues and the offline answer use (extract.dated): "yesterday [7 May 2023]". The local-model run
+    date cues and the offline answer use (timeparse.dated): "yesterday [7 May 2023]". The local-model run
     missed temporal questions over an unresolved "yesterday" (issue 34); the budget pays for the notes."""
     return dated(text, said_on(time), brief=True)
 
