@@ -15,16 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .answer_dates import DAY, best_date, dates
-from .answer_spans import (Focus, Part, amounts, best_place, closest, content_stems, focus, known_names, known_places,
-                           people, places, preload_parser, question_parts, reply_place, stems, what_phrases)
+from .answer_spans import (Focus, Part, amounts, best_date, best_place, closest, content_stems, focus, known_names,
+                           known_places, people, places, preload_parser, question_parts, reply_place, stems,
+                           what_phrases)
 from .embed import embed_questions
 from .excerpt import GAP
 from .reconstruct import dialogue_lines, evidence_line, fts_query, said_in, shown_text
 from .records import Answer, Context
 from .statements import sentences as split_sentences
 from .statements import without_names
-from .timeparse import dated, format_human, named_periods, said_on
+from .timeparse import DAY, dated, dates, format_human, named_periods, said_on
 from .view import in_context
 
 EXTRACTIVE_SOURCES = 3
@@ -403,7 +403,7 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     span's turn as a source (speaker, turn id, day, text), then the turns of the best sentences
     (rank_sentences) up to `sources` turns in all; no answer when nothing matched (`matched`).
 
-    The spans: when → a date or range (answer_dates: "June 1st", "the 15th of November, back on the
+    The spans: when → a date or range (timeparse.dates: "June 1st", "the 15th of November, back on the
     18th", "last weekend" resolved against the day they were said); where → a capitalised place after
     in/at/to/from/into/on/along, or a name the evidence uses so elsewhere; who → a name with its title
     ("Professor de Vries"), or a relative ("my mother"); how many → a number and what it counts; what
