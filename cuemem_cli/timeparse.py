@@ -9,8 +9,9 @@
   said: the rules behind the extractor's date cues and the dates prompts show (`time_phrases`, `dated`).
 - The dates a sentence states (`dates`), what a when-question's answer is read from.
 
-Only the standard library and dateutil: the answer step and the extractor share these rules without
-either importing the other, and without a parser.
+Only the standard library (dateutil too, imported on first use for a time format the regexes do not
+know): the answer step and the extractor share these rules without either importing the other, and
+without a parser.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, UTC
 from functools import lru_cache
 
-from dateutil import parser as _dateutil
 
 MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
@@ -120,7 +120,7 @@ def named_periods(text: str) -> list[tuple[str, str]]:
 def format_human(iso: str, with_time: bool = True) -> str:
     """Render a time for people and prompts: "8 May 2023, 1:56 pm", or "8 May 2023" at midnight."""
     moment = datetime.fromisoformat(parse_time(iso))
-    date = f"{moment.day} {MONTH_NAMES[moment.month - 1]} {moment.year}"
+    date = day_text(moment)
     clock = _clock(moment) if with_time else ""
     return f"{date}, {clock}" if clock else date
 
@@ -183,9 +183,12 @@ def _parse_text(text: str) -> str:
 
 
 def _fallback(text: str) -> str:
-    """dateutil for formats we did not foresee, accepted only when it read a full date."""
+    """dateutil for formats we did not foresee, accepted only when it read a full date. Imported here, on
+    first use: the formats above never need it, and the answer step and the extractor import this module."""
     if not _DIGIT.search(text) or len(text) > _MAX_FALLBACK_LENGTH:
         raise ValueError(f"unrecognised time {_show(text)}")
+    from dateutil import parser as _dateutil
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
