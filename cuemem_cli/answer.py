@@ -15,17 +15,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .answer_dates import DAY, best_date, dates
-from .answer_spans import (Focus, Part, amounts, best_place, closest, content_stems, focus, known_names, known_places,
-                           people, places, preload_parser, question_parts, reply_place, stems, what_phrases)
+from .answer_spans import (Focus, Part, amounts, best_date, best_place, closest, content_stems, focus, known_names,
+                           known_places, people, places, preload_parser, question_parts, reply_place, stems,
+                           what_phrases)
 from .embed import embed_questions
 from .excerpt import GAP
-from .extract import dated, said_on
 from .reconstruct import dialogue_lines, evidence_line, fts_query, said_in, shown_text
 from .records import Answer, Context
 from .statements import sentences as split_sentences
 from .statements import without_names
-from .timeparse import format_human, named_periods
+from .timeparse import DAY, dated, dates, format_human, named_periods, said_on
 from .view import in_context
 
 EXTRACTIVE_SOURCES = 3
@@ -130,11 +129,11 @@ def rank_sentences(context: Context, embedder, short_places: bool = False) -> li
     Questions are left out (the other speaker asking "where did you go?" echoes the question best and
     answers nothing), and each sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT
     of the turn said just before it when the evidence holds that turn: "His name is Biscuit, he's a
-    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Measured on
-    400 LoCoMo questions, share whose chosen sentences include one from a gold evidence turn: best
-    sentence 0.205; in context 0.247; in context without questions 0.323. Best two turns: 0.343, 0.415,
-    0.463 (context weights 0.5–1.0 lie within 0.02 of each other). With `short_places` (where-questions)
-    a sentence under four words is kept when it names a place: "Greetings from Denver!" is where someone is.
+    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Reading in
+    context and leaving questions out each made the chosen sentences hold a gold evidence turn more
+    often, and the result barely moves with the weight (bench/RESULTS.md, "Offline answers: does the
+    extractive answer hold the gold answer?"). With `short_places` (where-questions) a sentence under
+    four words is kept when it names a place: "Greetings from Denver!" is where someone is.
     """
     found: list[tuple[str, int]] = []
     names = frozenset(ev.speaker for ev in context.evidence if ev.speaker)
@@ -164,12 +163,11 @@ def matched(context: Context, ranked: list[tuple[float, str, int]]) -> bool:
     """Whether any evidence answers at all: the question shares a content word with the evidence and its
     best sentence scores at least NO_EVIDENCE_FLOOR.
 
-    Similarity alone cannot tell: "???" or "asdf" still lands near some sentence (measured with
-    bench/experiments/offline_floor.py, 300 LoCoMo questions against 12 junk and 8 unrelated questions in each of
-    the 10 conversations: best score of real questions 0.229–0.776, 1st percentile 0.280; of junk
-    0.183–0.378; of unrelated 0.115–0.405). A shared content word separates: every one of the 300 real
-    questions has one, 6 of 120 junk ones do. With the floor at 0.20 under the lowest real score, no real
-    question is silenced, 0.95 of junk and 0.65 of unrelated questions are (0.25: 0.003 of real ones).
+    Similarity alone cannot tell: "???" or "asdf" still lands near some sentence, as near as some real
+    questions' best sentences do. A shared content word separates: real questions have one, junk
+    ones rarely. The floor lies under the lowest best score of a real question, so it silences no real
+    question and most junk and unrelated ones (bench/experiments/offline_floor.py; its figures in
+    bench/RESULTS.md, "Offline answers: does the extractive answer hold the gold answer?").
     A speaker the question names counts as a shared word: "What is Sam's diet?" asks about Sam, whose own
     turns never say "Sam" nor "diet" ("I'm vegetarian").
     """
@@ -404,7 +402,7 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     span's turn as a source (speaker, turn id, day, text), then the turns of the best sentences
     (rank_sentences) up to `sources` turns in all; no answer when nothing matched (`matched`).
 
-    The spans: when → a date or range (answer_dates: "June 1st", "the 15th of November, back on the
+    The spans: when → a date or range (timeparse.dates: "June 1st", "the 15th of November, back on the
     18th", "last weekend" resolved against the day they were said); where → a capitalised place after
     in/at/to/from/into/on/along, or a name the evidence uses so elsewhere; who → a name with its title
     ("Professor de Vries"), or a relative ("my mother"); how many → a number and what it counts; what
@@ -413,13 +411,12 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     every source, relative time phrases carry their date ("last weekend [the weekend before 14 May
     2023: weekend of 6 May 2023]").
 
-    Measured on 200 LoCoMo single-hop and temporal questions (`cuemem eval … --offline-answers` rule),
-    each choice added to the last: two best sentences 0.246 / 0.035 (single-hop / temporal); the span
-    and resolved date first 0.246 / 0.228; speakers' names left out of the sentence vectors (as for
-    cues, statements.cue_text) 0.317 / 0.281; plus TURN_SCORE_WEIGHT × the turn's evidence score 0.380
-    / 0.368 (0.5: 0.380 / 0.333; 2.0: 0.366 / 0.386); the whole turn as source instead of the sentence
-    0.577 / 0.421 (a fact often spans a turn's sentences); three source turns 0.620 / 0.456; dates
-    inline in the sources 0.620 / 0.509 (four sources: 0.669 / 0.526, but an answer should stay short).
+    Each choice was measured on LoCoMo's single-hop and temporal questions, added to the ones before
+    it (bench/RESULTS.md, "Offline answers: does the extractive answer hold the gold answer?"): the
+    span and its resolved date first; speakers' names left out of the sentence vectors (as for cues,
+    statements.cue_text); TURN_SCORE_WEIGHT × the turn's evidence score; the whole turn as source
+    rather than the sentence (a fact often spans a turn's sentences); three source turns (four hold
+    the answer more often, but an answer should stay short); dates inline in the sources.
     """
     parts = question_parts(context.question)
     if any(p.kind == "what" for p in parts):

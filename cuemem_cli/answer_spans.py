@@ -9,7 +9,8 @@ adopted?" however close its words are. Places and names are read with regular ex
 capitalised name after in/at/to/from/into/on/along is a place; a name another sentence of the
 evidence puts after such a word is a place wherever it stands, as "Portland" in "I'd miss Portland");
 noun phrases for what-questions come from the extractor's spaCy parser, loaded only when such a
-question is asked offline.
+question is asked offline. The dates a sentence states are timeparse's (`dates`); which of them
+answers the question is chosen here (`best_date`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ import sys
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 import numpy as np
 
 from .reconstruct import fts_query, question_periods
-from .timeparse import MONTH_NAMES
+from .timeparse import MONTH_NAMES, When
 
 WH = r"(?:when|where|who(?:m|se)?|what|which|how\s+(?:many|much|long|old|often|far))"
 _TWO_WH = re.compile(rf"^\s*({WH})\s+and\s+({WH})\s+(.*)$", re.I)  # Where and when did …?
@@ -115,6 +117,32 @@ def content_stems(question: str) -> set[str]:
     """The stems of a question's content words, as the lexical search reads them (no question word,
     auxiliary, pronoun or preposition): "in" before a place says nothing about the question."""
     return stems(fts_query(question).replace('"', " ").replace(" OR ", " "))
+
+
+# ------------------------------------------------------------------------------------------ dates
+_NEGATED = re.compile(r"\b(?:not|instead\s+of|rather\s+than|no\s+longer)\s+(?:on\s+|in\s+|the\s+)?$", re.I)
+_CHANGED = re.compile(r"\b(?:now|instead|moved\s+(?:it\s+)?to|changed\s+(?:it\s+)?to|new\s+date)\b", re.I)
+
+
+def best_date(found: list[When], sentence: str, asked: set[str], question: str,
+              plan_from: date | None = None) -> When | None:
+    """The date of `sentence` that answers a question whose content words have the stems `asked`: not
+    one the question names itself ("tickets for May") or one denied ("on April 10th, not March 10th"),
+    nor, for a plan (`plan_from`, the day it was said), one already past; first one after "now" or
+    "instead" (a plan that changed in one breath), then one after a word of the question ("moving on
+    August 19th and starting on the 28th" answers "when did she move?"), then the most precise, then
+    one written out over a relative one ("last Saturday, the 6th"), then the first."""
+    q = question.lower()
+    kept = [w for w in found if sentence[w.at:w.end].lower() not in q
+            and not _NEGATED.search(sentence[max(0, w.at - 24):w.at])
+            and (plan_from is None or w.last >= plan_from)]
+
+    def rank(w: When) -> tuple[bool, bool, int, bool, int]:
+        before = sentence[max(0, w.at - 40):w.at]
+        return (bool(_CHANGED.search(before)), bool(stems(" ".join(before.split()[-5:])) & asked), w.precision,
+                w.written, -w.at)
+
+    return max(kept, key=rank) if kept else None
 
 
 # ------------------------------------------------------------------------------------------ places
@@ -320,8 +348,8 @@ def _load_extractor() -> Any:
 @functools.lru_cache(maxsize=1)
 def preload_parser() -> Future[Any]:
     """Start loading the extractor's spaCy pipeline (tagger, parser, verb lemmas), once per process:
-    answering a what-question offline needs it, and loading it (1–2 s on an idle machine) then overlaps
-    with embedding the evidence sentences, in a background thread.
+    answering a what-question offline needs it, and loading it (seconds) then overlaps with embedding the
+    evidence sentences, in a background thread.
 
     spaCy is imported first, here, with torch hidden when it is installed but not yet imported: thinc
     imports torch if it can (seconds, with the `st` extra), and the small English parser never uses it.

@@ -8,13 +8,13 @@ from pathlib import Path
 APP_NAME = "cuemem"
 
 # Query-time defaults of `ask` (and `Settings`), chosen by measurement on all of LoCoMo at a 2,000-token
-# budget (bench/RESULTS.md, "Quality"): all-evidence at top-m 50 → 0.850, 100 → 0.853, 200 → 0.854.
+# budget (bench/RESULTS.md, "Quality: LoCoMo evidence in a 2,000-token context", the top-m table).
 DEFAULT_TOP_M = 100
 ASK_WINDOW = 1  # temporal neighbours per side followed per question (≤ BUILD_WINDOW)
 ASK_SEM_K = 2  # semantic neighbours of rank ≤ k followed per question (≤ BUILD_SEM_K)
 DEFAULT_BUDGET = 2000
 # A turn whose evidence line is longer is shown as an excerpt (excerpt.py). No LoCoMo turn is that long
-# (the longest evidence line costs 126 tokens); an assistant's multi-paragraph answer is.
+# (bench/design-notes.md, "Excerpts and the first-person rule"); an assistant's multi-paragraph answer is.
 DEFAULT_EXCERPT_TOKENS = 150
 # `ask` shows this many of the evidence turns (the highest-scoring, each with the turns said just before
 # and after it); the model reads all of them, and `--evidence all` shows all (render.shown_evidence).

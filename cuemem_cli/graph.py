@@ -23,7 +23,8 @@ keeps its old edges (within a conversation); turns stored from then on link acro
 Similarities are exact: a NumPy matmul of the new cues against the memory's cues in blocks
 (`NeighbourIndex` holds them as int8 codes, vectors.py, decoded a block at a time), a running top-k per
 new cue merged block by block, never an all-pairs Python loop. Measured on LoCoMo, narrowing the
-candidates first by turn similarity recovered only 26–60 % of the exact neighbours; exact is simplest.
+candidates first by turn similarity lost many of the exact neighbours (bench/design-notes.md, "Measured
+choices elsewhere in the code"); exact is simplest.
 Its cost grows with the memory: each new cue is compared with every stored cue (bench/RESULTS.md,
 "One memory across every conversation", has the ingest times at scale).
 """

@@ -56,9 +56,10 @@ def _type_name(value: Any) -> str:
 
 
 # The longest turn taken, in characters. Up to it, ingest's time grows linearly with a turn's length and
-# its memory stays under 1 GB (bench/RESULTS.md, "Ingest at scale": a 1 MB turn); a longer one, an agent's
-# 5 MB log say, is refused with the file and line rather than swapping the machine. No dialogue turn
-# comes near it; a document that long reads better as several turns anyway (one vector per turn).
+# its memory stays under issue 23's bound (bench/RESULTS.md, "Ingest at scale": a 1 MB turn); a longer
+# one, an agent's 5 MB log say, is refused with the file and line rather than swapping the machine. No
+# dialogue turn comes near it; a document that long reads better as several turns anyway (one vector per
+# turn).
 MAX_TURN_CHARS = 1_000_000
 
 

@@ -1,6 +1,6 @@
 """The only module that imports litellm: offline switches, retries with backoff, one call shape.
 
-litellm takes 3–5 s to import and, without the offline switches, tries the network for a model cost
+litellm takes seconds to import and, without the offline switches, tries the network for a model cost
 map; so it is imported here, lazily, by the commands that call a model and by nothing else.
 """
 

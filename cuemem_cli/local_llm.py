@@ -9,9 +9,10 @@ Why this shape:
   real name) and the sha256 of the result is checked against the pinned one. Later runs check the size
   and a stamp written beside the file after that check, not 1.1 GB of hashing per question.
 - The runtime is `xllamacpp`, llama.cpp as a prebuilt wheel (installs in seconds; llama-cpp-python
-  compiles for 5–8 minutes). Its server object runs in this process; its HTTP listener is bound to a
-  Unix socket inside the private cache folder, so nothing listens on a network port. The GGUF's own
-  chat template (ChatML for Qwen) formats the messages.
+  compiles llama.cpp for minutes: bench/experiments/local_llm.md, "Install and start-up"). Its server
+  object runs in this process; its HTTP listener is bound to a Unix socket inside the private cache
+  folder, so nothing listens on a network port. The GGUF's own chat template (ChatML for Qwen) formats
+  the messages.
 - The model is registered in litellm as the custom provider `local`, so `--model`, `--extract-model`,
   `--judge-model` and the Python API all accept `local/qwen2.5-1.5b`. It loads once per process.
 """
@@ -253,10 +254,10 @@ def _raise_for_error(reply: Any) -> None:
 
 @functools.lru_cache(maxsize=2)
 def load(name: str = QWEN_1_5B.name) -> Engine:
-    """Load the model once per process (about 3 s once the file is assembled)."""
+    """Load the model once per process (seconds once the file is assembled: bench/experiments/local_llm.md)."""
     model = spec(name)
     # llama.cpp's OpenMP threads spin while they wait; on a busy two-core machine a spinning thread
-    # starves its partner and generation fell from 5.2 to 1.1 tokens/s in our measurements.
+    # starves its partner and generation slowed several times over (bench/experiments/local_llm.md, the threads table).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import xllamacpp

@@ -111,7 +111,9 @@ def sqlite_m002_turn_vectors(conn: Connection) -> None:
     """One vector per turn, its whole text embedded, so a turn is scored as a whole beside its best cue
     (reconstruct.py). Derived data, written at ingest. A database that already has cue vectors gets, for
     each turn, the normalised mean of its sentence-cue vectors (no model is at hand when a database is
-    opened; measured 0.008 below embedding the turn itself on LoCoMo; re-ingest for the exact ones)."""
+    opened; measured a little below embedding the turn itself on LoCoMo: bench/RESULTS.md, "Quality:
+    LoCoMo evidence in a 2,000-token context", its table "How the method got here"; re-ingest for the
+    exact ones)."""
     import numpy as np
 
     conn.execute("""CREATE TABLE turn_vectors (
@@ -154,9 +156,10 @@ def sqlite_m003_cells(conn: Connection) -> None:
 
 def sqlite_m004_porter_fts(conn: Connection) -> None:
     """Porter stemming for the lexical search: "dogs" finds "dog", "painting" finds "paint". Measured on
-    LoCoMo at 2,000 tokens: 0.864 of questions with all evidence against 0.860, no category lower
-    (bench/quality_notes.md). The index is rebuilt from the rows it indexes. (Released, it rebuilt
-    `cues_fts` too; that index is dropped by m009, so it is no longer rebuilt only to be dropped.)"""
+    LoCoMo at 2,000 tokens: more questions with all their evidence, no category lower (bench/RESULTS.md,
+    "Quality: LoCoMo evidence in a 2,000-token context", its table "How the method got here"). The index
+    is rebuilt from the rows it indexes. (Released, it rebuilt `cues_fts` too; that index is dropped by
+    m009, so it is no longer rebuilt only to be dropped.)"""
     _run(
         conn,
         "DROP TABLE turns_fts",
@@ -306,8 +309,8 @@ def sqlite_m013_memory_wide_vectors(conn: Connection, dim: int) -> None:
 
 def sqlite_m014_drop_cell_centroids(conn: Connection) -> None:
     """The centroids of the coarse cells m013 dropped. Measured on real MiniLM cues, the cells' search
-    was approximate (top-100 overlap 0.868 at 16 probes), and the memory-wide search replaces it
-    (view.py, bench/RESULTS.md)."""
+    was approximate (bench/experiments/README.md, bench_cells_real.py), and the memory-wide search
+    replaces it (view.py)."""
     conn.execute("DROP TABLE IF EXISTS cell_centroids")
 
 # ------------------------------------------------------------- PostgreSQL bodies

@@ -4,8 +4,8 @@ worker processes (`Workers`) while the writer stores the batch before (ingest.py
 
 Every cue is embedded as its own text (each distinct text once), the turn in context. Pooling cue vectors
 from shared passes was measured and dropped: triples pooled from their sentence's pass cut the embedding's
-CPU by 22 % but LoCoMo multi-hop all-evidence fell from 0.614 to 0.575 (bench/RESULTS.md, "Ingest of a
-whole history").
+CPU but cost LoCoMo multi-hop questions their evidence (bench/RESULTS.md, "Ingest of a whole history",
+"Cue vectors pooled from sentence passes").
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def cues_of(extractor, turns: Sequence[Any]) -> list[list[Triple] | None]:
 
 def embed_distinct(embedder, texts: list[str]) -> tuple[np.ndarray, int]:
     """Embed each distinct text once: a one-sentence turn is often also its statement cue, and short
-    triples repeat ("Melanie, love, painting"); LoCoMo has 10 % repeats, 5 % of its tokens. The vectors,
-    and how many texts were embedded."""
+    triples repeat ("Melanie, love, painting"), as a share of LoCoMo's texts does (bench/design-notes.md,
+    "Measured choices elsewhere in the code"). The vectors, and how many texts were embedded."""
     distinct = list(dict.fromkeys(texts))
     if len(distinct) == len(texts):
         return roundtrip(embedder.embed(texts)), len(texts)
@@ -66,10 +66,11 @@ def embed_distinct(embedder, texts: list[str]) -> tuple[np.ndarray, int]:
 def embed_turns(embedder, pairs: list[Pair]) -> np.ndarray:
     """Turn vectors: each turn's own tokens, read by the model with the turn before it in its session
     after them (embed.own_positions). A reply is often only readable next to what it answers ("Yep, a
-    few years back" after "Do you still paint?"). Measured on LoCoMo at 2,000 tokens: all evidence for
-    0.874 of the questions, against 0.863 with the turn alone plus 0.3 of its predecessor's vector
-    mixed in at question time (the `mixed-context` ablation) and 0.861 with the turn alone
-    (`no-context`); bench/quality_notes.md says why the context is not pooled in as well.
+    few years back" after "Do you still paint?"). Measured on LoCoMo at 2,000 tokens, it puts all the
+    evidence in the context for more questions than the turn alone plus 0.3 of its predecessor's vector
+    mixed in at question time (the `mixed-context` ablation) or the turn alone (`no-context`):
+    bench/RESULTS.md, "Quality: LoCoMo evidence in a 2,000-token context"; bench/quality_notes.md says
+    why the context is not pooled in as well.
     Ingest's vectors are what the store gives back (vectors.roundtrip), so the graph is built from the
     vectors a later ingest reads."""
     return roundtrip(embedder.embed_in_context(pairs))
@@ -132,7 +133,7 @@ def _prepare_in_worker(messages: list[Message], pairs: list[Pair]) -> Prepared:
     return prepare(_worker["extractor"], _worker["embedder"], messages, pairs)
 
 
-WORKERS_FROM = 1_000  # input lines from which worker processes pay for their start (~3 s of CPU each)
+WORKERS_FROM = 1_000  # input lines from which worker processes pay for their start (seconds of CPU each)
 MAX_WORKERS = 8
 
 

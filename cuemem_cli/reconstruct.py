@@ -54,12 +54,11 @@ import numpy as np
 from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKENS, DEFAULT_TOP_M
 from .embed import embed_questions
 from .errors import CuememError, UnknownConversation
-from .extract import dated, said_on
 from .excerpt import GAP, excerpt
 from .records import Context, Cue, Evidence, ScoredCue, Turn
 from .statements import without_names
 from .store import TURN_ALONE, Store
-from .timeparse import day_of, named_periods
+from .timeparse import dated, day_of, named_periods, said_on
 from .view import Hops, memory_source
 
 DATE_SLACK_DAYS = 7
@@ -91,13 +90,14 @@ def evidence_line(speaker: str | None, text: str) -> str:
     """How a turn is shown to the answer model, and what the budget counts: `speaker: text`.
 
     Its day is on a header line above it (`header_line`), once per run of turns said the same day in the
-    same conversation: questions ask on which day, and a date repeated on every line costs ~3 tokens a
-    turn (measured: 0.005 more questions with all evidence at 2,000 tokens on LoCoMo, bench/RESULTS.md).
+    same conversation: questions ask on which day, and a date repeated on every line costs tokens that
+    buy more evidence (bench/RESULTS.md, "Quality: LoCoMo evidence in a 2,000-token context", its table
+    "How the method got here").
     Its turn id is not shown: the model is not asked to cite, and an id tells it nothing but where the
     turn sits, which a "…" line between turns not said one after the other tells for one token per gap
-    (`dialogue_lines`). Ids cost ~2.5 tokens a line on LoCoMo ("[D14:23] ") and ~5 for hash or
-    session ids ("[h:3f9a0c2e71b4d586] "): without them, 0.008 more LoCoMo questions have all their
-    evidence at 2,000 tokens (bench/quality_notes.md). People see the ids in `ask`'s evidence table.
+    (`dialogue_lines`). Ids cost tokens on every line ("[D14:23] ", "[h:3f9a0c2e71b4d586] "): without
+    them more LoCoMo questions have all their evidence at 2,000 tokens (bench/quality_notes.md, "Evidence
+    lines without turn ids"). People see the ids in `ask`'s evidence table.
     """
     return f"{speaker or 'unknown'}: {text}"
 
@@ -105,7 +105,7 @@ def evidence_line(speaker: str | None, text: str) -> str:
 def shown_text(text: str, time: str | None) -> str:
     """A turn's text as the answer prompt shows it: each relative date ("yesterday", "last week", "next
     month") followed by the day it means, resolved against the day the turn was said, by the rules the
-    date cues and the offline answer use (extract.dated): "yesterday [7 May 2023]". The local-model run
+    date cues and the offline answer use (timeparse.dated): "yesterday [7 May 2023]". The local-model run
     missed temporal questions over an unresolved "yesterday" (issue 34); the budget pays for the notes."""
     return dated(text, said_on(time), brief=True)
 
@@ -412,7 +412,8 @@ def excerpt_turn(turn: Turn, similarity: dict[str, float], limit: int) -> Turn:
     A trial excerpt's cost is first taken without resolved dates, which only add to it: over `limit`,
     it does not fit. A turn with no relative date has none in any excerpt of it (its sentences, joined
     by spaces or "…"), so its trials cost just that. Resolving dates in every trial of every long
-    candidate cost ~1 s of CPU a question on a memory of 500 real chats (bench/bench_memory_scale.py)."""
+    candidate was a large part of a question's CPU on a memory of real chats (bench/bench_memory_scale.py;
+    bench/design-notes.md, "Measured choices elsewhere in the code")."""
     speaker = turn.speaker or turn.role
     dates = _shown_cost(speaker, turn.text, turn.time)[1]  # its cost was taken already: turn_cost
 

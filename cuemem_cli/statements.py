@@ -2,9 +2,10 @@
 
 The paper allows cues as "natural language statements or structured relational records". Triples
 alone lose the context that made a fact findable ("His name, be, Biscuit" no longer says *beagle*):
-measured here on LoCoMo, triples alone put all gold evidence in a 2,000-token context for 0.557 of
-questions, sentence cues for 0.693. So every turn also gets one statement cue per sentence, prefixed
-with its speaker; the triples keep the precise, atomic matches.
+measured on LoCoMo, sentence cues put all gold evidence in a 2,000-token context for far more questions
+than triples alone (bench/design-notes.md, "Measured choices elsewhere in the code"). So every turn also
+gets one statement cue per sentence, prefixed with its speaker; the triples keep the precise, atomic
+matches.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tu
 def prose_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of the parts of `text` that are prose: all of it but fenced code blocks and markdown
     tables. Code parsed as English gives junk cues (`const`, `= event`, (`div class="lyrics`, rush in,
-    `<`)): 8–18 % of all cues of 500 real ChatGPT chats, at the cost of parsing, embedding and storing
+    `<`)): a good part of the cues of real ChatGPT chats, at the cost of parsing, embedding and storing
     them (bench/RESULTS.md, "A real chat history"). The code stays in the turn, its vector and the full-text
     index, so a search for an identifier still finds it."""
     out, at = [], 0
@@ -134,9 +135,9 @@ def cue_text(cue: Triple, speaker: str | None) -> str:
 
     Nearly every cue of a turn carries its speaker's name (first-person pronouns resolve to it), and a
     question naming a person then matches every short cue of that person before the one that answers
-    it (measured: the "research adoption agencies" statement ranked 731st of 2,181 cues for "What did
-    Caroline research?"). So names are left out of the vectors on both sides (see reconstruct.py),
-    and who said what is scored separately.
+    it (the "research adoption agencies" statement ranked far down a conversation's cues for "What did
+    Caroline research?": bench/design-notes.md, "Measured choices elsewhere in the code"). So names are
+    left out of the vectors on both sides (see reconstruct.py), and who said what is scored separately.
     """
     text = cue.object if cue.kind == "statement" else cue.text()
     stripped = without_names(text, [speaker] if speaker else [])

@@ -132,8 +132,9 @@ class _Connection(_DriverConnection):
 
 
 def _candidates(k: int) -> int:
-    """How many int8 neighbours to rescore for the float top k: int8 codes move similarities by ~1e-3, so
-    the float top k lies well inside the int8 top 2k + 16 (bench/RESULTS.md: same evidence)."""
+    """How many int8 neighbours to rescore for the float top k: int8 codes move similarities by < 0.003, so
+    the float top k lies well inside the int8 top 2k + 16 (bench/RESULTS.md, "Ingest at scale": same
+    evidence)."""
     return min(2 * k + _TIE_MARGIN, VEC0_MAX_K)
 
 
@@ -371,9 +372,9 @@ class SQLiteStore(SQLStore):
             yield rows
 
     def map_file(self) -> None:
-        """Read the file through mmap from now on: vec0 scans of large partitions run ~2× faster
-        without copying pages (measured at 1M cues). Not on by default: mapped pages count in the
-        process's RSS, which would then grow with the file during a long ingest."""
+        """Read the file through mmap from now on: vec0 scans of large partitions run faster without copying
+        pages (bench/design-notes.md, "Measured choices elsewhere in the code"). Not on by default: mapped
+        pages count in the process's RSS, which would then grow with the file during a long ingest."""
         self.conn.execute(f"PRAGMA mmap_size={2**31}")
 
     # ------------------------------------------------------------ vec0 search
@@ -414,10 +415,11 @@ class SQLiteStore(SQLStore):
         return [(cues[cid], sim) for cid, sim in best if cid in cues]
 
     def _stored_codes(self, dim: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """The codes as vec0 keeps them: a blob of `chunk_size` codes per chunk, with the chunk's cue ids
-        and a bitmap of its slots in use, read whole from vec0's own tables (sqlite-vec 0.1.9's layout; the
-        version is pinned). About 10× faster than reading the virtual table row by row (500 real chats,
-        115,247 cues: 0.14 s against 1.5 s), which matters for every ingest and view of a large memory."""
+        """The codes as vec0 keeps them: a blob of `chunk_size` codes per chunk, with the chunk's cue ids and
+        a bitmap of its slots in use, read whole from vec0's own tables (sqlite-vec 0.1.9's layout; the
+        version is pinned). Many times faster than reading the virtual table row by row
+        (bench/design-notes.md, "Measured choices elsewhere in the code"), which matters for every ingest and
+        view of a large memory."""
         try:
             rows = self.conn.execute(
                 "SELECT c.rowids, c.validity, v.vectors FROM cue_vectors_chunks c"

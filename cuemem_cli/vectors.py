@@ -3,10 +3,11 @@
 Every search cuemem makes is by cosine, which ignores a vector's length, so a vector can be stored as
 its own integer multiple: each is scaled so that its largest component is ±127 and rounded (`encode`),
 and read back as the unit vector of those integers (`decode`). No scale is stored. The rounding moves a
-384-d MiniLM vector by cosine ~0.99998, similarities by ~1e-3, and the measured LoCoMo evidence not at
-all beyond noise (bench/RESULTS.md, "Ingest at scale"). sqlite-vec searches the codes in its own `int8`
-vec0 columns; the candidates it returns are rescored with the float question against the decoded
-vectors (Store.knn_cues), so an answer does not depend on whether the in-memory view or vec0 found it.
+384-d MiniLM vector to cosine > 0.9999 and similarities by < 0.003 (tests/test_vectors.py), and the
+measured LoCoMo evidence not at all beyond noise (bench/RESULTS.md, "Ingest at scale"). sqlite-vec
+searches the codes in its own `int8` vec0 columns; the candidates it returns are rescored with the float
+question against the decoded vectors (Store.knn_cues), so an answer does not depend on whether the
+in-memory view or vec0 found it.
 
 Ingest keeps `roundtrip(v)` of what it embeds, so the graph is built from exactly the vectors a later
 ingest reads back; `encode(decode(c)) == c`, so vectors can be copied between tables and stores freely.
@@ -55,7 +56,7 @@ def blob(vector: np.ndarray) -> bytes:
 
 def similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """Row · vector without BLAS: OpenBLAS's threads keep spinning after a call, and took the cores from
-    the question's embedding that follows (measured: 7 → 15 ms p50). NumPy's own loop costs ~0.4 ms for
-    a LoCoMo conversation's 3,000 cues. One function for the in-memory view and vec0's rescoring, so
-    both give a cue the same score to the last bit."""
+    the question's embedding that follows, doubling its time; NumPy's own loop costs little at a
+    conversation's size (bench/design-notes.md, "Measured choices elsewhere in the code"). One function
+    for the in-memory view and vec0's rescoring, so both give a cue the same score to the last bit."""
     return np.einsum("ij,j->i", matrix, vector.astype(np.float32))

@@ -31,10 +31,10 @@ from .store import SEMANTIC, TEMPORAL, Store
 from .vectors import decode, similarities
 
 EXACT_CUES = 100_000  # up to here the view scores every cue in scope
-# Above it, the cues nearest by sign bits that are scored exactly. Measured on 354,885 real chat cues
-# (bench/bench_memory_scale.py, 20 held-out questions): top-100 overlap with the exact search 0.957 (min
-# 0.81) at 2,000, 0.984 (min 0.87) at 4,000, 0.995 at 8,000; the Hamming pass over every cue costs the
-# same at each, the rescoring of 4,000 a few ms more than of 2,000.
+# Above it, the cues nearest by sign bits that are scored exactly. Their top-100 overlap with the exact
+# search grows with their number (bench/bench_memory_scale.py on real chat cues: bench/RESULTS.md, "One
+# memory across every conversation"); the Hamming pass over every cue costs the same whatever the number,
+# the rescoring little more.
 PREFILTER_CANDIDATES = 4_000
 VIEW_MAX_CUES = 2_000_000  # a view holds ~450 bytes a cue: from here on, questions read the store
 _DECODE_ROWS = 32_768  # codes decoded at a time when scoring exactly (48 MB of float32)

@@ -10,8 +10,8 @@ meta table); an interrupted ingest resumes, adding only what is missing.
 
 A database's name is `<dataset>-<what it was built from>-<ingest code>.db`. Once this version builds
 one, the databases of the same data and settings from other versions of the ingest code are removed:
-this version never reads them, and each holds a whole benchmark (LoCoMo ~80 MB, with its naive-RAG
-vectors and ablation copy ~160 MB), so a cache that only grew would fill a disk over upgrades or a
+this version never reads them, and each holds a whole benchmark (LoCoMo's with its naive-RAG vectors
+and its ablation copy), so a cache that only grew would fill a disk over upgrades or a
 day of work on the extractor. Databases named as before this scheme (`<dataset>-<16 hex>.db`) are
 never read either, and go the same way.
 """
