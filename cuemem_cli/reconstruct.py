@@ -43,7 +43,7 @@ import math
 import re
 import time
 from bisect import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from functools import lru_cache
@@ -78,6 +78,7 @@ class Settings:
     temporal_weight: float = 0.2
     semantic_weight: float = 0.1
     lexical_weight: float = 0.1
+    participant_weight: float = 0.0
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
 
@@ -205,8 +206,12 @@ def _separator(before: Turn | None, after: Turn | None, labelled: bool) -> int:
     return sum(estimate_tokens(line) for line in _between(before, after, labelled))
 
 
-def fill_budget(ranked: Iterable[Turn], budget: int) -> list[Turn]:
+def fill_budget(ranked: Iterable[Turn], budget: int,
+                shorten: Callable[[Turn, int], Turn | None] | None = None) -> list[Turn]:
     """Turns in rank order while they fit, each whole or skipped (a skipped turn is not a stop).
+
+    `shorten(turn, room)`, when given, is asked for each turn as it is reached, with the tokens still
+    free: the turn as it would be shown (an excerpt of a long one: `Excerpts`), or None to skip it.
 
     A turn pays for its line and for what it changes in the lines around it where it falls in
     chronological order: the header of a run it starts, the "…" lines it adds between itself and the
@@ -220,9 +225,18 @@ def fill_budget(ranked: Iterable[Turn], budget: int) -> list[Turn]:
     used = {False: 0, True: 0}  # tokens without and with conversations named in headers
     conversations: set[str] = set()
     for turn in ranked:
+        if shorten is not None:
+            shown = shorten(turn, budget - min(used.values()))
+            if shown is None:
+                continue
+            turn = shown
         key = chronological(turn)
         at = bisect(keys, key)
         before, after = (ordered[at - 1] if at else None), (ordered[at] if at < len(ordered) else None)
+        # A line dearer than the room left plus the one separator it could save never fits: the common
+        # case once the budget is nearly spent, decided without costing the separators around it.
+        if turn_cost(turn) - _separator(before, after, True) > budget - min(used.values()):
+            continue
         cost = {labelled: turn_cost(turn) + _separator(before, turn, labelled) + _separator(turn, after, labelled)
                 - _separator(before, after, labelled) for labelled in (False, True)}
         labelled = len(conversations | {turn.conversation}) > 1
@@ -362,7 +376,8 @@ def _render_cue(cue: Cue) -> str:
 
 def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, best: dict[int, tuple[Cue, float]],
            lexical: dict[int, float], hops: Hops, floor: float, mentioned: set[str], roles: set[str],
-           periods: list[tuple[str, str]], settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
+           periods: list[tuple[str, str]], involved: set[str],
+           settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
     """The module docstring's formula over all candidates at once (NumPy), and how each came in."""
     n = len(candidates)
     at = {tid: i for i, tid in enumerate(candidates)}
@@ -398,6 +413,9 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
         for tid, value in lexical.items():
             lex[at[tid]] = settings.lexical_weight * value / top_lexical
     total = own + pulled["temporal"] + pulled["semantic"] + lex
+    if involved:
+        total += settings.participant_weight * np.array([turns[tid].conversation in involved for tid in candidates],
+                                                        dtype=np.float32)
     score = dict(zip(candidates, total.tolist(), strict=True))
     via = {tid: "anchor" if tid in best else "lexical" if tid in lexical
            else "temporal" if pulled["temporal"][i] >= pulled["semantic"][i] else "semantic"
@@ -426,14 +444,60 @@ def excerpt_turn(turn: Turn, similarity: dict[str, float], limit: int) -> Turn:
     return replace(turn, text=excerpt(turn.text, similarity, fits, most))
 
 
-def _excerpts(source, turns: dict[int, Turn], vector: np.ndarray, limit: int) -> dict[int, Turn]:
-    """The candidates longer than `limit` tokens, each as an excerpt that fits it (excerpt.py)."""
-    long = [tid for tid, turn in turns.items() if limit and turn_cost(turn) > limit]
-    if not long:
-        return {}
-    similarity = source.sentence_similarities(long, vector)
-    cut = {tid: excerpt_turn(turns[tid], similarity[tid], limit) for tid in long}
-    return {tid: turn for tid, turn in cut.items() if turn.text != turns[tid].text}
+def _is_long(turn: Turn, limit: int) -> bool:
+    """turn_cost(turn) > limit, without resolving the dates of a turn whose text alone is over it: resolved
+    dates only add to a line, and finding them in every long candidate is what a cold question spent most
+    on after the search."""
+    return _raw_cost(turn.speaker or turn.role, turn.text) > limit or turn_cost(turn) > limit
+
+
+@lru_cache(maxsize=65536)
+def _raw_cost(speaker: str | None, text: str) -> int:
+    return estimate_tokens(evidence_line(speaker, text))
+
+
+class Excerpts:
+    """Long candidates cut to excerpts as `fill_budget` reaches them, in rank order (its `shorten`).
+
+    A memory of real chats has hundreds of long candidates a question (assistant answers) and the budget
+    takes a handful; cutting every one before filling was most of a warm question's time at scale
+    (bench/memory_notes.md). So a long turn is cut only when reached, its sentences' similarities fetched
+    for it and the next long turns in rank order together (`CHUNK`). Once the room left is under `limit`,
+    a long turn is cut to what the room holds (less `HEADER` tokens for the header it may start), so the
+    budget's last tokens go to the best sentences of the next long turns rather than to much lower-ranked
+    short ones; that is tried for `CHUNK` long turns (the best sentence of most is already more than the
+    room), then long turns are passed over, as all are under `FLOOR` tokens of room. A memory without long
+    turns (LoCoMo has none over the limit) fills exactly as it did. `cut` holds the turns shown shorter.
+    """
+
+    CHUNK = 16
+    HEADER = 16
+    FLOOR = 24
+
+    def __init__(self, source, vector: np.ndarray, limit: int, ranked: Sequence[Turn]):
+        self.source, self.vector, self.limit = source, vector, limit
+        long = [t.id for t in ranked if limit and _is_long(t, limit)]
+        self.next = {tid: long[i + 1:i + self.CHUNK] for i, tid in enumerate(long)}
+        self.similarity: dict[int, dict[str, float]] = {}
+        self.cut: dict[int, Turn] = {}
+        self.tail = 0  # long turns tried in less room than `limit`
+
+    def __call__(self, turn: Turn, room: int) -> Turn | None:
+        if not self.limit or not _is_long(turn, self.limit):
+            return turn
+        limit = min(self.limit, room - self.HEADER)
+        if limit < self.limit:
+            self.tail += 1
+        if limit < self.FLOOR or self.tail > self.CHUNK:
+            return None
+        if turn.id not in self.similarity:
+            wanted = [turn.id, *(tid for tid in self.next[turn.id] if tid not in self.similarity)]
+            self.similarity.update(self.source.sentence_similarities(wanted, self.vector))
+        shown = excerpt_turn(turn, self.similarity[turn.id], limit)
+        if shown.text == turn.text:
+            return turn
+        self.cut[turn.id] = shown
+        return shown
 
 
 def reconstruct(store: Store, embedder, question: str, conversations: str | Sequence[str] | None = None,
@@ -497,13 +561,15 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, mix), best, lexical, hops,
                         hits[-1][1] if hits else 0.0, mentioned, addressed_roles(question), question_periods(question),
-                        settings)
+                        store.conversations_with_speakers(mentioned, scope.ids)
+                        if mentioned and settings.participant_weight else set(), settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000
 
-    ranked = sorted(candidates, key=lambda tid: (-score[tid], chronological(turns[tid])))
-    shown = _excerpts(source, {tid: turns[tid] for tid in candidates}, vector, settings.excerpt_tokens)
-    chosen = sorted(fill_budget((shown.get(tid, turns[tid]) for tid in ranked), settings.budget), key=chronological)
+    ranked = [turns[tid] for tid in sorted(candidates, key=lambda tid: (-score[tid], chronological(turns[tid])))]
+    excerpts = Excerpts(source, vector, settings.excerpt_tokens, ranked)
+    chosen = sorted(fill_budget(ranked, settings.budget, excerpts), key=chronological)
+    shown = excerpts.cut
     used = context_tokens(chosen)
     evidence = tuple(
         Evidence(

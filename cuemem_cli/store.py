@@ -140,6 +140,8 @@ class Store(Protocol):
     def turns_by_id(self, turn_ids: Iterable[int]) -> dict[int, Turn]: ...
     def turns_not_held_at(self, when: str, conversation_ids: Sequence[int] | None = None) -> tuple[set[int], int]: ...
     def speakers(self, conversation_ids: Sequence[int] | None = None) -> list[str]: ...
+    def conversations_with_speakers(self, names: Iterable[str],
+                                    conversation_ids: Sequence[int] | None = None) -> set[str]: ...
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None: ...
     def turns_at_positions(self, conversation_id: int, low: int, high: int) -> list[tuple[int, int]]: ...
     def set_status(self, turn_ids: Sequence[int], status: str) -> None: ...
@@ -534,6 +536,18 @@ class SQLStore(ABC):
         scope, params = self._scope("conversation_id", conversation_ids)
         return [r[0] for r in self._rows(f"SELECT DISTINCT speaker FROM turns WHERE {scope}"
                                          " AND speaker IS NOT NULL ORDER BY speaker", **params)]
+
+    def conversations_with_speakers(self, names: Iterable[str],
+                                    conversation_ids: Sequence[int] | None = None) -> set[str]:
+        """The conversations (by name) in which any of `names` said a turn, within the given ones."""
+        names = list(names)
+        if not names:
+            return set()
+        scope, params = self._scope("t.conversation_id", conversation_ids)
+        return {r[0] for r in self._rows(
+            "SELECT DISTINCT c.name FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            f" WHERE {scope} AND {self.dialect.within('t.speaker', 'names')}",
+            names=self.dialect.array(names), **params)}
 
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
         row = self._one(f"SELECT {TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"

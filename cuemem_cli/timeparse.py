@@ -397,6 +397,10 @@ _TIME_PHRASE = re.compile(
     rf"\b(?:(yesterday|today|tonight|tomorrow)"
     rf"|(last|next|this|past)\s+({_UNIT_WORDS})"
     rf"|({_COUNT_WORDS})\s+(days?|weeks?|months?|years?)\s+ago)\b", re.IGNORECASE)
+# The same without its "… ago" branch, which tries every "a" and "one" of a text: what a text without
+# "ago" is read with (the matches are the same), many times faster on long turns.
+_TIME_PHRASE_NOT_AGO = re.compile(_TIME_PHRASE.pattern.split("|(" + _COUNT_WORDS)[0] + ")\\b", re.IGNORECASE)
+_AGO = re.compile(r"\bago\b", re.IGNORECASE)
 
 
 def time_phrases(text: str, said: date | None, past: bool = True) -> list[tuple[str, str, str]]:
@@ -412,7 +416,7 @@ def time_phrases(text: str, said: date | None, past: bool = True) -> list[tuple[
         return []
     anchor = day_text(said)
     out = []
-    for match in _TIME_PHRASE.finditer(text):
+    for match in (_TIME_PHRASE if _AGO.search(text) else _TIME_PHRASE_NOT_AGO).finditer(text):
         phrase = match.group(0)
         if match.group(1):
             resolved = resolve_day_word(match.group(1).lower(), said)

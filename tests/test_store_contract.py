@@ -83,7 +83,9 @@ def titled(store, name: str, title: str, times: list[str]) -> int:
 
 
 @pytest.fixture
-def both(tmp_path, pg_url):
+def both(tmp_path, pg_url, monkeypatch):
+    """Both backends; one clock for both, so turns filled a second apart on a busy machine compare equal."""
+    monkeypatch.setattr("cuemem_cli.store.now_iso", lambda: "2026-01-02T03:04:05")
     stores = (open_store(str(tmp_path / "memory.db")), open_store(pg_url))
     yield stores
     for s in stores:
@@ -429,6 +431,13 @@ def test_both_backends_return_the_same_rows(both):
     _same(sqlite.next_position(cid), postgres.next_position(cid))
     _same(sqlite.speakers([cid]), postgres.speakers([cid]))
     _same(sqlite.speakers(), postgres.speakers())
+    speaker = sqlite.speakers([cid])[0]
+    assert _same(sqlite.conversations_with_speakers([speaker]), postgres.conversations_with_speakers([speaker])) >= {
+        name for c, name, _ in sqlite.conversations() if c == cid}
+    for scope in ([cid], None):
+        _same(sqlite.conversations_with_speakers([speaker, "Nobody"], scope),
+              postgres.conversations_with_speakers([speaker, "Nobody"], scope))
+    assert sqlite.conversations_with_speakers(["Nobody"]) == set() == postgres.conversations_with_speakers([])
     _same(sqlite.conversations(), postgres.conversations())
     _same(sqlite.turn_by_source_id(cid, "t7"), postgres.turn_by_source_id(cid, "t7"))
     _same(sqlite.turns_at_positions(cid, 2, 5), postgres.turns_at_positions(cid, 2, 5))
