@@ -11,7 +11,11 @@
   among the earlier turns of its own conversation (an edge found both ways keeps its better rank): a
   question narrowed to a conversation (`ask -c`) cannot follow edges out of it, and without these its
   graph would be thinner the more the memory holds elsewhere; with them, the edges inside a conversation
-  are those it would have alone in a memory, whatever else the memory holds.
+  are those it would have alone in a memory, whatever else the memory holds. And where some chats are
+  with the same people (the same set of speakers) and others are not, each cue links to its top-k among
+  the earlier turns of the chats with its people too: the sessions of one friendship, exported as many
+  chats among other people's, stay one neighbourhood (a user/assistant export, where every chat has the
+  same two speakers, has no such circles: the memory-wide edges are theirs).
 
 Why earlier turns only, where the paper takes the top-k over all cues: memory is append-only. A new
 turn never rewrites the edges of old turns, so ingesting a file in one run, in several runs, or again
@@ -83,9 +87,10 @@ class NeighbourIndex:
         self.conversations = self.conversations[:self.size][keep]
         self.size = len(self.turn_ids)
 
-    def of_conversation(self, conversation: int) -> NeighbourIndex:
-        """The held cues of one conversation, in the same order."""
-        rows = np.flatnonzero(self.conversations[:self.size] == conversation)
+    def of_conversations(self, conversations: tuple[int, ...]) -> NeighbourIndex:
+        """The held cues of some conversations, in the same order."""
+        held = self.conversations[:self.size]
+        rows = np.flatnonzero(held == conversations[0] if len(conversations) == 1 else np.isin(held, conversations))
         return NeighbourIndex(self.turn_ids[rows], self.conversations[rows], self.codes[rows], len(rows))
 
     def blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -144,17 +149,23 @@ class _TopK:
 
 
 def semantic_edges(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndarray, k: int,
-                   conversations: np.ndarray | None = None) -> list[tuple]:
+                   conversations: np.ndarray | None = None,
+                   circles: dict[int, tuple[int, ...]] | None = None) -> list[tuple]:
     """Top-k earlier-turn neighbours of each new cue (`turn_ids[i]` is cue i's turn) among the held cues and
-    the other new ones, and, given each cue's conversation, also its top-k within its own conversation;
-    call before `index.add` of the same cues. An edge found by both keeps its better rank."""
+    the other new ones; given each cue's conversation, also its top-k within its own conversation, and
+    within its conversation's circle (`circles`: conversation → the conversations with the same people, for
+    those that have such a circle short of the whole memory). Call before `index.add` of the same cues. An
+    edge found more than once keeps its best similarity and rank."""
     if k <= 0 or len(vectors) == 0:
         return []
     pairs = _nearest(index, turn_ids, vectors, k)
-    for conversation in ([] if conversations is None else np.unique(conversations)):
-        own = conversations == conversation
-        for key, (sim, rank) in _nearest(index.of_conversation(int(conversation)), turn_ids[own], vectors[own],
-                                         k).items():
+    groups: list[tuple[tuple[int, ...], np.ndarray]] = []
+    if conversations is not None:
+        groups += [((int(c),), conversations == c) for c in np.unique(conversations)]
+        for circle in {circle for c, circle in (circles or {}).items() if np.any(conversations == c)}:
+            groups.append((circle, np.isin(conversations, circle)))
+    for members, own in groups:
+        for key, (sim, rank) in _nearest(index.of_conversations(members), turn_ids[own], vectors[own], k).items():
             prev = pairs.get(key)
             pairs[key] = (sim, rank) if prev is None else (max(prev[0], sim), min(prev[1], rank))
     return [(src, dst, "semantic", round(sim, 6), rank) for (src, dst), (sim, rank) in pairs.items()]

@@ -133,6 +133,7 @@ class Ingestor:
         self.window, self.sem_k = self._graph_settings(window, sem_k)
         self._conversations: dict[str, _Conversation] = {}
         self._index: NeighbourIndex | None = None  # the memory's cue vectors; loaded when a batch needs them
+        self._people: dict[int, frozenset[str]] | None = None  # conversation → its speakers; loaded with the index
         self._dispatched: dict[str, tuple[str | None, str] | None] = {}  # conversation → its last turn sent on
         self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
         self._committed = 0  # report.turns_added as of the last batch committed
@@ -179,6 +180,19 @@ class Ingestor:
         if self._index is None:
             self._index = NeighbourIndex.load(self.store, self.embedder.dim)
         return self._index
+
+    def _circles(self, batch: set[int]) -> dict[int, tuple[int, ...]]:
+        """Each conversation of the batch that shares its set of speakers with some other conversations but
+        not with all of them → those conversations, itself included (graph.semantic_edges)."""
+        if self._people is None:
+            self._people = self.store.speaker_sets()
+        for cid in batch:  # the batch may have brought a new speaker in
+            self._people[cid] = frozenset(self.store.speaker_sets([cid]).get(cid, ()))
+        same: dict[frozenset[str], list[int]] = {}
+        for cid, people in self._people.items():
+            same.setdefault(people, []).append(cid)
+        return {cid: tuple(sorted(same[self._people[cid]])) for cid in batch
+                if 1 < len(same[self._people[cid]]) < len(self._people)}
 
     def run(self, messages: Iterable[Message], report: IngestReport,
             progress: Callable[[int, int, int], None] | None = None, batch_turns: int | None = None,
@@ -273,6 +287,7 @@ class Ingestor:
         if version != self._data_version:
             self._conversations.clear()
             self._index = None
+            self._people = None
             self._data_version = version
 
     def _next_batch(self, batch: list[Message], queue: deque[_Batch], background: ThreadPoolExecutor | None,
@@ -479,7 +494,8 @@ class Ingestor:
         matrix = (vecs[0] if len(vecs) == 1 else np.vstack(vecs)) if vecs else \
             np.zeros((0, self.embedder.dim), dtype=np.float32)
         index = self._neighbours()
-        semantic = semantic_edges(index, turn_ids, matrix, self.sem_k, conversations)
+        semantic = semantic_edges(index, turn_ids, matrix, self.sem_k, conversations,
+                                  self._circles(set(conversations.tolist())))
         self.store.insert_edges(semantic)
         report.semantic_edges += len(semantic)
         index.add(turn_ids, conversations, matrix)

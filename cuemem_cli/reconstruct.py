@@ -79,6 +79,7 @@ class Settings:
     semantic_weight: float = 0.1
     lexical_weight: float = 0.1
     participant_weight: float = 0.0
+    participant_top_m: int = 0
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
 
@@ -531,10 +532,21 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     t1 = time.perf_counter()
     timings["embed_query"] = (t1 - t0) * 1000
 
+    involved = store.conversations_with_speakers(mentioned, scope.ids) \
+        if mentioned and (settings.participant_weight or settings.participant_top_m) else {}
     hidden, hidden_cues = store.turns_not_held_at(held_at, scope.ids) if held_at else (set(), 0)
-    hits = source.knn_cues(vector, settings.top_m + hidden_cues, scope.ids)  # each source caps k at max_k
-    if hidden:
-        hits = [hit for hit in hits if hit[0].turn_id not in hidden][:settings.top_m]
+
+    def search(k: int, within: Sequence[int] | None) -> list[tuple[Cue, float]]:
+        found = source.knn_cues(vector, k + hidden_cues, within)  # each source caps k at max_k
+        return [hit for hit in found if hit[0].turn_id not in hidden][:k] if hidden else found
+
+    hits = search(settings.top_m, scope.ids)
+    floor = hits[-1][1] if hits else 0.0
+    if settings.participant_top_m and involved and (scope.ids is None or len(involved) < len(scope.ids)):
+        # The chats of the people the question names get their own top cues beside the memory's.
+        seen = {cue.id for cue, _ in hits}
+        extra = [hit for hit in search(settings.participant_top_m, list(involved)) if hit[0].id not in seen]
+        hits = sorted([*hits, *extra], key=lambda hit: (-hit[1], hit[0].id))
     best = _best_cues(hits)
     lexical: dict[int, float] = {}
     query = fts_query(topic) if settings.lexical_weight else ""
@@ -560,9 +572,8 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
     mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, mix), best, lexical, hops,
-                        hits[-1][1] if hits else 0.0, mentioned, addressed_roles(question), question_periods(question),
-                        store.conversations_with_speakers(mentioned, scope.ids)
-                        if mentioned and settings.participant_weight else set(), settings)
+                        floor, mentioned, addressed_roles(question),
+                        question_periods(question), set(involved.values()), settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000
 

@@ -141,7 +141,8 @@ class Store(Protocol):
     def turns_not_held_at(self, when: str, conversation_ids: Sequence[int] | None = None) -> tuple[set[int], int]: ...
     def speakers(self, conversation_ids: Sequence[int] | None = None) -> list[str]: ...
     def conversations_with_speakers(self, names: Iterable[str],
-                                    conversation_ids: Sequence[int] | None = None) -> set[str]: ...
+                                    conversation_ids: Sequence[int] | None = None) -> dict[int, str]: ...
+    def speaker_sets(self, conversation_ids: Sequence[int] | None = None) -> dict[int, frozenset[str]]: ...
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None: ...
     def turns_at_positions(self, conversation_id: int, low: int, high: int) -> list[tuple[int, int]]: ...
     def set_status(self, turn_ids: Sequence[int], status: str) -> None: ...
@@ -538,16 +539,25 @@ class SQLStore(ABC):
                                          " AND speaker IS NOT NULL ORDER BY speaker", **params)]
 
     def conversations_with_speakers(self, names: Iterable[str],
-                                    conversation_ids: Sequence[int] | None = None) -> set[str]:
-        """The conversations (by name) in which any of `names` said a turn, within the given ones."""
+                                    conversation_ids: Sequence[int] | None = None) -> dict[int, str]:
+        """The conversations (id → name) in which any of `names` said a turn, within the given ones."""
         names = list(names)
         if not names:
-            return set()
+            return {}
         scope, params = self._scope("t.conversation_id", conversation_ids)
-        return {r[0] for r in self._rows(
-            "SELECT DISTINCT c.name FROM turns t JOIN conversations c ON c.id = t.conversation_id"
-            f" WHERE {scope} AND {self.dialect.within('t.speaker', 'names')}",
-            names=self.dialect.array(names), **params)}
+        return dict(self._rows(
+            "SELECT DISTINCT c.id, c.name FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+            f" WHERE {scope} AND {self.dialect.within('t.speaker', 'names')} ORDER BY c.id",
+            names=self.dialect.array(names), **params))
+
+    def speaker_sets(self, conversation_ids: Sequence[int] | None = None) -> dict[int, frozenset[str]]:
+        """Each conversation's speakers (a turn without a speaker name counts its role, or "")."""
+        scope, params = self._scope("conversation_id", conversation_ids)
+        out: dict[int, set[str]] = {}
+        for cid, who in self._rows("SELECT DISTINCT conversation_id, coalesce(speaker, role, '') FROM turns"
+                                   f" WHERE {scope}", **params):
+            out.setdefault(cid, set()).add(who)
+        return {cid: frozenset(people) for cid, people in out.items()}
 
     def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
         row = self._one(f"SELECT {TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"

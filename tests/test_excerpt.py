@@ -141,3 +141,33 @@ def test_refusing_trials_by_length_changes_no_excerpt():
         limit = rng.randint(10, len(text))
         alone = excerpt(text, similarity, lambda t, limit=limit: len(t) <= limit)
         assert excerpt(text, similarity, lambda t, limit=limit: len(t) <= limit, max_chars=limit) == alone
+
+
+def test_long_candidates_are_cut_only_as_the_budget_reaches_them():
+    """`Excerpts` cuts a long turn when `fill_budget` reaches it, fetching sentence similarities for it and
+    the next long turns together: of 200 long candidates, only the first few are ever fetched. While the
+    room is at least the excerpt limit it cuts exactly as the eager cut did, and the block fits the budget."""
+    from cuemem_cli.reconstruct import Excerpts, context_tokens, excerpt_turn, fill_budget
+    from cuemem_cli.records import Turn
+
+    long_text = " ".join(f"Sentence number {i} of this answer says something about item {i}." for i in range(60))
+    turns = [Turn(id=i + 1, conversation="c", position=i, source_id=f"t{i}", text=long_text, session="1",
+                  time="2024-05-01T10:00:00", speaker="assistant", role="assistant", stored_at=None, title=None)
+             for i in range(200)]
+
+    class Source:
+        def __init__(self):
+            self.fetched: list[int] = []
+
+        def sentence_similarities(self, turn_ids, vector):
+            self.fetched += turn_ids
+            return {tid: {s: (tid * 7 + n) % 11 / 10 for n, s in enumerate(sentences(long_text))} for tid in turn_ids}
+
+    source = Source()
+    excerpts = Excerpts(source, None, 150, turns)
+    chosen = fill_budget(turns, 2000, excerpts)
+    assert context_tokens(chosen) <= 2000 and len(chosen) >= 12
+    assert len(set(source.fetched)) <= len(chosen) + 2 * Excerpts.CHUNK < 200
+    eager = {t.id: excerpt_turn(t, Source().sentence_similarities([t.id], None)[t.id], 150) for t in turns[:10]}
+    assert [t.text for t in chosen[:10]] == [eager[t.id].text for t in turns[:10]]
+    assert {t.id for t in chosen} <= set(excerpts.cut)  # every one shown shorter, and said so (`Evidence.excerpt`)

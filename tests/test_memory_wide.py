@@ -91,6 +91,26 @@ def test_the_edges_inside_a_conversation_are_those_it_would_have_alone(store, tm
     assert ("x/t1", "z/t1", "semantic", 1.0, 1) in edges
 
 
+def test_chats_with_the_same_people_stay_one_neighbourhood_among_other_peoples(store):
+    """Sessions of one friendship exported as separate chats, among chats of other people: each cue also
+    links to its nearest among the earlier turns of the chats with its own people, however near other
+    people's chats are."""
+
+    def said(chat, who, texts):
+        return [Message(chat, text, source_id=f"t{i}", speaker=who[i % 2]) for i, text in enumerate(texts)]
+
+    ingest = Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=1)
+    ingest.run(said("ana-1", ("Ana", "Ben"), ["a", "b"]), IngestReport())
+    ingest.run(said("cy-1", ("Cy", "Di"), ["c"]), IngestReport())
+    ingest.run(said("ana-2", ("Ana", "Ben"), ["d", "c"]), IngestReport())
+    edges = {e for e in _edges(store) if e[2] == "semantic"}
+    # ana-2's "c" is nearest to cy-1's "c" in the memory (1.0), and to its own chat's "d" (0.48); among the
+    # chats with Ana and Ben, its nearest is ana-1's "a" (0.8)
+    assert {("ana-2/t1", "cy-1/t0", "semantic", 1.0, 1), ("ana-2/t1", "ana-2/t0", "semantic", 0.48, 1),
+            ("ana-2/t1", "ana-1/t0", "semantic", 0.8, 1)} <= edges
+    assert ("ana-2/t0", "ana-1/t0", "semantic", 0.6, 1) in edges
+
+
 @pytest.fixture(scope="module")
 def memory(tmp_path_factory):
     """Both sample dialogues and two chats titled alike ("Lisbon trip"), one memory."""

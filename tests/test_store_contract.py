@@ -432,12 +432,15 @@ def test_both_backends_return_the_same_rows(both):
     _same(sqlite.speakers([cid]), postgres.speakers([cid]))
     _same(sqlite.speakers(), postgres.speakers())
     speaker = sqlite.speakers([cid])[0]
-    assert _same(sqlite.conversations_with_speakers([speaker]), postgres.conversations_with_speakers([speaker])) >= {
-        name for c, name, _ in sqlite.conversations() if c == cid}
+    assert _same(sqlite.conversations_with_speakers([speaker]), postgres.conversations_with_speakers([speaker])) == {
+        c: name for c, name, _ in sqlite.conversations()}  # fill() has each speaker in both conversations
     for scope in ([cid], None):
         _same(sqlite.conversations_with_speakers([speaker, "Nobody"], scope),
               postgres.conversations_with_speakers([speaker, "Nobody"], scope))
-    assert sqlite.conversations_with_speakers(["Nobody"]) == set() == postgres.conversations_with_speakers([])
+    assert sqlite.conversations_with_speakers(["Nobody"]) == {} == postgres.conversations_with_speakers([])
+    people = _same(sqlite.speaker_sets(), postgres.speaker_sets())
+    assert people[cid] == frozenset(sqlite.speakers([cid]))
+    _same(sqlite.speaker_sets([cid]), postgres.speaker_sets([cid]))
     _same(sqlite.conversations(), postgres.conversations())
     _same(sqlite.turn_by_source_id(cid, "t7"), postgres.turn_by_source_id(cid, "t7"))
     _same(sqlite.turns_at_positions(cid, 2, 5), postgres.turns_at_positions(cid, 2, 5))
