@@ -18,6 +18,13 @@ a score; the budget is filled by score, then the chosen turns are put back in ch
              + temporal_weight · max own(u) over temporal neighbours u in the same session
              + semantic_weight · max own(u) · edge weight over semantic neighbours u
              + lexical_weight  · BM25(t) / best BM25
+             + participant_weight  if t is in a chat where a person the question names took part
+
+A question that names people who took part in some of the memory's chats (not all of them) also takes
+`participant_top_m` top cues from those chats beside the memory's top-m: in a memory of many people's
+chats, "What did Caroline research?" should not spend its anchors on the lives of others. A question
+narrowed to one chat, or naming nobody, or naming people in every chat (the "user" of a ChatGPT export),
+is scored as without these two terms.
 
 Why each term (each measured as an ablation): a turn's best cue finds the precise fact, its whole
 vector finds the turn about the topic, and the turn before it tells what a short reply is about; a
@@ -78,8 +85,8 @@ class Settings:
     temporal_weight: float = 0.2
     semantic_weight: float = 0.1
     lexical_weight: float = 0.1
-    participant_weight: float = 0.0
-    participant_top_m: int = 0
+    participant_weight: float = 0.2  # as speaker_weight; 0.1 and 0.2 measured the same (bench/memory_notes.md)
+    participant_top_m: int = DEFAULT_TOP_M
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
 
