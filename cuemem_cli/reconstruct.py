@@ -473,12 +473,13 @@ class Excerpts:
     for it and the next long turns in rank order together (`CHUNK`). Once the room left is under `limit`,
     a long turn is cut to what the room holds (less `HEADER` tokens for the header it may start), so the
     budget's last tokens go to the best sentences of the next long turns rather than to much lower-ranked
-    short ones; that is tried for `CHUNK` long turns (the best sentence of most is already more than the
+    short ones; that is tried for `TAIL` long turns (the best sentence of most is already more than the
     room), then long turns are passed over, as all are under `FLOOR` tokens of room. A memory without long
     turns (LoCoMo has none over the limit) fills exactly as it did. `cut` holds the turns shown shorter.
     """
 
-    CHUNK = 16
+    CHUNK = 8
+    TAIL = 4
     HEADER = 16
     FLOOR = 24
 
@@ -496,7 +497,7 @@ class Excerpts:
         limit = min(self.limit, room - self.HEADER)
         if limit < self.limit:
             self.tail += 1
-        if limit < self.FLOOR or self.tail > self.CHUNK:
+        if limit < self.FLOOR or self.tail > self.TAIL:
             return None
         if turn.id not in self.similarity:
             wanted = [turn.id, *(tid for tid in self.next[turn.id] if tid not in self.similarity)]

@@ -167,7 +167,7 @@ def test_long_candidates_are_cut_only_as_the_budget_reaches_them():
     excerpts = Excerpts(source, None, 150, turns)
     chosen = fill_budget(turns, 2000, excerpts)
     assert context_tokens(chosen) <= 2000 and len(chosen) >= 12
-    assert len(set(source.fetched)) <= len(chosen) + 2 * Excerpts.CHUNK < 200
+    assert len(set(source.fetched)) <= len(chosen) + Excerpts.TAIL + Excerpts.CHUNK < 200
     eager = {t.id: excerpt_turn(t, Source().sentence_similarities([t.id], None)[t.id], 150) for t in turns[:10]}
     assert [t.text for t in chosen[:10]] == [eager[t.id].text for t in turns[:10]]
     assert {t.id for t in chosen} <= set(excerpts.cut)  # every one shown shorter, and said so (`Evidence.excerpt`)
