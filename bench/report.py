@@ -345,7 +345,8 @@ def languages_lines(r: dict) -> list[str]:
             a, b, paired = row[f"{first}/{setting}"], row[f"{second}/{setting}"], row[f"paired/{setting}"]
             cell = [f"{x['found']} = {x['rate']:.2f} [{x['wilson95'][0]:.2f}, {x['wilson95'][1]:.2f}]" for x in (a, b)]
             out.append(f"| {group} | {row['n']} ({row['chats']}) | {cell[0]} | {cell[1]} | "
-                       f"{paired[f'only_{first}']} / {paired[f'only_{second}']} ({paired['p']}) | "
+                       f"{paired[f'only_{first}']} / {paired[f'only_{second}']} "
+                       f"({'< 0.001' if paired['p'] < 0.001 else format(paired['p'], '.3f')}) | "
                        f"{a['anchor']} / {b['anchor']} |")
         out.append("")
     out += ["Ingest of that memory: " + "; ".join(
