@@ -21,7 +21,7 @@ a score; the budget is filled by score, then the chosen turns are put back in ch
              + participant_weight  if t is in a chat where a person the question names took part
 
 A question that names people who took part in some of the memory's chats (not all of them) also takes
-`participant_top_m` top cues from those chats beside the memory's top-m: in a memory of many people's
+the top-m cues of those chats beside the memory's top-m (`participant_cues`): in a memory of many people's
 chats, "What did Caroline research?" should not spend its anchors on the lives of others. A question
 narrowed to one chat, or naming nobody, or naming people in every chat (the "user" of a ChatGPT export),
 is scored as without these two terms.
@@ -86,7 +86,7 @@ class Settings:
     semantic_weight: float = 0.1
     lexical_weight: float = 0.1
     participant_weight: float = 0.2  # as speaker_weight; 0.1 and 0.2 measured the same (bench/memory_notes.md)
-    participant_top_m: int = DEFAULT_TOP_M
+    participant_cues: bool = True  # the chats of the people a question names get their own top_m cues
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
 
@@ -541,7 +541,9 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     timings["embed_query"] = (t1 - t0) * 1000
 
     involved = store.conversations_with_speakers(mentioned, scope.ids) \
-        if mentioned and (settings.participant_weight or settings.participant_top_m) else {}
+        if mentioned and (settings.participant_weight or settings.participant_cues) else {}
+    if involved and len(involved) >= (len(scope.ids) if scope.ids is not None else len(store.conversations())):
+        involved = {}  # the people named took part in every chat asked: nothing to tell the chats apart
     hidden, hidden_cues = store.turns_not_held_at(held_at, scope.ids) if held_at else (set(), 0)
 
     def search(k: int, within: Sequence[int] | None) -> list[tuple[Cue, float]]:
@@ -550,10 +552,10 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
 
     hits = search(settings.top_m, scope.ids)
     floor = hits[-1][1] if hits else 0.0
-    if settings.participant_top_m and involved and (scope.ids is None or len(involved) < len(scope.ids)):
+    if settings.participant_cues and involved:
         # The chats of the people the question names get their own top cues beside the memory's.
         seen = {cue.id for cue, _ in hits}
-        extra = [hit for hit in search(settings.participant_top_m, list(involved)) if hit[0].id not in seen]
+        extra = [hit for hit in search(settings.top_m, list(involved)) if hit[0].id not in seen]
         hits = sorted([*hits, *extra], key=lambda hit: (-hit[1], hit[0].id))
     best = _best_cues(hits)
     lexical: dict[int, float] = {}

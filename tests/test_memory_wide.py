@@ -138,6 +138,21 @@ def test_a_question_ranges_over_every_conversation(memory):
 
 
 @pytest.mark.slow  # real spaCy and MiniLM
+def test_the_chats_of_a_person_the_question_names_get_their_own_top_cues(memory):
+    """"What did Maya say about a guesthouse in Alfama?": the memory's top cues are the Lisbon chat's, and
+    Maya's own chat gets top-m cues of its own beside them; without that, none of her turns is an anchor."""
+    from dataclasses import replace
+
+    question = "What did Maya say about the guesthouse in Alfama?"
+    on = memory.context(question, settings=replace(Settings(), top_m=3))
+    off = memory.context(question, settings=replace(Settings(), top_m=3, participant_cues=False))
+    anchored = {e.conversation for e in on.evidence if e.via == "anchor"}
+    assert {"maya-and-leo", "c-9f1"} <= anchored
+    assert "maya-and-leo" not in {e.conversation for e in off.evidence if e.via == "anchor"}
+    assert 3 < len(on.cues) <= 6 and len(off.cues) == 3
+
+
+@pytest.mark.slow  # real spaCy and MiniLM
 def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and_day(memory):
     from cuemem_cli.answer import build_messages
 
