@@ -162,7 +162,7 @@ def semantic_edges(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndar
     groups: list[tuple[tuple[int, ...], np.ndarray]] = []
     if conversations is not None:
         groups += [((int(c),), conversations == c) for c in np.unique(conversations)]
-        for circle in {circle for c, circle in (circles or {}).items() if np.any(conversations == c)}:
+        for circle in set((circles or {}).values()):
             groups.append((circle, np.isin(conversations, circle)))
     for members, own in groups:
         for key, (sim, rank) in _nearest(index.of_conversations(members), turn_ids[own], vectors[own], k).items():

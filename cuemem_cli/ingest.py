@@ -186,8 +186,7 @@ class Ingestor:
         not with all of them → those conversations, itself included (graph.semantic_edges)."""
         if self._people is None:
             self._people = self.store.speaker_sets()
-        for cid in batch:  # the batch may have brought a new speaker in
-            self._people[cid] = frozenset(self.store.speaker_sets([cid]).get(cid, ()))
+        self._people.update(self.store.speaker_sets(list(batch)))  # the batch may have brought a new speaker in
         same: dict[frozenset[str], list[int]] = {}
         for cid, people in self._people.items():
             same.setdefault(people, []).append(cid)

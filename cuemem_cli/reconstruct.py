@@ -264,6 +264,7 @@ class Scope:
 
     ids: tuple[int, ...] | None = None
     names: tuple[str, ...] = ()
+    held: int = 0  # conversations the question ranges over
 
 
 def conversation_labels(store: Store) -> list[str]:
@@ -280,7 +281,7 @@ def resolve_scope(store: Store, conversations: str | Sequence[str] | None) -> Sc
         raise CuememError("this memory is empty", "ingest a dialogue first: cuemem ingest FILE")
     wanted = [conversations] if isinstance(conversations, str) else list(conversations or [])
     if not wanted:
-        return Scope()
+        return Scope(held=len(rows))
     by_name = {name: cid for cid, name, _ in rows}
     by_title: dict[str, list[tuple[int, str, str]]] = {}
     for cid, name, title in rows:
@@ -300,7 +301,7 @@ def resolve_scope(store: Store, conversations: str | Sequence[str] | None) -> Sc
                               + (", …" if len(titled) > 20 else ""),
                               "name the one you mean by its name: --conversation NAME")
         chosen[titled[0][0]] = titled[0][1]
-    return Scope(tuple(chosen), tuple(chosen.values()))
+    return Scope(tuple(chosen), tuple(chosen.values()), len(chosen))
 
 
 def resolve_one(store: Store, conversation: str | None) -> tuple[int, str]:
@@ -485,8 +486,8 @@ class Excerpts:
 
     def __init__(self, source, vector: np.ndarray, limit: int, ranked: Sequence[Turn]):
         self.source, self.vector, self.limit = source, vector, limit
-        long = [t.id for t in ranked if limit and _is_long(t, limit)]
-        self.next = {tid: long[i + 1:i + self.CHUNK] for i, tid in enumerate(long)}
+        self.long = [t.id for t in ranked if limit and _is_long(t, limit)]
+        self.rank = {tid: i for i, tid in enumerate(self.long)}
         self.similarity: dict[int, dict[str, float]] = {}
         self.cut: dict[int, Turn] = {}
         self.tail = 0  # long turns tried in less room than `limit`
@@ -500,7 +501,8 @@ class Excerpts:
         if limit < self.FLOOR or self.tail > self.TAIL:
             return None
         if turn.id not in self.similarity:
-            wanted = [turn.id, *(tid for tid in self.next[turn.id] if tid not in self.similarity)]
+            after = self.long[self.rank[turn.id] + 1:self.rank[turn.id] + self.CHUNK]
+            wanted = [turn.id, *(tid for tid in after if tid not in self.similarity)]
             self.similarity.update(self.source.sentence_similarities(wanted, self.vector))
         shown = excerpt_turn(turn, self.similarity[turn.id], limit)
         if shown.text == turn.text:
@@ -542,7 +544,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
 
     involved = store.conversations_with_speakers(mentioned, scope.ids) \
         if mentioned and (settings.participant_weight or settings.participant_cues) else {}
-    if involved and len(involved) >= (len(scope.ids) if scope.ids is not None else len(store.conversations())):
+    if len(involved) >= scope.held:
         involved = {}  # the people named took part in every chat asked: nothing to tell the chats apart
     hidden, hidden_cues = store.turns_not_held_at(held_at, scope.ids) if held_at else (set(), 0)
 
