@@ -16,9 +16,10 @@ Measured:
 - `warm`: `reconstruct` in one process, from the second question on (the in-memory view, view.py): wall and CPU
   ms per question, p50 and p95 over `--questions`. Goal p50 ≤ 100 ms.
 - `overlap`: per question, the top-100 cues of each search against the exact top-100 (every cue's int8 code
-  decoded and scored against the float question; ties by lowest cue id): vec0's scan as `ask` runs it
-  (`Store.knn_cues`), the view's search (exact up to view.EXACT_CUES cues, else the sign-bit prefilter of
-  view.PREFILTER_CANDIDATES candidates rescored), and the prefilter at other candidate counts (the lever).
+  decoded and scored against the float question; ties by lowest cue id): the store's search as `ask` runs it
+  (`Store.knn_cues`: vec0's scan up to vectors.EXACT_CUES cues, else the sign bits of its `cue_signs` table
+  and vec0 over vectors.PREFILTER_CANDIDATES of them), the view's search (the same rule in memory), and the
+  prefilter at other candidate counts (the lever).
   Mean and minimum. Goal mean ≥ 0.95.
 - `pgvector` (with `--pgvector URL`, an empty PostgreSQL database with pgvector ≥ 0.8): the memory's cue
   vectors (decoded codes, as PostgresStore stores them) in one table, an HNSW index (m 16, ef_construction
@@ -51,7 +52,8 @@ from cuemem_cli.embed import embed_questions, get_embedder
 from cuemem_cli.reconstruct import reconstruct
 from cuemem_cli.store_sqlite import SQLiteStore
 from cuemem_cli.vectors import decode, similarities
-from cuemem_cli.view import PREFILTER_CANDIDATES, MemoryView, nearest_signs, signs, top_k
+from cuemem_cli.vectors import EXACT_CUES, PREFILTER_CANDIDATES, nearest_signs, signs
+from cuemem_cli.view import MemoryView, top_k
 
 TOP = 100
 CANDIDATES = (500, 1_000, 2_000, 4_000, 8_000, 16_000)
@@ -158,7 +160,7 @@ def overlap(store: SQLiteStore, embedder, questions: list[str]) -> dict:
         times["view"].append(time.perf_counter() - started)
         for count in CANDIDATES:
             started = time.perf_counter()
-            rows = nearest_signs(bits, vector, count)
+            rows = nearest_signs(bits, ids, vector, count)
             best = rows[top_k(ids[rows], similarities(decode(codes[rows]), vector), TOP)]
             times[f"prefilter_{count}"].append(time.perf_counter() - started)
             found[f"prefilter_{count}"].append(len(exact & set(ids[best].tolist())) / TOP)
@@ -254,6 +256,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(json.dumps(result, indent=2, ensure_ascii=False))
             return result
         result["prefilter_candidates"] = PREFILTER_CANDIDATES
+        result["exact_cues"] = EXACT_CUES
         result["overlap_top100"] = overlap(store, embedder, questions)
         result["warm"] = warm(store, embedder, questions)
         result["warm"]["load"] = load()

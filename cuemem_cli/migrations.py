@@ -313,6 +313,34 @@ def sqlite_m014_drop_cell_centroids(conn: Connection) -> None:
     replaces it (view.py)."""
     conn.execute("DROP TABLE IF EXISTS cell_centroids")
 
+def sqlite_m015_cue_signs(conn: Connection, dim: int) -> None:
+    """Each cue's sign bits (vectors.signs, 48 bytes for MiniLM), a row per turn, so that a one-question
+    process over a large memory ranks every cue by Hamming distance from a few MB instead of scanning
+    vec0's int8 codes (8 times the bytes), then scores the best vectors.PREFILTER_CANDIDATES exactly
+    (SQLiteStore.knn_cues): the in-memory view's rule, from disk. Written with the vectors, gone with the
+    turn (ON DELETE CASCADE)."""
+    import numpy as np
+
+    from .vectors import signs_by_turn
+
+    conn.execute("CREATE TABLE cue_signs (turn_id INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,"
+                 " conversation_id INTEGER NOT NULL, cue_ids BLOB NOT NULL, signs BLOB NOT NULL)")
+    owners = np.array(conn.execute("SELECT id, turn_id, conversation_id FROM cues ORDER BY id").fetchall(),
+                      dtype=np.int64).reshape(-1, 3)
+    codes = np.zeros((len(owners), dim), dtype=np.int8)
+    held = np.zeros(len(owners), dtype=bool)
+    cursor = conn.execute("SELECT cue_id, embedding FROM cue_vectors")
+    while rows := cursor.fetchmany(10_000):
+        at = np.searchsorted(owners[:, 0], np.array([r[0] for r in rows], dtype=np.int64))
+        codes[at] = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), dim)
+        held[at] = True
+    owners, codes = owners[held], codes[held]
+    conversation = dict(zip(owners[:, 1].tolist(), owners[:, 2].tolist(), strict=True))
+    conn.executemany("INSERT INTO cue_signs(turn_id, conversation_id, cue_ids, signs) VALUES (?, ?, ?, ?)",
+                     [(turn, conversation[turn], ids, bits) for turn, ids, bits in
+                      signs_by_turn(owners[:, 1], owners[:, 0], codes)])
+
+
 # ------------------------------------------------------------- PostgreSQL bodies
 TEXT_SEARCH = "cuemem"  # the text search configuration postgres_m001_initial creates (store_postgres.py searches it)
 # Split on ASCII punctuation before PostgreSQL's parser sees the text, as FTS5's unicode61 tokenizer does:
@@ -516,6 +544,9 @@ MIGRATIONS: list[Migration] = [
               needs_dim=True),
     Migration("m014_drop_cell_centroids", sqlite_m014_drop_cell_centroids,
               "DROP TABLE IF EXISTS cell_centroids"),
+    Migration("m015_cue_signs", sqlite_m015_cue_signs,
+              already("pgvector searches its own column (and, at scale, its HNSW index): SQLite's cold"
+                      " search needs the sign bits because vec0 only scans"), needs_dim=True),
 ]
 
 

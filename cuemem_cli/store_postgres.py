@@ -8,7 +8,8 @@ What differs here, and why:
 - Vectors are pgvector `vector` columns holding what SQLite's int8 codes decode to (vectors.py), so both
   stores score a cue alike; a question's KNN is an exact scan of the memory's rows
   (`ORDER BY embedding <=> q, cue_id`, with `WHERE conversation_id = ANY(…)` when it is narrowed), as
-  vec0's scan is in SQLite, with no limit on k (sqlite-vec's VEC0_MAX_K is SQLite's own).
+  vec0's scan is in SQLite up to vectors.EXACT_CUES cues (above, SQLite ranks by its `cue_signs` first),
+  with no limit on k (sqlite-vec's VEC0_MAX_K is SQLite's own).
 - The lexical index is PostgreSQL's full text (a generated `tsvector` per turn, GIN index, the `cuemem`
   text search configuration: words split at punctuation and no stop words dropped, as FTS5's
   `porter unicode61` indexes them, but stemmed by Snowball English, not Porter). Turns are ranked by the

@@ -60,3 +60,54 @@ def similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     conversation's size (bench/design-notes.md, "Measured choices elsewhere in the code"). One function
     for the in-memory view and vec0's rescoring, so both give a cue the same score to the last bit."""
     return np.einsum("ij,j->i", matrix, vector.astype(np.float32))
+
+
+# Search over many cues. Up to EXACT_CUES cues in scope every code is scored; above, a sign-bit prefilter:
+# each code's signs packed into bits, the Hamming distance to the question's signs ranks every cue in a few
+# milliseconds, and the best PREFILTER_CANDIDATES are scored exactly. Their top-100 overlap with the exact
+# search grows with their number (bench/bench_memory_scale.py on real chat cues: bench/RESULTS.md, "One
+# memory across every conversation"); the Hamming pass costs the same whatever the number, the rescoring
+# little more. The in-memory view (view.py) and SQLite's cold search (store_sqlite.py, the `cue_signs`
+# table) use the same bits and the same rule, so both find the same candidates.
+EXACT_CUES = 100_000
+PREFILTER_CANDIDATES = 4_000
+
+
+def signs(codes: np.ndarray) -> np.ndarray:
+    """Each code's sign bits (positive or not), packed into little-endian 64-bit words for `nearest_signs`."""
+    packed = np.packbits(np.atleast_2d(codes) > 0, axis=1)
+    words = -(-packed.shape[1] // 8)
+    padded = np.zeros((len(packed), words * 8), dtype=np.uint8)
+    padded[:, :packed.shape[1]] = packed
+    return padded.view("<u8")
+
+
+def nearest_signs(table: np.ndarray, ids: np.ndarray, vector: np.ndarray, count: int,
+                  rows: np.ndarray | None = None) -> np.ndarray:
+    """The `count` rows (of `rows`, or of the whole table) whose sign bits differ least from the vector's,
+    in row order; a tie at the last place goes to the lowest ids, so the same cues give the same rows
+    whichever order they are held in."""
+    query = signs(vector)[0]
+    held, held_ids = (table, ids) if rows is None else (table[rows], ids[rows])
+    distance = np.bitwise_count(held ^ query).sum(axis=1, dtype=np.int32)
+    if count >= len(distance):
+        chosen = np.arange(len(distance))
+    else:
+        last = np.partition(distance, count - 1)[count - 1]
+        below = np.flatnonzero(distance < last)
+        tied = np.flatnonzero(distance == last)
+        tied = tied[np.argsort(held_ids[tied], kind="stable")[:count - len(below)]]
+        chosen = np.sort(np.concatenate([below, tied]))
+    return chosen if rows is None else rows[chosen]
+
+
+def signs_by_turn(turn_ids: np.ndarray, cue_ids: np.ndarray, codes: np.ndarray) -> list[tuple[int, bytes, bytes]]:
+    """Cues' sign bits grouped by turn, as SQLite's `cue_signs` table keeps them: (turn id, the turn's cue
+    ids as little-endian int64, their `signs` words), cue ids ascending within a turn."""
+    if not len(turn_ids):
+        return []
+    order = np.lexsort((cue_ids, turn_ids))
+    turns, ids, bits = turn_ids[order], cue_ids[order].astype("<i8"), signs(codes[order])
+    starts = np.flatnonzero(np.r_[True, turns[1:] != turns[:-1]])
+    ends = np.r_[starts[1:], len(turns)]
+    return [(int(turns[a]), ids[a:b].tobytes(), bits[a:b].tobytes()) for a, b in zip(starts, ends, strict=True)]

@@ -2,18 +2,17 @@
 
 `reconstruct` needs, per question, the top cues of the memory (or of the conversations the question is
 narrowed to), the anchors' one-hop neighbours, the candidate turns and their vectors. A one-question
-process (`cuemem ask`) reads them from the store (`StoreSource`: vec0's scan, edge joins). A process that
+process (`cuemem ask`) reads them from the store (`StoreSource`: vec0's search, edge joins). A process that
 asks a second question with nothing committed in between (a library user, an MCP server, `cuemem eval`)
 gets a `MemoryView`: the memory's cue vectors as int8 codes, their turn and conversation ids, the turn
 vectors and the edges as NumPy arrays, never one Python object per cue (500,000 `Cue` objects would
 cost hundreds of MB). Cues and turns are read by id for the few a question keeps. The view is dropped
 as soon as anything is committed, by this process or another (`Store.version`).
 
-Search in the view: up to EXACT_CUES cues in scope it is exact (every code decoded and scored, as
-the store scores vec0's candidates). Above, a sign-bit prefilter: each code's signs packed into bits, the
-Hamming distance to the question's signs ranks every cue in a few milliseconds, and the best
-PREFILTER_CANDIDATES are scored exactly (measured on real chat cues: bench/RESULTS.md, "One memory across
-every conversation"). Memories of VIEW_MAX_CUES or more cues are always answered from the store.
+Search in the view: up to vectors.EXACT_CUES cues in scope it is exact (every code decoded and scored, as
+the store scores vec0's candidates). Above, the sign-bit prefilter of vectors.py: the PREFILTER_CANDIDATES
+cues nearest by sign bits are scored exactly, the same candidates SQLite's cold search takes from its
+`cue_signs` table. Memories of VIEW_MAX_CUES or more cues are always answered from the store.
 
 `MemoryView` answers the same calls as `StoreSource`, with the same results (tests/test_view.py).
 """
@@ -28,14 +27,9 @@ import numpy as np
 
 from .records import Cue, Turn
 from .store import SEMANTIC, TEMPORAL, Store
+from . import vectors as vec
 from .vectors import decode, similarities
 
-EXACT_CUES = 100_000  # up to here the view scores every cue in scope
-# Above it, the cues nearest by sign bits that are scored exactly. Their top-100 overlap with the exact
-# search grows with their number (bench/bench_memory_scale.py on real chat cues: bench/RESULTS.md, "One
-# memory across every conversation"); the Hamming pass over every cue costs the same whatever the number,
-# the rescoring little more.
-PREFILTER_CANDIDATES = 4_000
 VIEW_MAX_CUES = 2_000_000  # a view holds ~450 bytes a cue: from here on, questions read the store
 _DECODE_ROWS = 32_768  # codes decoded at a time when scoring exactly (48 MB of float32)
 
@@ -134,13 +128,13 @@ class StoreSource(_Source):
 
 class MemoryView(_Source):
     """The memory's cue codes, turn codes and edges as arrays; read-only; exact search up to EXACT_CUES
-    cues in scope, a sign-bit prefilter above."""
+    cues in scope, the sign-bit prefilter (vectors.nearest_signs) above."""
 
     def __init__(self, store: Store, dim: int):
         super().__init__(store, dim)
         self.max_k = store.max_k  # the store's own limit on k, so a view returns what the store would
         self.cue_ids, self.cue_turns, self.cue_conversations, self.codes = store.cue_codes(dim)
-        self.signs = signs(self.codes) if len(self.codes) > EXACT_CUES else None
+        self.signs = vec.signs(self.codes) if len(self.codes) > vec.EXACT_CUES else None
         self.turn_ids, self.turn_codes = store.turn_codes(dim)
         src, dst, kind, weight, rank = store.edge_columns()
         semantic = kind == SEMANTIC
@@ -178,8 +172,8 @@ class MemoryView(_Source):
         k = min(int(k), count, count if self.max_k is None else self.max_k)
         if k <= 0:
             return []
-        if count > EXACT_CUES and self.signs is not None:
-            candidates = nearest_signs(self.signs, vector, max(PREFILTER_CANDIDATES, k), rows)
+        if count > vec.EXACT_CUES and self.signs is not None:
+            candidates = vec.nearest_signs(self.signs, self.cue_ids, vector, max(vec.PREFILTER_CANDIDATES, k), rows)
         else:
             candidates = np.arange(count) if rows is None else rows
         sims = np.concatenate([similarities(decode(self.codes[candidates[lo:lo + _DECODE_ROWS]]), vector)
@@ -203,26 +197,6 @@ class MemoryView(_Source):
         at = np.minimum(np.searchsorted(self.turn_ids, ids), max(len(self.turn_ids) - 1, 0))
         held = (self.turn_ids[at] == ids) if len(self.turn_ids) else np.zeros(len(ids), dtype=bool)
         return dict(zip(ids[held].tolist(), decode(self.turn_codes[at[held]]), strict=True)) if held.any() else {}
-
-
-def signs(codes: np.ndarray) -> np.ndarray:
-    """Each code's sign bits (positive or not), packed into 64-bit words for `nearest_signs`."""
-    packed = np.packbits(codes > 0, axis=1)
-    words = -(-packed.shape[1] // 8)
-    padded = np.zeros((len(packed), words * 8), dtype=np.uint8)
-    padded[:, :packed.shape[1]] = packed
-    return padded.view(np.uint64)
-
-
-def nearest_signs(table: np.ndarray, vector: np.ndarray, count: int, rows: np.ndarray | None = None) -> np.ndarray:
-    """The `count` rows (of `rows`, or of the whole table) whose sign bits differ least from the vector's."""
-    query = signs(np.atleast_2d(vector))[0]
-    subset = table if rows is None else table[rows]
-    distance = np.bitwise_count(subset ^ query).sum(axis=1, dtype=np.int32)
-    count = min(count, len(distance))
-    best = np.argpartition(distance, count - 1)[:count] if count < len(distance) else np.arange(len(distance))
-    best.sort()
-    return best if rows is None else rows[best]
 
 
 _views: WeakKeyDictionary[Store, tuple[tuple[int, int], MemoryView | StoreSource | None]] = WeakKeyDictionary()

@@ -623,3 +623,40 @@ def test_a_database_of_per_conversation_vectors_migrates_to_one_memory(tmp_path)
         mem.add(chat)
     assert schema(path) == schema(fresh)
     assert_whole(path)
+
+
+@pytest.mark.slow  # the old database is built with the real models
+def test_a_database_without_sign_bits_gets_them_on_open(tmp_path):
+    """m015 on a database written before it: every turn's row of sign bits is what ingest writes today, and
+    the cold search over them (EXACT_CUES lowered so the prefilter runs) finds what the in-memory view finds."""
+    from cuemem_cli import Memory, vectors
+    from cuemem_cli.view import MemoryView
+
+    samples = Path(__file__).resolve().parent.parent / "sample_dialogues"
+    path = tmp_path / "old.db"
+    with Memory(path) as mem:
+        mem.ingest_file(samples / "maya_and_leo.jsonl")
+        mem.ingest_file(samples / "assistant_chat.jsonl")
+        question = mem.embedder().embed(["What did Maya adopt?"])[0]
+    rows = "SELECT turn_id, conversation_id, cue_ids, signs FROM cue_signs ORDER BY turn_id"
+    written = raw(path).execute(rows).fetchall()
+    conn = autocommit(path)
+    conn.execute("DROP TABLE cue_signs")
+    conn.execute("DELETE FROM _migrations WHERE name = 'm015_cue_signs'")
+    conn.close()
+    with Memory(path) as mem:
+        migrated = mem.store.conn.execute(rows).fetchall()
+        assert recorded(path)[-1] == "m015_cue_signs"
+        assert migrated == written and len(written) > 50
+        before = vectors.EXACT_CUES
+        vectors.EXACT_CUES = 100
+        try:
+            cold = mem.store.knn_cues(question, 10)
+            warm = MemoryView(mem.store, 384).knn_cues(question, 10, None)
+        finally:
+            vectors.EXACT_CUES = before
+        assert [(c.id, s) for c, s in cold] == [(c.id, s) for c, s in warm] and cold
+    fresh = tmp_path / "new.db"
+    with Memory(fresh) as mem:
+        mem.ingest_file(samples / "maya_and_leo.jsonl")
+    assert schema(path) == schema(fresh)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuemem_cli import Memory, view
+from cuemem_cli import Memory, vectors, view
 from cuemem_cli.reconstruct import reconstruct
 from cuemem_cli.store import NewTurn
 from cuemem_cli.store_sqlite import SQLiteStore
@@ -82,12 +82,15 @@ def test_hops_of_the_view_are_the_stores(memory):
 
 def test_the_sign_prefilter_finds_what_the_exact_search_finds(memory, monkeypatch):
     """Above EXACT_CUES the view ranks cues by sign bits and scores PREFILTER_CANDIDATES of them exactly:
-    on these cues the top 20 overlaps the exact top 20 almost wholly, with exact similarities."""
+    on these cues the top 20 overlaps the exact top 20 almost wholly, with exact similarities. A one-question
+    process (the store's search, from its `cue_signs` table) finds exactly the view's cues and scores."""
     exact = MemoryView(memory.store, 384)
-    monkeypatch.setattr(view, "EXACT_CUES", 100)
-    monkeypatch.setattr(view, "PREFILTER_CANDIDATES", 150)
+    monkeypatch.setattr(vectors, "EXACT_CUES", 100)
+    monkeypatch.setattr(vectors, "PREFILTER_CANDIDATES", 150)
     bits = MemoryView(memory.store, 384)
+    cold = StoreSource(memory.store, 384)
     assert bits.signs is not None and len(bits.codes) > 500
+    maya = memory.store.conversation_id("maya-and-leo")
     overlaps = []
     for question in QUESTIONS:
         vector = memory.embedder().embed([question])[0]
@@ -96,10 +99,34 @@ def test_the_sign_prefilter_finds_what_the_exact_search_finds(memory, monkeypatc
         overlaps.append(len({c.id for c, _ in got} & {c.id for c, _ in want}) / 20)
         sims = {c.id: s for c, s in want}
         assert all(s == pytest.approx(sims[c.id], abs=1e-6) for c, s in got if c.id in sims)
-        narrowed = bits.knn_cues(vector, 20, [memory.store.conversation_id("maya-and-leo")])
-        maya = memory.store.turns(memory.store.conversation_id("maya-and-leo"))
-        assert {c.turn_id for c, _ in narrowed} <= {t.id for t in maya}
+        assert [(c.id, s) for c, s in cold.knn_cues(vector, 20, None)] == [(c.id, s) for c, s in got]
+        narrowed = bits.knn_cues(vector, 20, [maya])
+        assert {c.turn_id for c, _ in narrowed} <= {t.id for t in memory.store.turns(maya)}
+        assert [c.id for c, _ in cold.knn_cues(vector, 20, [maya])] == [c.id for c, _ in narrowed]
     assert np.mean(overlaps) >= 0.9, overlaps
+    monkeypatch.setattr(vectors, "PREFILTER_CANDIDATES", 20)
+    vector = memory.embedder().embed([QUESTIONS[0]])[0]
+    assert [c.id for c, _ in cold.knn_cues(vector, 20, None)] != [c.id for c, _ in exact.knn_cues(vector, 20, None)]
+
+
+def test_signs_follow_the_turns_they_belong_to(tmp_path):
+    """`cue_signs` holds a row per turn with the sign bits of every cue of it; forgetting a turn takes its row."""
+    with Memory(tmp_path / "memory.db") as mem:
+        mem.ingest_file(MAYA)
+        store = mem.store
+        rows = store._rows("SELECT turn_id, cue_ids, signs FROM cue_signs")
+        codes = store.cue_codes(384)
+        held = {int(t): (np.frombuffer(i, dtype="<i8"), s) for t, i, s in rows}
+        assert len(held) == len(set(codes.turn_ids.tolist()))
+        for turn in np.unique(codes.turn_ids)[:20].tolist():
+            ids, bits = held[turn]
+            at = np.flatnonzero(codes.turn_ids == turn)
+            assert ids.tolist() == codes.cue_ids[at].tolist()
+            assert bits == vectors.signs(codes.codes[at]).tobytes()
+        first = store.turns(store.conversation_id("maya-and-leo"))[0].id
+        with store.transaction():
+            store.delete_turns([first])
+        assert first not in {r[0] for r in store._rows("SELECT turn_id FROM cue_signs")}
 
 
 def test_a_commit_drops_the_view_and_new_turns_are_found(tmp_path):
