@@ -521,9 +521,10 @@ def _nearest(month: int, day: int, said: date, year: str | None) -> date | None:
 
 
 def _month_span(month: int, said: date, year: str | None) -> tuple[date, date]:
-    first = _nearest(month, 1, said, year) or date(said.year, month, 1)
-    if not year and abs((first - said).days) > 183:  # "in March" said on 31 August is this year's
-        first = first.replace(year=said.year)
+    """The month named (in `year`, else the one whose middle is nearest `said`: "in March" said on 31
+    August 2024 is March 2024, whose middle is 169 days before, not March 2025, whose first day is 182
+    days after)."""
+    first = (_nearest(month, 15, said, year) or date(said.year, month, 15)).replace(day=1)
     last = (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
     return first, last
 

@@ -229,3 +229,12 @@ def test_dates_a_sentence_states():
     [weekend] = dates("We hiked last weekend.", said)
     assert (weekend.first, weekend.last, weekend.written) == (date(2024, 10, 12), date(2024, 10, 13), False)
     assert dates("on May 5th", None) == []
+
+
+def test_a_month_without_a_year_is_the_one_nearest_the_day_it_was_said():
+    """By the month's middle: "in March" on 31 August 2024 is March 2024 (its first day is further back
+    than March 2025's is ahead, which once made it next year's)."""
+    assert [w.text for w in dates("We moved in March.", date(2024, 8, 31))] == ["March 2024"]
+    assert [w.text for w in dates("We moved in March.", date(2024, 9, 30))] == ["March 2025"]
+    [june] = dates("The wedding is in June.", date(2024, 2, 10))
+    assert (june.first, june.last) == (date(2024, 6, 1), date(2024, 6, 30))
