@@ -542,7 +542,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     t1 = time.perf_counter()
     timings["embed_query"] = (t1 - t0) * 1000
 
-    involved = store.conversations_with_speakers(mentioned, scope.ids) \
+    involved = source.conversations_with_speakers(mentioned, scope.ids) \
         if mentioned and (settings.participant_weight or settings.participant_cues) else {}
     if len(involved) >= scope.held:
         involved = {}  # the people named took part in every chat asked: nothing to tell the chats apart

@@ -119,6 +119,9 @@ class StoreSource(_Source):
     def speakers(self, scope: Sequence[int] | None) -> list[str]:
         return self.store.speakers(scope)
 
+    def conversations_with_speakers(self, names: Iterable[str], scope: Sequence[int] | None) -> dict[int, str]:
+        return self.store.conversations_with_speakers(names, scope)
+
     def knn_cues(self, vector: np.ndarray, k: int, scope: Sequence[int] | None) -> list[tuple[Cue, float]]:
         return self.store.knn_cues(vector, k, scope)
 
@@ -147,6 +150,7 @@ class MemoryView(_Source):
         self._weight = np.concatenate([weight, weight[semantic]])[order]
         self._rank = np.concatenate([rank, rank[semantic]])[order]
         self._speakers: dict[tuple[int, ...] | None, list[str]] = {}
+        self._speaking: dict[tuple[tuple[str, ...], tuple[int, ...] | None], dict[int, str]] = {}
         self._scopes: dict[tuple[int, ...], np.ndarray] = {}
 
     def speakers(self, scope: Sequence[int] | None) -> list[str]:
@@ -154,6 +158,14 @@ class MemoryView(_Source):
         if key not in self._speakers:
             self._speakers[key] = self.store.speakers(scope)
         return self._speakers[key]
+
+    def conversations_with_speakers(self, names: Iterable[str], scope: Sequence[int] | None) -> dict[int, str]:
+        """The conversations any of `names` spoke in (Store.conversations_with_speakers), kept per question's
+        names: a session of questions about the same people asks once."""
+        key = (tuple(sorted(names)), None if scope is None else tuple(sorted(scope)))
+        if key not in self._speaking:
+            self._speaking[key] = self.store.conversations_with_speakers(key[0], scope)
+        return self._speaking[key]
 
     def _rows(self, scope: Sequence[int] | None) -> np.ndarray | None:
         """The rows of the cues in scope (None: all of them)."""
