@@ -30,3 +30,26 @@ def test_a_roundtrip_is_stable_and_zero_stays_zero():
     assert not zero.any()
     assert vectors.from_blobs([vectors.blob(floats[0])], 384).shape == (1, 384)
     assert vectors.from_blobs([], 384).shape == (0, 384)
+
+
+def test_sign_distances_count_the_differing_signs():
+    rng = np.random.default_rng(7)
+    for dim in (384, 100, 64):
+        codes = vectors.encode(rng.standard_normal((300, dim)).astype(np.float32))
+        query = rng.standard_normal(dim).astype(np.float32)
+        want = ((codes > 0) != (query > 0)).sum(axis=1)
+        assert vectors.hamming(vectors.signs(codes), vectors.signs(query)[0], block=64).tolist() == want.tolist()
+
+
+def test_the_sign_prefilter_breaks_a_tie_by_id_whatever_the_order():
+    """Cues held in another order (SQLite's per-turn table, the view's cue-id order) give the same candidates."""
+    rng = np.random.default_rng(8)
+    codes = np.repeat(vectors.encode(rng.standard_normal((20, 64)).astype(np.float32)), 5, axis=0)  # ties everywhere
+    ids = np.arange(100, 200)
+    query = rng.standard_normal(64).astype(np.float32)
+    table = vectors.signs(codes)
+    picked = set(ids[vectors.nearest_signs(table, ids, query, 12)].tolist())
+    order = rng.permutation(100)
+    assert set(ids[order][vectors.nearest_signs(table[order], ids[order], query, 12)].tolist()) == picked
+    distance = vectors.hamming(table, vectors.signs(query)[0])
+    assert len(picked) == 12 and max(distance[ids.searchsorted(sorted(picked))]) <= sorted(distance)[11]
