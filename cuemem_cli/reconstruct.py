@@ -233,8 +233,11 @@ def fill_budget(ranked: Iterable[Turn], budget: int,
     used = {False: 0, True: 0}  # tokens without and with conversations named in headers
     conversations: set[str] = set()
     for turn in ranked:
+        # The room left: once the chosen turns come from two conversations every header names its chat,
+        # whatever comes next; before that, the cheaper count (the next turn may keep them unnamed).
+        room = budget - (used[True] if len(conversations) > 1 else min(used.values()))
         if shorten is not None:
-            shown = shorten(turn, budget - min(used.values()))
+            shown = shorten(turn, room)
             if shown is None:
                 continue
             turn = shown
@@ -243,7 +246,7 @@ def fill_budget(ranked: Iterable[Turn], budget: int,
         before, after = (ordered[at - 1] if at else None), (ordered[at] if at < len(ordered) else None)
         # A line dearer than the room left plus the one separator it could save never fits: the common
         # case once the budget is nearly spent, decided without costing the separators around it.
-        if turn_cost(turn) - _separator(before, after, True) > budget - min(used.values()):
+        if turn_cost(turn) - _separator(before, after, True) > room:
             continue
         cost = {labelled: turn_cost(turn) + _separator(before, turn, labelled) + _separator(turn, after, labelled)
                 - _separator(before, after, labelled) for labelled in (False, True)}

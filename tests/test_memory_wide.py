@@ -213,3 +213,29 @@ def test_undated_turns_take_the_time_they_were_stored_and_position_breaks_ties()
     chosen = fill_budget([later, dated, *undated], 10_000)
     assert context_tokens(chosen) == sum(estimate_tokens(f"unknown: {t.text}") for t in chosen) + sum(
         estimate_tokens(line) for line in ["— a · date unknown —", "— b · 2 January 2024 —", "— a · date unknown —"])
+
+
+def test_a_turn_to_shorten_is_offered_the_room_the_block_leaves():
+    """Once the evidence comes from two chats every header names its chat, so the room `shorten` is offered
+    is the budget less what the chosen turns cost as the prompt shows them, headers named. (It was offered
+    the room of unnamed headers: long turns were cut to more than was left and dropped, hundreds a
+    question on a memory of real chats.)"""
+    title = "Planning the family trip to Lisbon and Porto next spring, with the train times"
+    ranked = [Turn(i, f"c{i % 4}", i, f"t{i}", f"Turn {i} says " + "something useful " * (i % 5 + 3),
+                   time=f"2024-01-{i:02d}T10:00:00", title=title) for i in range(1, 25)]
+    offered: list[int] = []
+
+    def shorten(turn: Turn, room: int) -> Turn:
+        offered.append(room)
+        return turn
+
+    budget = 300
+    chosen = fill_budget(ranked, budget, shorten)
+    assert 2 < len(chosen) < len(ranked)
+    checked = 0
+    for k, room in enumerate(offered):
+        before = [t for t in ranked[:k] if t in chosen]
+        if len({t.conversation for t in before}) > 1:
+            assert room == budget - context_tokens(before)
+            checked += 1
+    assert checked > 5
