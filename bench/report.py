@@ -304,11 +304,12 @@ def memory_wide_lines(wide: dict | None, scale: dict | None, pg: dict | None) ->
                 f"{warm['cpu_p50_ms']:,} ms | ≤ 100 ms |",
                 f"| top-100 cue overlap with exact search, the view ({scale['prefilter_candidates']:,} sign-bit "
                 f"candidates) | mean {ov['view']['mean']}, min {ov['view']['min']} | — | ≥ 0.95 |",
-                f"| the same, vec0's exact scan | mean {ov['store_knn']['mean']}, {ov['store_knn']['median_ms']:,} ms "
-                "| — | — |"]
+                f"| the same, the store's search as a cold `ask` runs it (its `cue_signs` table, vec0 over the "
+                f"candidates) | mean {ov['store_knn']['mean']}, min {ov['store_knn']['min']}, "
+                f"{ov['store_knn']['median_ms']:,} ms | — | ≥ 0.95 |"]
         if scale.get("migration"):
             mig = scale["migration"]
-            out += ["", f"Migrating that memory from the per-conversation schema (m012–m014): {mig['wall_s']} s wall, "
+            out += ["", f"Migrating that memory from the per-conversation schema (m012–m015): {mig['wall_s']} s wall, "
                     f"{mig['cpu_s']} s CPU."]
         levers = [k for k in ov if k.startswith("prefilter_")]
         out += ["", "Sign-bit prefilter candidates → overlap (mean / min): " + "; ".join(
