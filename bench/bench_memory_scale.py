@@ -6,9 +6,10 @@
 DB is a SQLite memory of real chats (`bench/bench_history.py` builds one from a ShareGPT export made by
 `bench/corpus.py`). It is opened as it is: with `--migrate`, DB is first copied (SQLite's backup API) into a
 temporary folder and the copy opened by this cuemem, which migrates a database of an older schema (m012-m015:
-titles, one vec0 table of every cue, the cues' sign bits); the migration's wall and CPU seconds are recorded and the copy is what is
-measured. Questions are real: the first sentence (≥ 4 words) of the first user message of chats in the
-EXPORTs that the memory does NOT hold (seed 34), so no question has its own chat in the memory.
+titles, one vec0 table of every cue, the cues' sign bits); the migration's wall and CPU seconds are recorded
+and the copy is what is measured. Questions are real: the first sentence (≥ 4 words) of the first user
+message of chats in the EXPORTs that the memory does NOT hold (seed 34), so no question has its own chat in
+the memory.
 
 Measured:
 - `cold`: `cuemem --db DB ask --context-only QUESTION` in a fresh process per question, wall and CPU seconds

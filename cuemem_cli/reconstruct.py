@@ -19,12 +19,20 @@ a score; the budget is filled by score, then the chosen turns are put back in ch
              + semantic_weight · max own(u) · edge weight over semantic neighbours u
              + lexical_weight  · BM25(t) / best BM25
              + participant_weight  if t is in a chat where a person the question names took part
+             + circle_weight · (best similarity of the memory's top-m cues in the chats of t's people,
+                               over the best of all: `circle_strength`)
 
 A question that names people who took part in some of the memory's chats (not all of them) also takes
 the top-m cues of those chats beside the memory's top-m (`participant_cues`): in a memory of many people's
 chats, "What did Caroline research?" should not spend its anchors on the lives of others. A question
 narrowed to one chat, or naming nobody, or naming people in every chat (the "user" of a ChatGPT export),
 is scored as without these two terms.
+
+In a memory of several people's chats the last term lifts the people who hold the question's best cues
+(all chats of the same people are one circle: one chat, or a user/assistant export, gets the same lift
+everywhere, i.e. none), and one hop follows a semantic edge only between chats that have a person in
+common (`within_circles`): a question naming nobody, or a name two people share, is not filled with
+the turns of lives the memory holds beside the one it is about.
 
 Why each term (each measured as an ablation): a turn's best cue finds the precise fact, its whole
 vector finds the turn about the topic, and the turn before it tells what a short reply is about; a
@@ -38,7 +46,8 @@ The chosen turns are ordered by when they were said across conversations (`chron
 turn by when it was stored, its conversation's own order; position breaks ties within a conversation).
 Tokens are estimated as ceil(characters / 4) of each line of the evidence block as the answer prompt
 shows it (turn lines, a header per run of turns of one conversation and day, naming the conversation
-when the turns come from several, and the "…" lines between turns of a conversation that were not said
+when the turns come from several, with what its title shares with the header above it as a ditto mark:
+`header_line`, and the "…" lines between turns of a conversation that were not said
 one after the other: `dialogue_lines`); each turn is taken whole or not at all, except that a turn
 longer than `excerpt_tokens` is shown (and paid for) as an excerpt of its sentences nearest the
 question (excerpt.py).
@@ -87,6 +96,7 @@ class Settings:
     lexical_weight: float = 0.1
     participant_weight: float = 0.2  # as speaker_weight; 0.1 and 0.2 measured the same (bench/memory_notes.md)
     participant_cues: bool = True  # the chats of the people a question names get their own top_m cues
+    circle_weight: float = 0.2  # chats of the people who hold the question's best cues (0: off, as one chat)
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
 
@@ -152,15 +162,45 @@ def _run(turn: Said) -> tuple[str, str]:
     return turn.conversation, day_of(turn.time)
 
 
-def header_line(turn: Said, labelled: bool) -> str:
-    return day_header(day_of(turn.time), (turn.title or turn.conversation) if labelled else None)
+DITTO = "〃"
+
+
+def chat_label(turn: Said) -> str:
+    return turn.title or turn.conversation
+
+
+def dittoed(label: str, above: str) -> str:
+    """A chat's label under the header of another chat: the leading words it shares with `above` as one
+    ditto mark. "Ana and Ben, day 4" under "Ana and Ben, day 3" → "〃 4"; an equal title → "〃"; nothing
+    shared → the label whole."""
+    words, before = label.split(" "), above.split(" ")
+    same = 0
+    while same < min(len(words), len(before)) and words[same] == before[same]:
+        same += 1
+    return " ".join([DITTO, *words[same:]]) if same else label
+
+
+def header_line(turn: Said, labelled: bool, previous: Said | None = None) -> str:
+    """The header of the run `turn` starts, after `previous` (the turn shown above it, None at the top).
+
+    Named (`labelled`, the evidence comes from several chats), a header says only what changed in the
+    chat's title since the header above it (`dittoed`): a person's chats with the same people are often
+    titled alike, and their runs follow one another. Spelled out in full, the titles were the cost that
+    kept LoCoMo's as-exports questions below one conversation's with the same turns ranked the same
+    (bench/memory_notes.md, "The last as-exports gap")."""
+    if not labelled:
+        return day_header(day_of(turn.time))
+    label = chat_label(turn)
+    if previous is not None:
+        label = dittoed(label, chat_label(previous))
+    return day_header(day_of(turn.time), label)
 
 
 def _between(before: Said | None, after: Said, labelled: bool) -> list[str]:
     """The lines the evidence block shows between two consecutive turns (before None: at its start): a
     header where the run changes, "…" where turns of the run were left out between them."""
     if before is None or _run(before) != _run(after):
-        return [header_line(after, labelled)]
+        return [header_line(after, labelled, before)]
     return [GAP_LINE] if after.position > before.position + 1 else []
 
 
@@ -388,7 +428,7 @@ def _render_cue(cue: Cue) -> str:
 
 def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, best: dict[int, tuple[Cue, float]],
            lexical: dict[int, float], hops: Hops, floor: float, mentioned: set[str], roles: set[str],
-           periods: list[tuple[str, str]], involved: set[str],
+           periods: list[tuple[str, str]], involved: set[str], lift: np.ndarray,
            settings: Settings) -> tuple[dict[int, float], dict[int, str]]:
     """The module docstring's formula over all candidates at once (NumPy), and how each came in."""
     n = len(candidates)
@@ -424,7 +464,7 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
     if top_lexical > 0:
         for tid, value in lexical.items():
             lex[at[tid]] = settings.lexical_weight * value / top_lexical
-    total = own + pulled["temporal"] + pulled["semantic"] + lex
+    total = own + pulled["temporal"] + pulled["semantic"] + lex + lift
     if involved:
         total += settings.participant_weight * np.array([turns[tid].conversation in involved for tid in candidates],
                                                         dtype=np.float32)
@@ -433,6 +473,52 @@ def _score(candidates: list[int], turns: dict[int, Turn], whole: np.ndarray, bes
            else "temporal" if pulled["temporal"][i] >= pulled["semantic"][i] else "semantic"
            for i, tid in enumerate(candidates)}
     return score, via
+
+
+def within_circles(hops: Hops, candidates: list[int], seeds: list[int], turns: dict[int, Turn],
+                   people: dict[str, frozenset[str]]) -> tuple[Hops, list[int]]:
+    """The hops between chats that have a person in common, and the candidates they leave (the seeds, and
+    the turns still reached). A semantic edge between chats of people who never talk to each other is a
+    likeness of topic between different lives: in a memory of ten people's chats (LoCoMo as exports)
+    following them filled the budget with other people's turns (bench/memory_notes.md, "The last as-exports
+    gap"). In one person's history every chat has that person, so every edge is kept: the same trip told to
+    a friend and to an assistant stays linked. (Keeping only edges between chats of the same set of people
+    measured the same on LoCoMo and would cut those.)"""
+    if not len(hops.src):
+        return hops, candidates
+    circle = {tid: people.get(turn.conversation) for tid, turn in turns.items()}
+
+    def related(a: int, b: int) -> bool:
+        first, second = circle[a], circle[b]
+        return first is None or second is None or bool(first & second)
+
+    keep = np.fromiter((related(s, d) for s, d in zip(hops.src.tolist(), hops.dst.tolist(), strict=True)),
+                       bool, len(hops.src))
+    if keep.all():
+        return hops, candidates
+    hops = Hops(*(column[keep] for column in hops))
+    reached = {*seeds, *hops.dst.tolist()}
+    return hops, [tid for tid in candidates if tid in reached]
+
+
+def circle_strength(candidates: list[int], turns: dict[int, Turn], hits: list[tuple[Cue, float]],
+                    people: dict[str, frozenset[str]], source) -> np.ndarray:
+    """Per candidate, how strongly the chats of its people hold the question: the best similarity of the
+    memory's top cues in those chats over the best of all (0 for people with none of them). All chats of
+    one set of people (a single chat, a user/assistant export) get the same lift: the ranking is as
+    without it. In a memory of several people's chats it ranks the turns of the people the question is
+    about above other people's, where the question names nobody or a name several people share."""
+    said = source.turns_by_id({cue.turn_id for cue, _ in hits})
+    best: dict[frozenset[str] | None, float] = {}
+    for cue, sim in hits:
+        if cue.turn_id in said:
+            circle = people.get(said[cue.turn_id].conversation)
+            best[circle] = max(best.get(circle, 0.0), sim)
+    top = max(best.values(), default=0.0)
+    if top <= 0:
+        return np.zeros(len(candidates), dtype=np.float32)
+    return np.array([best.get(people.get(turns[tid].conversation), 0.0) / top for tid in candidates],
+                    dtype=np.float32)
 
 
 def excerpt_turn(turn: Turn, similarity: dict[str, float], limit: int) -> Turn:
@@ -556,6 +642,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
         return [hit for hit in found if hit[0].turn_id not in hidden][:k] if hidden else found
 
     hits = search(settings.top_m, scope.ids)
+    memory_hits = hits  # what tells the circles apart: the memory's own top cues, before any chat's own
     floor = hits[-1][1] if hits else 0.0
     if settings.participant_cues and involved:
         # The chats of the people the question names get their own top cues beside the memory's.
@@ -584,11 +671,16 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
             inside = ~np.isin(hops.dst, np.array(outside, dtype=np.int64))
             hops = Hops(*(column[inside] for column in hops))
             candidates = [tid for tid in candidates if tid not in set(outside)]
+    lift = np.zeros(len(candidates), dtype=np.float32)
+    if settings.circle_weight and scope.held > 1:
+        people = source.people()
+        hops, candidates = within_circles(hops, candidates, seeds, turns, people)
+        lift = np.float32(settings.circle_weight) * circle_strength(candidates, turns, memory_hits, people, source)
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
     mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, mix), best, lexical, hops,
                         floor, mentioned, addressed_roles(question),
-                        question_periods(question), set(involved.values()), settings)
+                        question_periods(question), set(involved.values()), lift, settings)
     t3 = time.perf_counter()
     timings["expand"] = (t3 - t2) * 1000
 

@@ -102,6 +102,12 @@ class _Source:
             out[at] = similarities(in_context(own, previous, context_weight), query)
         return out
 
+    def people(self) -> dict[str, frozenset[str]]:
+        """Each conversation's people (its speakers), by conversation name: chats with the same people are
+        one circle (reconstruct.within_circles, circle_strength)."""
+        sets = self.store.speaker_sets()
+        return {name: sets.get(cid, frozenset()) for cid, name, _ in self.store.conversations()}
+
     def sentence_similarities(self, turn_ids: Sequence[int], query: np.ndarray) -> dict[int, dict[str, float]]:
         """Cosine with the query of each statement cue (a sentence) of the given turns."""
         found = self.store.statement_vectors(turn_ids)
@@ -151,6 +157,7 @@ class MemoryView(_Source):
         self._rank = np.concatenate([rank, rank[semantic]])[order]
         self._speakers: dict[tuple[int, ...] | None, list[str]] = {}
         self._speaking: dict[tuple[tuple[str, ...], tuple[int, ...] | None], dict[int, str]] = {}
+        self._people: dict[str, frozenset[str]] | None = None
         self._scopes: dict[tuple[int, ...], np.ndarray] = {}
 
     def speakers(self, scope: Sequence[int] | None) -> list[str]:
@@ -166,6 +173,11 @@ class MemoryView(_Source):
         if key not in self._speaking:
             self._speaking[key] = self.store.conversations_with_speakers(key[0], scope)
         return self._speaking[key]
+
+    def people(self) -> dict[str, frozenset[str]]:
+        if self._people is None:
+            self._people = super().people()
+        return self._people
 
     def _rows(self, scope: Sequence[int] | None) -> np.ndarray | None:
         """The rows of the cues in scope (None: all of them)."""

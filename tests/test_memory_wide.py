@@ -12,9 +12,11 @@ import pytest
 from cuemem_cli import Memory
 from cuemem_cli.errors import CuememError
 from cuemem_cli.ingest import IngestReport, Ingestor
-from cuemem_cli.reconstruct import (Settings, chronological, context_tokens, estimate_tokens, fill_budget,
+from cuemem_cli.reconstruct import (Settings, chronological, circle_strength, context_tokens, dialogue_lines,
+                                    estimate_tokens, evidence_line, fill_budget, within_circles,
                                     reconstruct, resolve_scope)
-from cuemem_cli.records import Message, Triple, Turn
+from cuemem_cli.records import Cue, Message, Triple, Turn
+from cuemem_cli.view import Hops
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_dialogues"
 VECTORS = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.8, 0.6, 0.0], "d": [0.6, 0.0, 0.8]}
@@ -239,3 +241,60 @@ def test_a_turn_to_shorten_is_offered_the_room_the_block_leaves():
             assert room == budget - context_tokens(before)
             checked += 1
     assert checked > 5
+
+
+def test_a_header_names_only_what_changed_in_the_chat_title_above_it():
+    """Runs of chats titled alike, one after the other, spell out the first title only: the later headers
+    show the shared leading words as a ditto mark, and the budget pays for the lines as shown."""
+    titles = ["Ana and Ben, day 1", "Ana and Ben, day 2", "Ana and Ben, day 2", "Knee rehab", "Ana and Ben, day 3"]
+    turns = [Turn(i, f"c{i}", 0, "t0", "x" * 5, time=f"2023-05-0{i + 1}T10:00:00", speaker="A", title=title)
+             for i, title in enumerate(titles)]
+    lines = dialogue_lines((t, evidence_line(t.speaker, t.text)) for t in turns)
+    assert [line for line in lines if line.startswith("— ")] == [
+        "— Ana and Ben, day 1 · 1 May 2023 —", "— 〃 2 · 2 May 2023 —", "— 〃 · 3 May 2023 —",
+        "— Knee rehab · 4 May 2023 —", "— Ana and Ben, day 3 · 5 May 2023 —"]
+    shown = sum(estimate_tokens(line) for line in lines)
+    assert context_tokens(turns) == shown
+    assert fill_budget(turns, shown) == turns and len(fill_budget(turns, shown - 1)) < len(turns)
+    # A turn placed between two others changes the header below it: the budget counts that too.
+    middle = fill_budget([turns[0], turns[2], turns[1]], shown)
+    assert context_tokens(middle) <= shown
+
+
+CIRCLES = {"ab-1": frozenset({"Ana", "Ben"}), "ab-2": frozenset({"Ana", "Ben"}), "cd-1": frozenset({"Cleo", "Dan"})}
+
+
+def _turns(*conversations):
+    return {i: Turn(i, conv, i, f"t{i}", "x") for i, conv in enumerate(conversations, start=1)}
+
+
+def test_semantic_hops_stay_between_chats_that_have_a_person_in_common():
+    """Seeds 1 (ab-1) and 3 (cd-1); 2 (ab-2) is reached from 1, 4 (cd-1) from 3 by a temporal edge, and 5 (ab-2)
+    only from 3, between people who never talk to each other: that hop and the turn it alone brought are left
+    out. Chats sharing one person (a person's history: me and Ana, me and Ben) keep their edges."""
+    turns = _turns("ab-1", "ab-2", "cd-1", "cd-1", "ab-2")
+    hops = Hops(np.array([1, 3, 3]), np.array([2, 4, 5]), np.array([False, True, False]),
+                np.array([0.9, 1.0, 0.8], dtype=np.float32))
+    kept, candidates = within_circles(hops, [1, 3, 2, 4, 5], [1, 3], turns, CIRCLES)
+    assert kept.dst.tolist() == [2, 4] and candidates == [1, 3, 2, 4]
+    one_circle = {name: frozenset({"user", "assistant"}) for name in CIRCLES}  # an export: every edge kept
+    assert within_circles(hops, [1, 3, 2, 4, 5], [1, 3], turns, one_circle)[1] == [1, 3, 2, 4, 5]
+    with_me = {"ab-1": frozenset({"me", "Ana"}), "ab-2": frozenset({"me", "Ana"}), "cd-1": frozenset({"me", "Ben"})}
+    assert within_circles(hops, [1, 3, 2, 4, 5], [1, 3], turns, with_me)[1] == [1, 3, 2, 4, 5]
+
+
+class _Said:
+    def __init__(self, turns):
+        self.turns = turns
+
+    def turns_by_id(self, ids):
+        return {tid: self.turns[tid] for tid in ids}
+
+
+def test_the_people_holding_the_best_cues_lift_their_chats_and_one_circle_lifts_all_alike():
+    turns = _turns("ab-1", "ab-2", "cd-1", "cd-1")
+    hits = [(Cue(1, 1, "s", "r", "o"), 0.8), (Cue(2, 3, "s", "r", "o"), 0.6), (Cue(3, 2, "s", "r", "o"), 0.5)]
+    lift = circle_strength([1, 2, 3, 4], turns, hits, CIRCLES, _Said(turns))
+    assert lift.tolist() == pytest.approx([1.0, 1.0, 0.75, 0.75])
+    alone = {name: frozenset({"Ana"}) for name in CIRCLES}
+    assert circle_strength([1, 2, 3, 4], turns, hits, alone, _Said(turns)).tolist() == [1.0] * 4
