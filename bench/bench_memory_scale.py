@@ -238,7 +238,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--pgvector", metavar="URL", help="also measure pgvector's HNSW index (module doc)")
     parser.add_argument("--only-pgvector", action="store_true", help="measure only that")
     args = parser.parse_args(argv)
-    result: dict = {"cores": os.cpu_count(), "load_before": load(), "db": args.db}
+    words = sys.argv[1:] if argv is None else argv
+    shown = [w for i, w in enumerate(words) if w != "--out" and (i == 0 or words[i - 1] != "--out")]
+    result: dict = {"command": " ".join(["python bench/bench_memory_scale.py", *shown]), "cores": os.cpu_count(),
+                    "load_before": load(), "db": args.db}
     with tempfile.TemporaryDirectory(prefix="cuemem-scale-") as tmp:
         db = args.db
         if args.migrate:
