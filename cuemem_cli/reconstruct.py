@@ -502,17 +502,17 @@ def within_circles(hops: Hops, candidates: list[int], seeds: list[int], turns: d
 
 
 def circle_strength(candidates: list[int], turns: dict[int, Turn], hits: list[tuple[Cue, float]],
-                    people: dict[str, frozenset[str]], source) -> np.ndarray:
+                    people: dict[str, frozenset[str]]) -> np.ndarray:
     """Per candidate, how strongly the chats of its people hold the question: the best similarity of the
     memory's top cues in those chats over the best of all (0 for people with none of them). All chats of
     one set of people (a single chat, a user/assistant export) get the same lift: the ranking is as
     without it. In a memory of several people's chats it ranks the turns of the people the question is
-    about above other people's, where the question names nobody or a name several people share."""
-    said = source.turns_by_id({cue.turn_id for cue, _ in hits})
+    about above other people's, where the question names nobody or a name several people share. The hits'
+    turns are among `turns`: each is a seed."""
     best: dict[frozenset[str] | None, float] = {}
     for cue, sim in hits:
-        if cue.turn_id in said:
-            circle = people.get(said[cue.turn_id].conversation)
+        if cue.turn_id in turns:
+            circle = people.get(turns[cue.turn_id].conversation)
             best[circle] = max(best.get(circle, 0.0), sim)
     top = max(best.values(), default=0.0)
     if top <= 0:
@@ -675,7 +675,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     if settings.circle_weight and scope.held > 1:
         people = source.people()
         hops, candidates = within_circles(hops, candidates, seeds, turns, people)
-        lift = np.float32(settings.circle_weight) * circle_strength(candidates, turns, memory_hits, people, source)
+        lift = np.float32(settings.circle_weight) * circle_strength(candidates, turns, memory_hits, people)
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
     mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
     score, via = _score(candidates, turns, source.turn_similarities(candidates, vector, mix), best, lexical, hops,

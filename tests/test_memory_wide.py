@@ -283,18 +283,10 @@ def test_semantic_hops_stay_between_chats_that_have_a_person_in_common():
     assert within_circles(hops, [1, 3, 2, 4, 5], [1, 3], turns, with_me)[1] == [1, 3, 2, 4, 5]
 
 
-class _Said:
-    def __init__(self, turns):
-        self.turns = turns
-
-    def turns_by_id(self, ids):
-        return {tid: self.turns[tid] for tid in ids}
-
-
 def test_the_people_holding_the_best_cues_lift_their_chats_and_one_circle_lifts_all_alike():
     turns = _turns("ab-1", "ab-2", "cd-1", "cd-1")
     hits = [(Cue(1, 1, "s", "r", "o"), 0.8), (Cue(2, 3, "s", "r", "o"), 0.6), (Cue(3, 2, "s", "r", "o"), 0.5)]
-    lift = circle_strength([1, 2, 3, 4], turns, hits, CIRCLES, _Said(turns))
+    lift = circle_strength([1, 2, 3, 4], turns, hits, CIRCLES)
     assert lift.tolist() == pytest.approx([1.0, 1.0, 0.75, 0.75])
     alone = {name: frozenset({"Ana"}) for name in CIRCLES}
-    assert circle_strength([1, 2, 3, 4], turns, hits, alone, _Said(turns)).tolist() == [1.0] * 4
+    assert circle_strength([1, 2, 3, 4], turns, hits, alone).tolist() == [1.0] * 4
