@@ -408,6 +408,14 @@ def test_locomo_as_exports_asks_every_question_over_the_whole_memory(cli, tmp_pa
     assert seen == {"conv-a", "conv-b"}
     assert all(g.count("/") == 2 for r in records for g in r["gold_evidence"])  # named as the context is
     assert any(r["retrieval"]["all_evidence"] for r in records if r["system"] == "cuemem")
+    # One sample's sessions as exports are a memory of their own, not the cached memory of both samples
+    alone_out = tmp_path / "alone.json"
+    alone = eval_json(cli, "locomo", str(data), "--setting", "as-exports", "--conversations", "conv-a", "--systems",
+                      "cuemem,bm25", "--budget", "40", "--cache-dir", str(cache), "--out", str(alone_out))
+    assert alone["database"] != summary["database"]
+    assert alone["ingest"]["ingested"] == ["conv-a/session_1", "conv-a/session_2"]
+    assert {i.split("/")[0] for r in orjson.loads(alone_out.read_bytes())["records"] for i in r["context_ids"]} \
+        == {"conv-a"}
     one = eval_json(cli, "locomo", str(data), "--systems", "cuemem", "--budget", "40", "--cache-dir", str(cache))
     assert one["setting"] == "one-conversation" and one["ingest"]["ingested"] == ["conv-a", "conv-b"]
     assert one["database"] != summary["database"]  # the two layouts never share a memory

@@ -141,8 +141,17 @@ def base_settings(config: EvalConfig) -> Settings:
 
 def _layout(config: EvalConfig) -> str:
     """What names an eval's database: the dataset, and the setting when it lays the data out differently
-    (an as-exports memory must never mix with the one-conversation one)."""
-    return config.dataset if config.setting == SETTINGS[0] else f"{config.dataset}-{config.setting}"
+    (an as-exports memory must never mix with the one-conversation one). As exports, the samples chosen
+    too: every question is asked over the whole memory, so `--conversations conv-26` must have a memory
+    of conv-26's sessions only, not the cached one of all ten (which made it the ten-sample setting
+    again). One conversation narrows each question to its sample, so every selection shares one memory."""
+    if config.setting == SETTINGS[0]:
+        return config.dataset
+    layout = f"{config.dataset}-{config.setting}"
+    if config.conversations:
+        chosen = ",".join(sorted(set(config.conversations))).encode()
+        layout += f"-{len(set(config.conversations))}-{hashlib.sha256(chosen).hexdigest()[:8]}"
+    return layout
 
 
 def _database(config: EvalConfig, build: BuildSettings) -> Path:
