@@ -46,8 +46,8 @@ The chosen turns are ordered by when they were said across conversations (`chron
 turn by when it was stored, its conversation's own order; position breaks ties within a conversation).
 Tokens are estimated as ceil(characters / 4) of each line of the evidence block as the answer prompt
 shows it (turn lines, a header per run of turns of one conversation and day, naming the conversation
-when the turns come from several, with what its title shares with the header above it as a ditto mark:
-`header_line`, and the "…" lines between turns of a conversation that were not said
+when the turns come from several, or a ditto mark for the chat of the header above it: `header_line`,
+and the "…" lines between turns of a conversation that were not said
 one after the other: `dialogue_lines`); each turn is taken whole or not at all, except that a turn
 longer than `excerpt_tokens` is shown (and paid for) as an excerpt of its sentences nearest the
 question (excerpt.py).
@@ -170,24 +170,19 @@ def chat_label(turn: Said) -> str:
 
 
 def dittoed(label: str, above: str) -> str:
-    """A chat's label under the header of another chat: the leading words it shares with `above` as one
-    ditto mark. "Ana and Ben, day 4" under "Ana and Ben, day 3" → "〃 4"; an equal title → "〃"; nothing
-    shared → the label whole."""
-    words, before = label.split(" "), above.split(" ")
-    same = 0
-    while same < min(len(words), len(before)) and words[same] == before[same]:
-        same += 1
-    return " ".join([DITTO, *words[same:]]) if same else label
+    """A chat's label under a header of the same label: the ditto mark ("— 〃 · 5 May 2024 —", the chat
+    of the header above, on another day); any other label whole. A reader that passes over the mark
+    still reads the line as the chat above, which it is. Titles that only begin alike ("Ana and Ben,
+    day 4" under "Ana and Ben, day 3") are spelled out: shown as "〃 4", a small model took the turns
+    under them for the chat above every time (bench/experiments/ditto_probe.py: 0 of 20 named the right
+    chat, 8 of 20 with the titles whole; bench/memory_notes.md, "Ditto marks and the reader")."""
+    return DITTO if label == above else label
 
 
 def header_line(turn: Said, labelled: bool, previous: Said | None = None) -> str:
     """The header of the run `turn` starts, after `previous` (the turn shown above it, None at the top).
-
-    Named (`labelled`, the evidence comes from several chats), a header says only what changed in the
-    chat's title since the header above it (`dittoed`): a person's chats with the same people are often
-    titled alike, and their runs follow one another. Spelled out in full, the titles were the cost that
-    kept LoCoMo's as-exports questions below one conversation's with the same turns ranked the same
-    (bench/memory_notes.md, "The last as-exports gap")."""
+    Named (`labelled`, the evidence comes from several chats), a header names the chat, or says it is
+    the chat of the header above it (`dittoed`)."""
     if not labelled:
         return day_header(day_of(turn.time))
     label = chat_label(turn)
