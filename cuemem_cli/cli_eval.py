@@ -68,7 +68,8 @@ def locomo(
         help="one-conversation: each sample is one conversation and its questions are asked in it. as-exports: "
              "every session of every sample is its own conversation (conv-26/session_3, titled by its speakers), "
              "all in ONE memory, and every question is asked over the whole memory, as of a chat export; "
-             "baselines search the whole memory too."),
+             "baselines search the whole memory too. With --conversations the memory holds those samples' "
+             "sessions only (a database of its own)."),
     systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
