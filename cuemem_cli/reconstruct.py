@@ -169,26 +169,25 @@ def chat_label(turn: Said) -> str:
     return turn.title or turn.conversation
 
 
-def dittoed(label: str, above: str) -> str:
-    """A chat's label under a header of the same label: the ditto mark ("— 〃 · 5 May 2024 —", the chat
-    of the header above, on another day); any other label whole. A reader that passes over the mark
-    still reads the line as the chat above, which it is. Titles that only begin alike ("Ana and Ben,
-    day 4" under "Ana and Ben, day 3") are spelled out: shown as "〃 4", a small model took the turns
-    under them for the chat above every time (bench/experiments/ditto_probe.py: 0 of 20 named the right
-    chat, 8 of 20 with the titles whole; bench/memory_notes.md, "Ditto marks and the reader")."""
-    return DITTO if label == above else label
+def header_label(turn: Said, previous: Said | None) -> str:
+    """What a named header calls the chat of `turn`, under the turn shown above it: the ditto mark when
+    it is the same chat on another day ("— 〃 · 5 May 2024 —"), which a reader that passes over the mark
+    still reads right; otherwise the chat's title (or name) whole, even when it begins like the one above
+    or equals it (a second "New chat" is another chat). Shown as "〃 4" under "Ana and Ben, day 3", a
+    small model took the turns under an abbreviated title for the chat above every time
+    (bench/experiments/ditto_probe.py: 0 of 20 named the right chat, 8 of 20 with the titles whole;
+    bench/memory_notes.md, "Ditto marks and the reader")."""
+    if previous is not None and previous.conversation == turn.conversation:
+        return DITTO
+    return chat_label(turn)
 
 
 def header_line(turn: Said, labelled: bool, previous: Said | None = None) -> str:
-    """The header of the run `turn` starts, after `previous` (the turn shown above it, None at the top).
-    Named (`labelled`, the evidence comes from several chats), a header names the chat, or says it is
-    the chat of the header above it (`dittoed`)."""
+    """The header of the run `turn` starts, after `previous` (the turn shown above it, None at the top):
+    its day, and once the evidence comes from several chats (`labelled`) its chat (`header_label`)."""
     if not labelled:
         return day_header(day_of(turn.time))
-    label = chat_label(turn)
-    if previous is not None:
-        label = dittoed(label, chat_label(previous))
-    return day_header(day_of(turn.time), label)
+    return day_header(day_of(turn.time), header_label(turn, previous))
 
 
 def _between(before: Said | None, after: Said, labelled: bool) -> list[str]:

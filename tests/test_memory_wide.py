@@ -244,16 +244,17 @@ def test_a_turn_to_shorten_is_offered_the_room_the_block_leaves():
 
 
 def test_a_header_ditto_marks_only_the_chat_of_the_header_above_it():
-    """A run of the chat (title) of the header above it is headed by a ditto mark; a chat titled only alike
-    is named in full (a small reader took "〃 2" for the chat above), and the budget pays for the lines as
-    shown."""
-    titles = ["Ana and Ben, day 1", "Ana and Ben, day 2", "Ana and Ben, day 2", "Knee rehab", "Ana and Ben, day 3"]
-    turns = [Turn(i, f"c{i}", 0, "t0", "x" * 5, time=f"2023-05-0{i + 1}T10:00:00", speaker="A", title=title)
-             for i, title in enumerate(titles)]
+    """The same chat on another day is headed by a ditto mark; another chat is named in full, even when its
+    title begins like the one above (a small reader took "〃 2" for the chat above) or equals it (a second
+    "New chat" is another chat), and the budget pays for the lines as shown."""
+    chats = [("c0", "Ana and Ben, day 1"), ("c1", "Ana and Ben, day 2"), ("c1", "Ana and Ben, day 2"),
+             ("c3", "Knee rehab"), ("c4", "Knee rehab")]
+    turns = [Turn(i, conv, 0, f"t{i}", "x" * 5, time=f"2023-05-0{i + 1}T10:00:00", speaker="A", title=title)
+             for i, (conv, title) in enumerate(chats)]
     lines = dialogue_lines((t, evidence_line(t.speaker, t.text)) for t in turns)
     assert [line for line in lines if line.startswith("— ")] == [
         "— Ana and Ben, day 1 · 1 May 2023 —", "— Ana and Ben, day 2 · 2 May 2023 —", "— 〃 · 3 May 2023 —",
-        "— Knee rehab · 4 May 2023 —", "— Ana and Ben, day 3 · 5 May 2023 —"]
+        "— Knee rehab · 4 May 2023 —", "— Knee rehab · 5 May 2023 —"]
     shown = sum(estimate_tokens(line) for line in lines)
     assert context_tokens(turns) == shown
     assert fill_budget(turns, shown) == turns and len(fill_budget(turns, shown - 1)) < len(turns)

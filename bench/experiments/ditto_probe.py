@@ -94,7 +94,7 @@ def main() -> None:
     import cuemem_cli.reconstruct as rc
     from cuemem_cli.answer import answer_with_model
 
-    shipped = rc.dittoed
+    shipped = rc.header_label
     right = {"ditto": 0, "full titles": 0}
     out = RESULTS / f"ditto_probe{'_short' if args.short else ''}.records.jsonl"
     cases = probes(args.db, args.probes, args.seed, args.short)
@@ -102,7 +102,9 @@ def main() -> None:
         for context, title, quoted in cases:
             number = re.search(r"session (\d+)", title or "")
             for headers in right:
-                rc.dittoed = prefix_ditto if headers == "ditto" else shipped
+                rc.header_label = shipped if headers != "ditto" else (
+                    lambda turn, previous: prefix_ditto(rc.chat_label(turn), rc.chat_label(previous))
+                    if previous is not None else rc.chat_label(turn))
                 started = time.perf_counter()
                 answer = answer_with_model(context, args.model, temperature=0).text
                 ok = bool(number and re.search(rf"\bsession\s*{number.group(1)}\b", answer, re.I))
@@ -110,7 +112,7 @@ def main() -> None:
                 records.write(json.dumps({"headers": headers, "title": title, "quoted": quoted, "answer": answer,
                                           "right": ok, "seconds": round(time.perf_counter() - started, 1)}) + "\n")
                 print(headers, ok, title, "|", answer.replace("\n", " ")[:100], flush=True)
-    rc.dittoed = shipped
+    rc.header_label = shipped
     print({headers: f"{n}/{len(cases)}" for headers, n in right.items()})
 
 
