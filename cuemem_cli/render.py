@@ -130,8 +130,9 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
     shown = shown_evidence(evidence, top)
     count = plural(len(evidence), "turn") if len(shown) == len(evidence) else \
         f"{len(shown)} of {plural(len(evidence), 'turn')} shown"
-    chats = list(dict.fromkeys(ev.title or ev.conversation for ev in evidence))
-    where = ", ".join(context.conversations) or (chats[0] if len(chats) == 1 else f"{len(chats)} conversations")
+    chats = {ev.conversation: ev.title or ev.conversation for ev in evidence}  # two chats may share a title
+    where = ", ".join(context.conversations) or (
+        next(iter(chats.values())) if len(chats) == 1 else f"{len(chats)} conversations")
     out.print(f"[bold]Evidence[/bold] · {escape(where)} · {count} · ~{context.tokens} tokens")
     if len(shown) < len(evidence):
         which = ("none shown (--evidence 0)" if not top else "the strongest turn and the turns beside it" if top == 1

@@ -263,6 +263,23 @@ def test_a_header_ditto_marks_only_the_chat_of_the_header_above_it():
     assert context_tokens(middle) <= shown
 
 
+def test_the_evidence_line_counts_chats_not_titles():
+    """Two chats titled alike ("New chat", as a chat export titles many) are two conversations in the
+    evidence's summary line and under two named rules."""
+    from cuemem_cli import render
+    from cuemem_cli.records import Context, Evidence
+
+    evidence = tuple(Evidence(source_id=f"t{i}", time=f"2024-05-0{i + 1}T10:00:00", speaker="user", text="Porto",
+                              via="anchor", conversation=f"c{i}", title="New chat") for i in range(2))
+    context = Context(question="Where?", conversations=(), as_of=None, cues=(), evidence=evidence, tokens=20,
+                      timings_ms={})
+    with render.out.capture() as captured:
+        render.render_evidence(context)
+    shown = captured.get()
+    assert "Evidence · 2 conversations · 2 turns" in shown
+    assert "New chat · 1 May 2024" in shown and "New chat · 2 May 2024" in shown
+
+
 CIRCLES = {"ab-1": frozenset({"Ana", "Ben"}), "ab-2": frozenset({"Ana", "Ben"}), "cd-1": frozenset({"Cleo", "Dan"})}
 
 
