@@ -175,7 +175,7 @@ def header_label(turn: Said, previous: Said | None) -> str:
     still reads right; otherwise the chat's title (or name) whole, even when it begins like the one above
     or equals it (a second "New chat" is another chat). Shown as "〃 4" under "Ana and Ben, day 3", a
     small model took the turns under an abbreviated title for the chat above every time
-    (bench/experiments/ditto_probe.py: 0 of 20 named the right chat, 8 of 20 with the titles whole;
+    (bench/experiments/ditto_probe.py: 0 of 20 named the right chat, 8 and 11 of 20 with the titles whole;
     bench/memory_notes.md, "Ditto marks and the reader")."""
     if previous is not None and previous.conversation == turn.conversation:
         return DITTO
