@@ -63,7 +63,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from functools import lru_cache
-from typing import Protocol
 
 import numpy as np
 
@@ -71,7 +70,7 @@ from .config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_EXCERPT_TOKEN
 from .embed import embed_questions
 from .errors import CuememError, UnknownConversation
 from .excerpt import GAP, excerpt
-from .records import Context, Cue, Evidence, ScoredCue, Turn
+from .records import Context, Cue, Evidence, Said, ScoredCue, Turn, chat_label
 from .statements import without_names
 from .store import TURN_ALONE, Store
 from .timeparse import dated, day_of, named_periods, said_on
@@ -138,19 +137,6 @@ def day_header(day: str, chat: str | None = None) -> str:
 GAP_LINE = GAP  # between two turns of one conversation and day that were not said one after the other
 
 
-class Said(Protocol):
-    """What places a turn in the evidence block: a stored `Turn`, or an `Evidence` item."""
-
-    @property
-    def conversation(self) -> str: ...
-    @property
-    def title(self) -> str | None: ...
-    @property
-    def time(self) -> str | None: ...
-    @property
-    def position(self) -> int: ...
-
-
 def chronological(turn: Turn) -> tuple[str, str, int]:
     """A turn's place in time across conversations: when it was said (an undated turn: when it was
     stored, its conversation's own order), then its conversation and position, which break ties."""
@@ -163,10 +149,6 @@ def _run(turn: Said) -> tuple[str, str]:
 
 
 DITTO = "〃"
-
-
-def chat_label(turn: Said) -> str:
-    return turn.title or turn.conversation
 
 
 def header_label(turn: Said, previous: Said | None) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,24 @@ class Evidence:
     excerpt: bool = False  # text holds only the turn's sentences nearest the question ("…" marks gaps)
     conversation: str = ""  # the conversation it was said in (its name), and that conversation's title
     title: str | None = None
+
+
+class Said(Protocol):
+    """What places a turn in the evidence block: a stored `Turn`, or an `Evidence` item."""
+
+    @property
+    def conversation(self) -> str: ...
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def time(self) -> str | None: ...
+    @property
+    def position(self) -> int: ...
+
+
+def chat_label(said: Said) -> str:
+    """What evidence headers call a turn's chat: its title, or its name when it has none."""
+    return said.title or said.conversation
 
 
 @dataclass(frozen=True)

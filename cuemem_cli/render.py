@@ -23,7 +23,7 @@ from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.table import Table
 
-from .records import Answer, Context, Evidence, Turn
+from .records import Answer, Context, Evidence, Turn, chat_label
 from .text import plural
 from .timeparse import day_of, format_clock, format_human, parse_time
 
@@ -130,7 +130,7 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
     shown = shown_evidence(evidence, top)
     count = plural(len(evidence), "turn") if len(shown) == len(evidence) else \
         f"{len(shown)} of {plural(len(evidence), 'turn')} shown"
-    chats = {ev.conversation: ev.title or ev.conversation for ev in evidence}  # two chats may share a title
+    chats = {ev.conversation: chat_label(ev) for ev in evidence}  # two chats may share a title
     where = ", ".join(context.conversations) or (
         next(iter(chats.values())) if len(chats) == 1 else f"{len(chats)} conversations")
     out.print(f"[bold]Evidence[/bold] · {escape(where)} · {count} · ~{context.tokens} tokens")
@@ -159,7 +159,7 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
             flush()
             if (ev.conversation, day_of(ev.time)) != run:
                 run = (ev.conversation, day_of(ev.time))
-                rule = f"{ev.title or ev.conversation} · {run[1]}" if labelled else run[1]
+                rule = f"{chat_label(ev)} · {run[1]}" if labelled else run[1]
                 out.rule(f"[bold]{escape(rule)}[/bold]", align="left", style="dim")
             grid = Table.grid(padding=(0, 1), expand=True)
             grid.add_column(style="dim", no_wrap=True, min_width=widths[0])

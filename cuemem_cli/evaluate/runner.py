@@ -148,9 +148,9 @@ def _layout(config: EvalConfig) -> str:
     if config.setting == SETTINGS[0]:
         return config.dataset
     layout = f"{config.dataset}-{config.setting}"
-    if config.conversations:
-        chosen = ",".join(sorted(set(config.conversations))).encode()
-        layout += f"-{len(set(config.conversations))}-{hashlib.sha256(chosen).hexdigest()[:8]}"
+    chosen = sorted(set(config.conversations))
+    if chosen:
+        layout += f"-{len(chosen)}-{hashlib.sha256(','.join(chosen).encode()).hexdigest()[:8]}"
     return layout
 
 

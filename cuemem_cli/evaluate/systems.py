@@ -109,12 +109,11 @@ class ConversationView:
         lines = [evidence_line(t.speaker or t.role, shown_text(t.text, t.time)) for t in self.turns]
         self.counts = {self.key_of(t): {"estimate": self.cost[self.key_of(t)], **counts}
                        for t, counts in zip(self.turns, counter.count(lines), strict=True)}
-        # The headers a context can show: a day's, and a day's naming its conversation (two conversations'
-        # turns), counted here at once; a header that names only what changed since the one above it
-        # (reconstruct.header_line) is counted when first shown.
-        breaks = [*sorted({header for t in self.turns for header in (header_line(t, False), header_line(t, True))}),
+        # Every header a context can show: a day's, a day's naming its conversation (two conversations'
+        # turns), and a day's under its own conversation's run of an earlier day (the ditto mark).
+        breaks = [*sorted({header for t in self.turns
+                           for header in (header_line(t, False), header_line(t, True), header_line(t, True, t))}),
                   GAP_LINE]
-        self.counter = counter
         self.break_counts = {line: {"estimate": estimate_tokens(line), **counts}
                              for line, counts in zip(breaks, counter.count(breaks), strict=True)}
         self._matrix: np.ndarray | None = None
@@ -242,8 +241,6 @@ def count_tokens(view: ConversationView, keys: Sequence[str]) -> dict[str, int]:
     turns = [view.turns[view.index[key]] for key in keys]
     counts = {name: sum(view.counts[view.key_of(t)][name] for t in turns) for name in view.tokenizers}
     for line in break_lines(turns):
-        if line not in view.break_counts:
-            view.break_counts[line] = {"estimate": estimate_tokens(line), **view.counter.count([line])[0]}
         for name in view.tokenizers:
             counts[name] += view.break_counts[line][name]
     return counts
