@@ -121,11 +121,13 @@ _READERS = {"model": "the model read all {n}", "offline": "the offline answer wa
 
 def render_evidence(context: Context, top: int | None = None, reader: str | None = None) -> None:
     """The evidence as the answer model reads it: a rule per run of turns of one conversation and day
-    (naming the conversation, by its title, when the turns come from several), then each turn's id,
-    clock time, speaker and text, with how it came in (and its best cue) dimmed below; it stays readable
-    at 80 columns. With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left
-    out, saying who read all of it: `reader` "model" (an LLM answered), "offline" (the extractive answer)
-    or None (no answer: --context-only, or a model that failed)."""
+    (naming the conversation, by its title, when the turns come from several), then each turn's clock
+    time, speaker and text, with its id and how it came in (and its best cue) dimmed below; it stays
+    readable at 80 columns. The id is not a column of its own: a ChatGPT or Claude export's ids are
+    36-character UUIDs, which left the text ~25 columns at 80. With `top`, only `shown_evidence(…, top)`,
+    and a dim line wherever turns were left out, saying who read all of it: `reader` "model" (an LLM
+    answered), "offline" (the extractive answer) or None (no answer: --context-only, or a model that
+    failed)."""
     evidence = context.evidence
     shown = shown_evidence(evidence, top)
     count = plural(len(evidence), "turn") if len(shown) == len(evidence) else \
@@ -138,8 +140,7 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
         which = ("none shown (--evidence 0)" if not top else "the strongest turn and the turns beside it" if top == 1
                  else f"the {top} strongest turns and the turns beside them")
         out.print(f"[dim]{which}; {_READERS[reader].format(n=len(evidence))}: --evidence all shows them[/dim]")
-    stamps = {i: f"{ev.source_id} {format_clock(ev.time) if ev.time else ''}".rstrip()
-              for i, ev in ((i, evidence[i]) for i in shown)}
+    stamps = {i: format_clock(ev.time) if ev.time else "" for i, ev in ((i, evidence[i]) for i in shown)}
     widths = [max(map(len, column), default=0)
               for column in (stamps.values(), [evidence[i].speaker or "" for i in shown])]
     labelled = len({ev.conversation for ev in evidence}) > 1
@@ -165,7 +166,7 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
             grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
             grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
             grid.add_column(ratio=1)
-        how = f"[{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
+        how = f"{escape(ev.source_id)} · [{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
         if ev.cue:
             how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
         if ev.excerpt:

@@ -13,7 +13,7 @@ import pytest
 from conftest import CUEMEM, SAMPLES, tier
 
 QUESTION = "What breed is the dog Maya adopted, and when?"
-TURN_LINE = re.compile(r"^(s\d+:\d+) ")
+TURN_LINE = re.compile(r"^\s+(s\d+:\d+) · ")  # a turn's dim line below its text: its id, how it came in
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,27 @@ def test_ask_shows_the_strongest_turns_with_their_neighbours_and_the_answer_last
     assert answer_top > last_turn  # the answer comes after every evidence turn ...
     assert lines[-1].startswith("╰")  # ... and its panel closes the output
     assert len(lines) < 70  # before: 219 lines with the answer on top
+
+
+@pytest.mark.usefixtures("stub_models")
+def test_an_exports_uuid_ids_leave_the_text_its_width_at_80_columns(cli, db_path, tmp_path, monkeypatch):
+    """A ChatGPT or Claude export's message ids are 36-character UUIDs: as a column of their own they left
+    the text ~25 of 80 columns. The id is whole on the turn's dim line below its text."""
+    from cuemem_cli import render
+
+    uuid = "1d9f6eb2-9aef-5c09-ad7e-f62d810480f9"
+    text = "I have decided to become a counselor and to work in mental health, helping people like me."
+    source = tmp_path / "chat.jsonl"
+    source.write_bytes(orjson.dumps({"conversation": "c", "id": uuid, "role": "user", "time": "2023-05-08T13:58:00",
+                                     "text": text}) + b"\n")
+    assert cli("--db", str(db_path), "ingest", str(source)).exit_code == 0
+    monkeypatch.setattr(render.out, "width", 80)
+    result = cli("--db", str(db_path), "ask", "What career did I decide on?", "--context-only")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    first = next(line for line in lines if "I have decided" in line)
+    assert len(first.rstrip()) > 70 and "counselor and to work" in first  # the text has the width
+    assert any(line.strip().startswith(f"{uuid} · ") for line in lines)  # the id, whole, below it
 
 
 def test_evidence_count_and_all(cli, maya_db):

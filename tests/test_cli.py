@@ -117,8 +117,8 @@ def test_evidence_reads_by_day_in_an_80_column_terminal(cli, maya_db, monkeypatc
     assert max(map(len, lines)) <= 80
     days = list(dict.fromkeys(format_human(e["time"], with_time=False) for e in evidence))
     assert [line.split(" ─")[0] for line in lines if "───" in line] == days  # one rule per day, in order
-    starts = [line.split()[0] for line in lines if line[:1].strip() and "───" not in line][1:]
-    assert starts == [e["source_id"] for e in evidence]  # each turn once, chronological, id first
+    ids = [m.group(1) for line in lines if (m := re.match(r"\s+(s\d+:\d+) · [a-z]+", line))]
+    assert ids == [e["source_id"] for e in evidence]  # each turn once, chronological, its id below its text
 
 
 def test_ask_with_a_model_goes_through_litellm(cli, maya_db, fake_llm):
