@@ -322,7 +322,10 @@ def amounts(sentence: str, asked: set[str], question: str, taken: list[tuple[int
 # ------------------------------------------------------------------------------------------ phrases
 _GENERIC = {"thing", "things", "stuff", "lot", "lots", "way", "time", "times", "bit", "kind", "sort", "one", "ones",
             "day", "days", "week", "weeks", "weekend", "today", "tonight", "yesterday", "tomorrow", "everything",
-            "something", "anything", "nothing", "idea", "news", "question", "part", "point"}
+            "something", "anything", "nothing", "idea", "news", "question", "part", "point",
+            # a pronoun or question word names nothing: "what" in "what is considered art" is no kind of art
+            "what", "which", "who", "whom", "whose", "whatever", "it", "this", "that", "these", "those", "i",
+            "me", "you", "he", "him", "she", "her", "we", "us", "they", "them"}
 _CHUNK_LEFT = {"compound", "amod", "nummod", "nmod", "npadvmod", "quantmod", "advmod", "hmod"}
 _OBJECTS = {"dobj", "oprd", "attr", "acomp", "xcomp", "pobj", "ccomp"}
 
@@ -410,7 +413,8 @@ def _copula(sentence: str, noun: str) -> list[str]:
         out.append(match["x"])
     for match in re.finditer(rf"\b{word}\s+{be}\s+(?P<y>[^,;:.!?]+)", sentence, re.I):
         out.append(match["y"])
-    return [re.sub(r"^(?:the|a|an|my|his|her|our|their|your)\s+", "", x.strip(), flags=re.I) for x in out]
+    lead = r"^(?:(?:and|but|or|so)\s+)?(?:(?:the|a|an|my|his|her|our|their|your)\s+)?"  # ", and that is …"
+    return [re.sub(lead, "", x.strip(), flags=re.I) for x in out]
 
 
 def what_phrases(sentence: str, want: Focus, asked: set[str], names: frozenset[str],

@@ -85,6 +85,19 @@ def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
     assert {line.split(", ")[1] for line in lines[1:]} == {"t1", "t2"}  # the echoing question t0 answers nothing
 
 
+def test_a_what_answer_is_never_a_pronoun_or_question_word(embedder):
+    """"In many cases, what is considered art …" equates "what" with art; a what-question's answer names a
+    thing (found asking a ChatGPT-shaped export offline: "What kind of art do I make?" → "what")."""
+    from cuemem_cli.answer import answer_extractively
+
+    for said in ("The question of what makes art, art, is debated. In many cases, what is considered art can depend "
+                 "on cultural and historical contexts, as well as individual perspectives and experiences.",
+                 "It is a complex and debated topic, and that is considered art too."):
+        ctx = replace(context([("assistant", said)]), question="What kind of art do I make?")
+        span = answer_extractively(ctx, embedder, sources=1).text.splitlines()[0]
+        assert span.lower() not in {"what", "and that", "that", "it"}, span  # before: "what", "and that"
+
+
 @pytest.mark.parametrize(("sentence", "question", "answer"), [
     ("The gig is not on March 10th but on April 10th.", "When is the gig?", "10 April 2024"),  # not the one denied
     ("I was leaving on May 2nd, but now I leave on June 1st.", "When does she leave?", "1 June 2024"),  # changed
