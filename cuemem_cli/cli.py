@@ -363,7 +363,8 @@ def _evidence_shown(value: str | None, context_only: bool) -> int | None:
 def inspect_graph(
     conversation: str | None = typer.Option(None, "--conversation", "-c", metavar="NAME|TITLE",
                                             help="Limit to one conversation (its name, or a title naming one)."),
-    turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id), its cues and neighbours "
+    turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id, in whichever conversation "
+                                                         "has it; -c when several do), its cues and neighbours "
                                                          "(with dot or graphml: its neighbourhood graph)."),
     fmt: str = typer.Option("table", "--format", metavar="FORMAT",
                             help="table, json, dot (Graphviz) or graphml (Gephi)."),

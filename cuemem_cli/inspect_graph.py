@@ -45,8 +45,7 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
 
 
 def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[str, Any]:
-    cid, name = resolve_one(store, conversation)
-    turn = _turn(store, cid, name, source_id)
+    name, turn = find_turn(store, conversation, source_id)
     cues = store.cues_of_turns([turn.id]).get(turn.id, [])
     edges = store.edges_of(turn.id)
     others = store.turns_by_id({dst if src == turn.id else src for src, dst, *_ in edges})
@@ -62,8 +61,7 @@ def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[
 
 def neighbourhood(store: Store, conversation: str | None, source_id: str) -> tuple[str, list[Turn], list[tuple]]:
     """One turn, its one-hop neighbours and the edges between it and them (`--turn` with dot or graphml)."""
-    cid, name = resolve_one(store, conversation)
-    turn = _turn(store, cid, name, source_id)
+    name, turn = find_turn(store, conversation, source_id)
     edges = store.edges_of(turn.id)
     others = store.turns_by_id({dst if src == turn.id else src for src, dst, *_ in edges})
     return name, [turn, *sorted(others.values(), key=lambda t: t.position)], edges
@@ -78,12 +76,25 @@ def graph_json(store: Store, turns: list[Turn], edges: list[tuple]) -> dict[str,
                                       for src, dst, kind, weight, rank in edges]}
 
 
-def _turn(store: Store, cid: int, name: str, source_id: str) -> Turn:
-    turn = store.turn_by_source_id(cid, source_id)
-    if turn is None:
-        raise CuememError(f"conversation {name!r} has no turn {source_id!r}",
-                          "source ids are the input's `id` values; see cuemem inspect-graph --format json")
-    return turn
+def find_turn(store: Store, conversation: str | None, source_id: str) -> tuple[str, Turn]:
+    """(its conversation's name, the turn) with this source id: in the conversation named, or, none named,
+    wherever in the memory it is, when only one conversation has it. An id copied from `ask`'s evidence (a
+    ChatGPT export's message UUID) then needs no --conversation; an id two conversations share ("1") does."""
+    hint = "source ids are the input's `id` values; see cuemem inspect-graph --format json"
+    if conversation is not None:
+        cid, name = resolve_one(store, conversation)
+        found = store.turns_with_source_id(source_id, cid)
+        if not found:
+            raise CuememError(f"conversation {name!r} has no turn {source_id!r}", hint)
+        return name, found[0]
+    found = store.turns_with_source_id(source_id)
+    if not found:
+        raise CuememError(f"no turn {source_id!r} in any conversation of this memory", hint)
+    if len(found) > 1:
+        names = ", ".join(dict.fromkeys(t.conversation for t in found))
+        raise CuememError(f"{len(found)} conversations have a turn {source_id!r}: {names}",
+                          "choose one with --conversation NAME (or its title)")
+    return found[0].conversation, found[0]
 
 
 def graph_of(store: Store, conversation: str | None) -> tuple[str, list[Turn], list[tuple]]:

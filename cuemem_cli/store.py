@@ -143,7 +143,7 @@ class Store(Protocol):
     def conversations_with_speakers(self, names: Iterable[str],
                                     conversation_ids: Sequence[int] | None = None) -> dict[int, str]: ...
     def speaker_sets(self, conversation_ids: Sequence[int] | None = None) -> dict[int, frozenset[str]]: ...
-    def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None: ...
+    def turns_with_source_id(self, source_id: str, conversation_id: int | None = None) -> list[Turn]: ...
     def turns_at_positions(self, conversation_id: int, low: int, high: int) -> list[tuple[int, int]]: ...
     def set_status(self, turn_ids: Sequence[int], status: str) -> None: ...
     def pending_turns(self, conversation_id: int | None = None) -> list[tuple[Turn, str]]: ...
@@ -559,11 +559,14 @@ class SQLStore(ABC):
             out.setdefault(cid, set()).add(who)
         return {cid: frozenset(people) for cid, people in out.items()}
 
-    def turn_by_source_id(self, conversation_id: int, source_id: str) -> Turn | None:
-        row = self._one(f"SELECT {TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
-                        " WHERE t.conversation_id = :cid AND t.source_id = :source_id",
-                        cid=conversation_id, source_id=source_id)
-        return turn_from_row(row) if row else None
+    def turns_with_source_id(self, source_id: str, conversation_id: int | None = None) -> list[Turn]:
+        """The turns with this source id: one at most in a conversation, one per conversation in the memory
+        (source ids are the input's, unique only within their conversation)."""
+        scope, params = self._scope("t.conversation_id", None if conversation_id is None else [conversation_id])
+        rows = self._rows(f"SELECT {TURN_COLUMNS} FROM turns t JOIN conversations c ON c.id = t.conversation_id"
+                          f" WHERE t.source_id = :source_id AND {scope} ORDER BY t.conversation_id",
+                          source_id=source_id, **params)
+        return [turn_from_row(row) for row in rows]
 
     def turns_at_positions(self, conversation_id: int, low: int, high: int) -> list[tuple[int, int]]:
         """(turn id, position) for positions in [low, high], for temporal edges."""

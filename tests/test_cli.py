@@ -165,6 +165,30 @@ def test_a_question_ranges_over_every_conversation_and_c_narrows_it(cli, db_path
     assert "maya-and-leo" in unknown.stderr and "assistant-chat" in unknown.stderr
 
 
+@pytest.mark.usefixtures("stub_models")
+def test_inspect_graph_finds_a_turn_by_its_id_in_any_conversation(cli, db_path, tmp_path):
+    """An id copied from `ask`'s evidence (a ChatGPT export's UUID) needs no --conversation when one chat has
+    it; an id two chats share asks which, naming them."""
+    uuid = "1d9f6eb2-9aef-5c09-ad7e-f62d810480f9"
+    source = tmp_path / "chats.jsonl"
+    source.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in [
+        {"conversation": "c-1", "id": uuid, "text": "We are staying at a guesthouse in Porto."},
+        {"conversation": "c-1", "id": "1", "text": "The guesthouse is by the river."},
+        {"conversation": "c-2", "id": "1", "text": "My physio wants me to cycle every day."}]))
+    assert cli("--db", str(db_path), "ingest", str(source)).exit_code == 0
+    found = cli("--db", str(db_path), "inspect-graph", "--turn", uuid, "--json")
+    assert found.exit_code == 0, found.stderr
+    detail = orjson.loads(found.stdout)
+    assert detail["conversation"] == "c-1" and "Porto" in detail["turn"]["text"]
+    shared = cli("--db", str(db_path), "inspect-graph", "--turn", "1")
+    assert shared.exit_code == 1 and "2 conversations have a turn '1': c-1, c-2" in shared.stderr
+    assert "--conversation" in shared.stderr
+    narrowed = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--turn", "1", "-c", "c-2", "--json").stdout)
+    assert "physio" in narrowed["turn"]["text"]
+    missing = cli("--db", str(db_path), "inspect-graph", "--turn", "nope")
+    assert missing.exit_code == 1 and "no turn 'nope' in any conversation" in missing.stderr
+
+
 CHATS = [  # an export's shape: chats named by id, titled; two share a title
     {"conversation": "c-9f1", "title": "Lisbon trip", "speaker": "Ana", "time": "2024-05-03T10:00:00",
      "text": "We are staying at a guesthouse in Alfama for the Lisbon trip."},

@@ -442,7 +442,10 @@ def test_both_backends_return_the_same_rows(both):
     assert people[cid] == frozenset(sqlite.speakers([cid]))
     _same(sqlite.speaker_sets([cid]), postgres.speaker_sets([cid]))
     _same(sqlite.conversations(), postgres.conversations())
-    _same(sqlite.turn_by_source_id(cid, "t7"), postgres.turn_by_source_id(cid, "t7"))
+    assert len(_same(sqlite.turns_with_source_id("t7", cid), postgres.turns_with_source_id("t7", cid))) == 1
+    assert len(_same(sqlite.turns_with_source_id("t7"), postgres.turns_with_source_id("t7"))) == len(
+        sqlite.conversations())  # fill() gives both conversations a t7
+    assert sqlite.turns_with_source_id("none") == [] == postgres.turns_with_source_id("none", cid)
     _same(sqlite.turns_at_positions(cid, 2, 5), postgres.turns_at_positions(cid, 2, 5))
     _same(sqlite.pending_turns(), postgres.pending_turns())
     for scope in ([cid], None):

@@ -174,8 +174,8 @@ def _evidence_ids(memory: Memory, data: dict[str, Any]) -> list[int | None]:
         if name not in cids:
             cids[name] = store.conversation_id(name)
         cid = cids[name]
-        found = store.turn_by_source_id(cid, ev["source_id"]) if cid is not None else None
-        ids.append(found.id if found else None)
+        found = store.turns_with_source_id(ev["source_id"], cid) if cid is not None else []
+        ids.append(found[0].id if found else None)
     return ids
 
 
