@@ -80,18 +80,14 @@ def find_turn(store: Store, conversation: str | None, source_id: str) -> tuple[s
     """(its conversation's name, the turn) with this source id: in the conversation named, or, none named,
     wherever in the memory it is, when only one conversation has it. An id copied from `ask`'s evidence (a
     ChatGPT export's message UUID) then needs no --conversation; an id two conversations share ("1") does."""
-    hint = "source ids are the input's `id` values; see cuemem inspect-graph --format json"
-    if conversation is not None:
-        cid, name = resolve_one(store, conversation)
-        found = store.turns_with_source_id(source_id, cid)
-        if not found:
-            raise CuememError(f"conversation {name!r} has no turn {source_id!r}", hint)
-        return name, found[0]
-    found = store.turns_with_source_id(source_id)
+    cid, name = resolve_one(store, conversation) if conversation is not None else (None, None)
+    found = store.turns_with_source_id(source_id, cid)
     if not found:
-        raise CuememError(f"no turn {source_id!r} in any conversation of this memory", hint)
+        raise CuememError(f"conversation {name!r} has no turn {source_id!r}" if name is not None
+                          else f"no turn {source_id!r} in any conversation of this memory",
+                          "source ids are the input's `id` values; see cuemem inspect-graph --format json")
     if len(found) > 1:
-        names = ", ".join(dict.fromkeys(t.conversation for t in found))
+        names = ", ".join(t.conversation for t in found)
         raise CuememError(f"{len(found)} conversations have a turn {source_id!r}: {names}",
                           "choose one with --conversation NAME (or its title)")
     return found[0].conversation, found[0]

@@ -140,7 +140,7 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
         which = ("none shown (--evidence 0)" if not top else "the strongest turn and the turns beside it" if top == 1
                  else f"the {top} strongest turns and the turns beside them")
         out.print(f"[dim]{which}; {_READERS[reader].format(n=len(evidence))}: --evidence all shows them[/dim]")
-    stamps = {i: format_clock(ev.time) if ev.time else "" for i, ev in ((i, evidence[i]) for i in shown)}
+    stamps = {i: format_clock(when) if (when := evidence[i].time) else "" for i in shown}
     widths = [max(map(len, column), default=0)
               for column in (stamps.values(), [evidence[i].speaker or "" for i in shown])]
     labelled = len({ev.conversation for ev in evidence}) > 1
