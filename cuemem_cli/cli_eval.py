@@ -92,8 +92,16 @@ def longmemeval(
     model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
     workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD, store: str | None = _STORE,
     offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
+    setting: str = typer.Option(
+        "one-conversation", "--setting", metavar="one-conversation|as-exports",
+        help="one-conversation: each question's haystack is one conversation and the question is asked in it. "
+             "as-exports: each haystack is one person's chat export, a memory of its own (a database per "
+             "haystack, in a folder of the cache) whose every session is a chat titled by its first message's "
+             "opening words, and the question is asked over all of them with none named; baselines search "
+             "that memory too. Not with --store."),
 ) -> None:
-    """LongMemEval: each question's haystack as its own conversation; types reported apart, `_abs` as abstention."""
+    """LongMemEval: each question's haystack as its own conversation (or, --setting as-exports, its own memory of
+    chats); types reported apart, `_abs` as abstention."""
     _run(locals(), "longmemeval")
 
 
@@ -158,7 +166,8 @@ def _report(summary: dict[str, Any], out: Path | None) -> None:
     from .text import plural
 
     ingest = summary["ingest"]
-    err.print(f"[dim]database {escape(summary['database'])}: {plural(len(ingest['cached']), 'conversation')} "
+    where = "database" if summary.get("memories", 1) == 1 else f"{plural(summary['memories'], 'memory', 'memories')} in"
+    err.print(f"[dim]{where} {escape(summary['database'])}: {plural(len(ingest['cached']), 'conversation')} "
               f"cached, {len(ingest['ingested'])} ingested ({plural(ingest['turns_added'], 'turn')}, "
               f"{plural(ingest['cues'], 'cue')}, {ingest['seconds']} s)[/dim]")
     if ingest["superseded_removed"]:
@@ -166,8 +175,10 @@ def _report(summary: dict[str, Any], out: Path | None) -> None:
                   f"version of the ingest code, which this one never reads: {ingest['superseded_bytes'] / 1e6:.0f} MB "
                   "freed[/dim]")
     if ingest["pending"]:
+        again = "cuemem --db DATABASE extract --pending on each database there" if summary.get("memories", 1) > 1 \
+            else f"cuemem --db {escape(summary['database'])} extract --pending"
         err.print(f"[yellow]{plural(len(ingest['pending']), 'turn')} pending (their LLM extraction failed); retry with "
-                  f"cuemem --db {escape(summary['database'])} extract --pending[/yellow]")
+                  f"{again}[/yellow]")
     problems = summary["evidence_problems"]
     for p in problems[:12]:
         err.print(f"[yellow]evidence[/yellow] {escape(p['question_id'])}: {escape(repr(p['evidence']))} "

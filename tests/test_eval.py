@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cuemem_cli.evaluate.datasets import load_locomo, normalise_evidence
+from cuemem_cli.evaluate.datasets import export_title, load_locomo, load_longmemeval, normalise_evidence
 from cuemem_cli.evaluate.metrics import answer_holds, content_tokens, evidence_scores, ndcg, summarise
 from cuemem_cli.reconstruct import (
     context_tokens,
@@ -419,10 +419,71 @@ def test_locomo_as_exports_asks_every_question_over_the_whole_memory(cli, tmp_pa
     one = eval_json(cli, "locomo", str(data), "--systems", "cuemem", "--budget", "40", "--cache-dir", str(cache))
     assert one["setting"] == "one-conversation" and one["ingest"]["ingested"] == ["conv-a", "conv-b"]
     assert one["database"] != summary["database"]  # the two layouts never share a memory
-    bad = cli("eval", "longmemeval", str(FIXTURE), "--setting", "as-exports", "--cache-dir", str(cache))
-    assert bad.exit_code == 2  # LongMemEval has no --setting
     wrong = cli("eval", "locomo", str(data), "--setting", "sessions", "--cache-dir", str(cache))
     assert wrong.exit_code == 1 and "choose from one-conversation, as-exports" in wrong.stderr
+
+
+def test_longmemeval_as_exports_makes_each_haystack_a_memory_of_titled_chats(tmp_path):
+    items = orjson.loads(FIXTURE.read_bytes())
+    # The same history asked about another of its turns: one haystack, its own has_answer marks.
+    twin = orjson.loads(orjson.dumps({**items[0], "question_id": "lme_user_02", "question": "What did you advise?"}))
+    for turn, marked in zip(twin["haystack_sessions"][1], (False, True), strict=True):
+        turn["has_answer"] = marked
+    data = tmp_path / "lme.json"
+    data.write_bytes(orjson.dumps([*items, twin]))
+    one = load_longmemeval(data)
+    assert not one.memories and one.split()[0][0] == "" and "lme_user_02" not in one.messages
+    asked = {q.qid: q for q in one.questions}
+    assert asked["lme_user_02"].conversation == "lme_user_01"  # ingested once, asked in it
+    assert (asked["lme_user_01"].gold_turns, asked["lme_user_02"].gold_turns) == (("answer_move_1:0",),
+                                                                                  ("answer_move_1:1",))
+    wide = load_longmemeval(data, as_exports=True)
+    assert wide.memory_wide
+    assert wide.memories["lme_user_01"] == ["lme_user_01/chat_garden_1", "lme_user_01/answer_move_1",
+                                            "lme_user_01/chat_bread_1"]
+    assert list(wide.memories) == ["lme_user_01", "lme_update_01", "lme_temporal_01_abs", "lme_pref_01"]
+    by_id = {q.qid: q for q in wide.questions}
+    assert by_id["lme_user_02"].memory == "lme_user_01"  # one haystack, one memory
+    assert by_id["lme_user_01"].gold_turns == ("lme_user_01/answer_move_1/answer_move_1:0",)
+    assert by_id["lme_user_02"].gold_turns == ("lme_user_01/answer_move_1/answer_move_1:1",)
+    assert by_id["lme_user_01"].gold_sessions == ("answer_move_1",) == by_id["lme_user_02"].gold_sessions
+    moved = wide.messages["lme_user_01/answer_move_1"]
+    first = items[0]["haystack_sessions"][1][0]["content"]
+    assert {m.extra["title"] for m in moved} == {export_title(first)}
+    assert all(len(m.extra["title"]) <= 41 and "answer" not in m.extra["title"] for ms in wide.messages.values()
+               for m in ms)  # a session id such as answer_move_1 would point at the answer
+    assert [(m.text, m.time, m.role) for m in moved] == \
+        [(m.text, m.time, m.role) for m in one.messages["lme_user_01"] if m.session == "answer_move_1"]
+    split = {name: ([q.qid for q in questions], list(messages)) for name, questions, messages in wide.split()}
+    assert split["lme_user_01"] == (["lme_user_01", "lme_user_02"], wide.memories["lme_user_01"])
+
+
+def test_export_titles_are_a_first_messages_opening_words():
+    assert export_title("Plan a week in Lisbon") == "Plan a week in Lisbon"
+    assert export_title("I volunteer four hours a week at the animal shelter, mostly weekends.") == \
+        "I volunteer four hours a week at the…"
+    assert export_title("line one\n\nline two") == "line one line two"
+
+
+def test_longmemeval_as_exports_asks_each_question_in_its_own_memory(cli, tmp_path, stub_models):
+    cache, out = tmp_path / "cache", tmp_path / "wide.json"
+    args = ("longmemeval", str(FIXTURE), "--setting", "as-exports", "--systems", "cuemem,naive-rag,bm25",
+            "--budget", "200", "--cache-dir", str(cache))
+    summary = eval_json(cli, *args, "--out", str(out))
+    assert summary["setting"] == "as-exports" and summary["memories"] == 4 and summary["questions"] == 4
+    folder = Path(summary["database"])
+    assert folder.name == "longmemeval-as-exports" and len(list(folder.glob("*.db"))) == 4
+    records = orjson.loads(out.read_bytes())["records"]
+    for r in records:  # every memory is the question's haystack alone, each session a chat of it
+        assert r["context_ids"] or r["system"] == "bm25"  # BM25 finds nothing for words no turn has
+        assert all(i.startswith(r["question_id"] + "/") and i.count("/") == 2 for i in r["context_ids"])
+    found = {(r["question_id"], r["system"]): r for r in records}
+    assert found[("lme_user_01", "cuemem")]["retrieval"]["all_evidence"] is True
+    assert found[("lme_user_01", "cuemem")]["gold_sessions"] == ["answer_move_1"]
+    again = eval_json(cli, *args)
+    assert again["ingest"]["ingested"] == [] and len(again["ingest"]["cached"]) == 10
+    refused = cli("eval", "longmemeval", str(FIXTURE), "--setting", "as-exports", "--store", "postgresql://h/db")
+    assert refused.exit_code == 1 and "leave --store out" in refused.stderr
 
 
 # ------------------------------------------------------------------ LoCoMo slice

@@ -45,24 +45,16 @@ from first_person import first_person
 
 from cuemem_cli.convert import locomo
 from cuemem_cli.embed import get_embedder
-from cuemem_cli.evaluate.datasets import load_locomo
+from cuemem_cli.evaluate.datasets import export_title, load_locomo
 from cuemem_cli.reconstruct import Settings, fill_budget, fts_query, reconstruct
 from cuemem_cli.store_sqlite import SQLiteStore
 
 SETTINGS = ("one chat", "its chats", "one chat + 500 real chats", "its chats + 500 real chats")
 SYSTEMS = ("cuemem", "bm25")
-TITLE_CHARS = 40
 
 
 def epoch(iso: str) -> float:
     return float(calendar.timegm(datetime.fromisoformat(iso).timetuple()))
-
-
-def title_of(text: str) -> str:
-    """ShareGPT's titles: the first message's opening words, at most TITLE_CHARS characters, then "…"."""
-    if len(text) <= TITLE_CHARS:
-        return text
-    return text[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
 
 
 def chat(chat_id: str, title: str, messages: list[tuple[str, str, float, str]]) -> dict:
@@ -90,7 +82,7 @@ def sample_export(sample: dict, one_chat: bool) -> tuple[list[dict], str, str]:
     if one_chat:
         turns = [t for session in sessions.values() for t in session]
         return [chat(sample["sample_id"], f"{user} and {other}", turns)], user, other
-    return [chat(f"{sample['sample_id']}-{number}", title_of(turns[0][3]), turns)
+    return [chat(f"{sample['sample_id']}-{number}", export_title(turns[0][3]), turns)
             for number, turns in sessions.items()], user, other
 
 

@@ -162,6 +162,18 @@ class IngestSummary:
     superseded_removed: list[str] = field(default_factory=list)  # see remove_superseded
     superseded_bytes: int = 0
 
+    def add(self, memory: IngestSummary, superseded: tuple[list[str], int] = ([], 0)) -> None:
+        """Count one memory's ingest, and the cached databases its opening removed, into the run's (an eval
+        of several memories ingests each in turn)."""
+        self.cached += memory.cached
+        self.ingested += memory.ingested
+        self.turns_added += memory.turns_added
+        self.cues += memory.cues
+        self.pending += memory.pending
+        self.seconds = round(self.seconds + memory.seconds, 2)
+        self.superseded_removed += superseded[0]
+        self.superseded_bytes += superseded[1]
+
 
 def _done_key(conversation: str) -> str:
     return f"eval_ingested:{conversation}"

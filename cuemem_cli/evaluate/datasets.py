@@ -7,11 +7,14 @@ a few malformed ones ("D8:6; D9:17", "D", "D:11:26") and some that point at no t
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ..convert import CONVERTERS, Options, load_json
 from ..errors import CuememError
@@ -21,6 +24,7 @@ from ..timeparse import parse_time
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 LONGMEMEVAL_TYPES = ("single-session-user", "single-session-assistant", "single-session-preference",
                      "multi-session", "temporal-reasoning", "knowledge-update")
+TITLE_CHARS = 40  # export_title
 _DIA_ID = re.compile(r"D\d+:\d+")
 _ID_LIST = re.compile(r"[;,\s]+")
 
@@ -36,6 +40,7 @@ class Question:
     gold_turns: tuple[str, ...] = ()  # source ids of the evidence turns that exist
     gold_sessions: tuple[str, ...] = ()  # LongMemEval only
     abstention: bool = False  # the right answer is to decline (LongMemEval `_abs`, LoCoMo category 5)
+    memory: str = ""  # the memory it is asked in: a key of `Dataset.memories`, "" where there is one memory
 
 
 @dataclass
@@ -47,6 +52,15 @@ class Dataset:
     problems: list[dict[str, Any]] = field(default_factory=list)  # evidence ids reported and skipped
     categories: tuple[str, ...] = ()  # display order
     memory_wide: bool = False  # every question asked over the whole memory, no conversation named
+    memories: dict[str, list[str]] = field(default_factory=dict)  # memory → its conversations; {}: one memory
+
+    def split(self) -> list[tuple[str, list[Question], dict[str, list[Message]]]]:
+        """The memories the questions are asked in, each with its questions and its conversations' messages:
+        one memory of every conversation, unless `memories` lays them out as several (LongMemEval as exports)."""
+        if not self.memories:
+            return [("", self.questions, self.messages)]
+        return [(name, [q for q in self.questions if q.memory == name], {c: self.messages[c] for c in names})
+                for name, names in self.memories.items()]
 
 
 def normalise_evidence(raw: Sequence[Any], known: set[str]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -156,23 +170,40 @@ def as_export_sessions(messages: dict[str, list[Message]]) -> dict[str, list[Mes
     return out
 
 
-def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, limit: int | None = None) -> Dataset:
+def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, limit: int | None = None,
+                     as_exports: bool = False) -> Dataset:
     """Each question with its own haystack as one conversation (named by the question id).
 
     Gold turns are those marked `has_answer`, gold sessions the `answer_session_ids`; abstention
-    questions (`_abs`) keep theirs in the record but are left out of retrieval metrics.
+    questions (`_abs`) keep theirs in the record but are left out of retrieval metrics. Questions whose
+    haystacks are the same sessions (`_haystack_key`: `has_answer` marks are the question's, not the
+    history's) are asked in one conversation, named by the first of them: ingested once.
+
+    `as_exports` lays each haystack out as one person's chat export (`haystack_as_export`): a memory of its
+    own, every session in it a titled chat, the question asked over all of them with none named. A haystack
+    is one user's history, and LongMemEval's haystacks share their filler sessions: in one memory, another
+    question's copy of a session would answer for this one.
     """
     data = load_json(path)
     if not isinstance(data, list):
         raise CuememError(f"{path}: not a LongMemEval file (expected a list of questions)")
     items = _select([q for q in data if isinstance(q, dict)], "question_id", questions, "LongMemEval question")
     items = items[:limit] if limit is not None else items
-    messages = _group(CONVERTERS["longmemeval"](items, Options()))
+    converted = _group(CONVERTERS["longmemeval"](items, Options()))  # checks every question's shape
+    first: dict[str, str] = {}  # haystack → the first question asked in it
+    home = {str(item["question_id"]): first.setdefault(_haystack_key(item), str(item["question_id"]))
+            for item in items}
+    messages = {name: said for name, said in converted.items() if home.get(name) == name}
+    memories: dict[str, list[str]] = {}
+    if as_exports:
+        messages, memories = haystack_as_export(messages)
     out, problems = [], []
     for item in items:
         qid = str(item["question_id"])
-        turns = messages.get(qid, [])
-        gold_turns = tuple(m.source_id for m in turns if m.source_id and m.extra.get("has_answer") is True)
+        turns = [m for name in memories[home[qid]] for m in messages[name]] if as_exports \
+            else messages.get(home[qid], [])
+        known = {m.source_id: m.conversation for m in turns}
+        gold_turns = tuple(f"{known[sid]}/{sid}" if as_exports else sid for sid in _marked(item) if sid in known)
         sessions = {m.session for m in turns}
         gold_sessions = []
         for sid in item.get("answer_session_ids") or []:
@@ -186,10 +217,57 @@ def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, l
         except ValueError as exc:
             raise CuememError(f"longmemeval: {qid}: bad question_date: {exc}") from None
         out.append(Question(
-            qid=qid, conversation=qid, question=str(item.get("question", "")), answer=str(item.get("answer", "")),
-            category=str(item.get("question_type", "unknown")), as_of=as_of, gold_turns=gold_turns,
-            gold_sessions=tuple(gold_sessions), abstention=qid.endswith("_abs"),
+            qid=qid, conversation=home[qid], question=str(item.get("question", "")),
+            answer=str(item.get("answer", "")), category=str(item.get("question_type", "unknown")), as_of=as_of,
+            gold_turns=gold_turns, gold_sessions=tuple(gold_sessions), abstention=qid.endswith("_abs"),
+            memory=home[qid] if as_exports else "",
         ))
     seen = [t for t in LONGMEMEVAL_TYPES if any(q.category == t for q in out)]
     extra = sorted({q.category for q in out} - set(seen))
-    return Dataset("longmemeval", Path(path), out, messages, problems, tuple(seen + extra))
+    return Dataset("longmemeval", Path(path), out, messages, problems, tuple(seen + extra), memory_wide=as_exports,
+                   memories=memories)
+
+
+def _haystack_key(item: dict[str, Any]) -> str:
+    """What makes two questions' haystacks one history: their sessions' ids, dates, roles and words."""
+    sessions = [[(t.get("role"), t.get("content")) if isinstance(t, dict) else t for t in session]
+                if isinstance(session, list) else session for session in item.get("haystack_sessions") or []]
+    parts = [item.get("haystack_session_ids"), item.get("haystack_dates"), sessions]
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()
+
+
+def _marked(item: dict[str, Any]) -> list[str]:
+    """The ids (`SESSION_ID:INDEX`, as convert.longmemeval names turns) of the turns a question marks
+    `has_answer`, in haystack order."""
+    return [f"{sid}:{index}"
+            for sid, session in zip(item.get("haystack_session_ids") or [], item.get("haystack_sessions") or [],
+                                    strict=False) if isinstance(session, list)
+            for index, turn in enumerate(session) if isinstance(turn, dict) and turn.get("has_answer") is True]
+
+
+def export_title(text: str) -> str:
+    """A chat's title as ShareGPT's exports have it, and the closest a chat without one gets to ChatGPT's:
+    its first message's opening words, at most TITLE_CHARS characters, then "…"."""
+    text = " ".join(text.split())
+    if len(text) <= TITLE_CHARS:
+        return text
+    return text[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(",.;:") + "…"
+
+
+def haystack_as_export(messages: dict[str, list[Message]]) -> tuple[dict[str, list[Message]], dict[str, list[str]]]:
+    """LongMemEval haystacks (by the question they are named after) as chat exports: each haystack a memory
+    of its own, each of its sessions a conversation of it, `MEMORY/SESSION_ID`, titled by its first user
+    message's opening words (`export_title`; a session id such as `answer_4be1b6b4_2` would tell the reader
+    where the answer is), with its date and roles. Returns the messages by conversation, and each memory's
+    conversations in haystack order."""
+    out: dict[str, list[Message]] = {}
+    memories: dict[str, list[str]] = {}
+    for memory, said in messages.items():
+        sessions: dict[str, list[Message]] = {}
+        for m in said:
+            sessions.setdefault(f"{memory}/{m.session}", []).append(m)
+        for name, turns in sessions.items():
+            title = export_title(next((m.text for m in turns if m.role == "user"), turns[0].text))
+            out[name] = [replace(m, conversation=name, extra={**m.extra, "title": title}) for m in turns]
+        memories[memory] = list(sessions)
+    return out, memories

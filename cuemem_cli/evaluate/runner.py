@@ -7,12 +7,15 @@ every system's record for every question it finished: the partial summary compar
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import CuememError, LLMError
 from ..reconstruct import Settings
@@ -55,11 +58,14 @@ class EvalConfig:
     cache_dir: Path | None = None
     rebuild: bool = False
     store_url: str | None = None  # a postgresql:// database to evaluate on instead of the SQLite cache
-    setting: str = "one-conversation"  # LoCoMo: or "as-exports" (SETTINGS)
+    setting: str = "one-conversation"  # or "as-exports" (SETTINGS)
 
 
-# LoCoMo's layouts: each sample one conversation, its questions asked in it; or every session its own
+# The layouts. LoCoMo: each sample one conversation, its questions asked in it; or every session its own
 # conversation in one memory, every question asked over the whole memory (datasets.as_export_sessions).
+# LongMemEval: each question's haystack one conversation, the question asked in it; or each haystack a
+# memory of its own whose sessions are its chats, the question asked over all of them
+# (datasets.haystack_as_export).
 SETTINGS = ("one-conversation", "as-exports")
 
 
@@ -85,9 +91,10 @@ def check(config: EvalConfig) -> None:
         raise CuememError(f"unknown dataset {config.dataset!r}")
     if config.setting not in SETTINGS:
         raise CuememError(f"unknown setting {config.setting!r}", f"choose from {', '.join(SETTINGS)}")
-    if config.setting != SETTINGS[0] and config.dataset != "locomo":
-        raise CuememError(f"--setting {config.setting} is for LoCoMo", "leave --setting out for LongMemEval")
     if config.store_url is not None:
+        if config.dataset == "longmemeval" and config.setting == "as-exports":
+            raise CuememError("LongMemEval as exports makes a memory of each question's haystack, and --store is one",
+                              "leave --store out: each memory is then a SQLite database in the cache")
         from ..config import is_postgres_url
 
         if not is_postgres_url(config.store_url):
@@ -129,7 +136,7 @@ def load_dataset(config: EvalConfig) -> Dataset:
     wanted = list(config.conversations) or None
     if config.dataset == "locomo":
         return load_locomo(config.file, wanted, config.limit, config.adversarial, config.setting == "as-exports")
-    return load_longmemeval(config.file, wanted, config.limit)
+    return load_longmemeval(config.file, wanted, config.limit, config.setting == "as-exports")
 
 
 def base_settings(config: EvalConfig) -> Settings:
@@ -144,22 +151,73 @@ def _layout(config: EvalConfig) -> str:
     (an as-exports memory must never mix with the one-conversation one). As exports, the samples chosen
     too: every question is asked over the whole memory, so `--conversations conv-26` must have a memory
     of conv-26's sessions only, not the cached one of all ten (which made it the ten-sample setting
-    again). One conversation narrows each question to its sample, so every selection shares one memory."""
+    again). One conversation narrows each question to its sample, so every selection shares one memory.
+    (LongMemEval as exports has a memory per haystack whatever is chosen: `_database`.)"""
     if config.setting == SETTINGS[0]:
         return config.dataset
     layout = f"{config.dataset}-{config.setting}"
     chosen = sorted(set(config.conversations))
-    if chosen:
+    if chosen and config.dataset == "locomo":
         layout += f"-{len(chosen)}-{hashlib.sha256(','.join(chosen).encode()).hexdigest()[:8]}"
     return layout
 
 
-def _database(config: EvalConfig, build: BuildSettings) -> Path:
+def _database(config: EvalConfig, build: BuildSettings, digest: str, memory: str = "") -> Path:
+    """The cached database of a memory: the layout's one, or for a layout of several memories (`memory`
+    named) that memory's in a folder of the layout's (one file per LongMemEval haystack as exports)."""
     folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
-    path = database_path(folder, _layout(config), build, file_digest(Path(config.file)))
+    name = _layout(config)
+    if memory:
+        folder, name = private_dir(folder / name), _file_name(memory)
+    path = database_path(folder, name, build, digest)
     if config.rebuild:
         remove_database(path)
     return path
+
+
+def _file_name(memory: str) -> str:
+    """A memory's name as a file name: as it is when it is safe, else made safe and told apart by a hash."""
+    safe = re.sub(r"[^A-Za-z0-9_.]+", "_", memory).strip(".") or "memory"
+    return safe if safe == memory else f"{safe}_{hashlib.sha256(memory.encode()).hexdigest()[:8]}"
+
+
+class _Memory:
+    """One memory an eval asks in, open: its store (the cached SQLite database of `memory`, or the PostgreSQL
+    database given), the folder for naive RAG's turn vectors, and the turn-alone copy of the ablations.
+    `superseded`: what opening it removed from the cache (`remove_superseded`)."""
+
+    def __init__(self, config: EvalConfig, build: BuildSettings, embedder, digest: str, memory: str = ""):
+        self.superseded: tuple[list[str], int] = ([], 0)
+        self._scratch = None
+        if config.store_url:  # PostgreSQL: the database given, naive RAG's turn vectors in a temporary folder
+            import tempfile
+
+            self.store: Store = open_postgres(config, build.lineage(_layout(config), digest))
+            self._scratch = tempfile.TemporaryDirectory(prefix="cuemem-eval-")
+            self.database, self.vectors = self.store.path, Path(self._scratch.name)
+            self.turn_alone = _TurnAloneCopy(None, self.vectors / "unused.db", embedder)  # check() refused its systems
+            return
+        path = _database(config, build, digest, memory)
+        sqlite = SQLiteStore.open(path)
+        self.store, self.database, self.vectors = sqlite, str(path), vector_dir(path)
+        self.turn_alone = _TurnAloneCopy(sqlite, turn_alone_path(path), embedder)
+        self.superseded = remove_superseded(path)
+
+    def turn_vectors(self, embedder) -> Callable[[ConversationView], np.ndarray]:
+        """Naive RAG's turn vectors of a view, cached in this memory's folder for them."""
+        def vectors(view: ConversationView) -> np.ndarray:
+            return view.matrix(embedder, self.vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy")
+
+        return vectors
+
+    def __enter__(self) -> _Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.store.close()
+        self.turn_alone.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
 
 
 class _TurnAloneCopy:
@@ -203,13 +261,13 @@ class _TurnAloneCopy:
             self.store = None
 
 
-def make_record(dataset: Dataset, q: Question, view: ConversationView, name: str, budget: int | None,
+def make_record(dataset: str, q: Question, view: ConversationView, name: str, budget: int | None,
                 found: Retrieval) -> dict[str, Any]:
     ids = [view.key_of(e) for e in found.context.evidence]
     retrieval = None
     if not q.abstention:
         retrieval = evidence_scores(q.gold_turns, ids)
-        if dataset.name == "longmemeval":
+        if dataset == "longmemeval":
             sessions = unique_in_order(view.turns[view.index[sid]].session for sid in found.ranked)
             extra = longmemeval_scores(found.ranked, sessions, q.gold_turns, q.gold_sessions)
             turn_ndcg = extra.pop("turn_ndcg")
@@ -218,14 +276,14 @@ def make_record(dataset: Dataset, q: Question, view: ConversationView, name: str
                 base = retrieval or {"recall": None, "all_evidence": None, "any_evidence": None}
                 retrieval = {**base, "turn_ndcg": turn_ndcg, **extra}
     record = {
-        "dataset": dataset.name, "question_id": q.qid, "conversation": q.conversation, "category": q.category,
+        "dataset": dataset, "question_id": q.qid, "conversation": q.conversation, "category": q.category,
         "abstention": q.abstention, "question": q.question, "gold_answer": q.answer, "as_of": q.as_of,
         "system": name, "budget": budget, "gold_evidence": list(q.gold_turns),
         "context_ids": ids, "tokens": count_tokens(view, ids), "retrieval": retrieval,
         "latency_ms": {"reconstruct": round(found.latency_ms, 2), "answer": None, "judge": None},
         "answer": None, "judgement": None, "usage": {},
     }
-    if dataset.name == "longmemeval":
+    if dataset == "longmemeval":
         record["gold_sessions"] = list(q.gold_sessions)
     return record
 
@@ -303,37 +361,29 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
                           max(BuildSettings.window, settings.window), max(BuildSettings.sem_k, settings.sem_k))
     state = _Progress()
     qa = _QA(config, dataset.name, config.model) if config.model else None
-    scratch = None
-    if config.store_url:  # PostgreSQL: the database given, naive RAG's turn vectors in a temporary folder
-        import tempfile
-
-        store = open_postgres(config, build.lineage(_layout(config), file_digest(Path(config.file))))
-        scratch = tempfile.TemporaryDirectory(prefix="cuemem-eval-")
-        database, vectors = store.path, Path(scratch.name)
-        turn_alone = _TurnAloneCopy(None, vectors / "unused.db", embedder)  # check() refused its systems
-    else:
-        db_path = _database(config, build)
-        sqlite = SQLiteStore.open(db_path)
-        store, database, vectors = sqlite, str(db_path), vector_dir(db_path)
-        turn_alone = _TurnAloneCopy(sqlite, turn_alone_path(db_path), embedder)
+    offline = _Offline(embedder) if config.offline_answers else None
+    memories = dataset.split()
+    digest = file_digest(Path(config.file))
+    turns = [sum(len(items) for items in messages.values()) for _, _, messages in memories]
+    queries = QueryVectors(embedder)
+    database = ""
     try:
-        state.ingest = ensure_ingested(store, dataset.messages, build, embedder, lambda d, t: notify("ingest", d, t))
-        if scratch is None:
-            state.ingest.superseded_removed, state.ingest.superseded_bytes = remove_superseded(Path(database))
-        embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
-        env = Env(store, QueryVectors(embedder), settings, lambda view: view.matrix(
-            embedder, vectors / f"{hashlib.sha1(view.name.encode()).hexdigest()[:16]}.npy"), turn_alone)
-        offline = _Offline(embedder) if config.offline_answers else None
-        _questions(dataset, env, config.systems, budgets, qa, config.workers, state, notify, offline)
+        for index, (memory, questions, messages) in enumerate(memories):
+            with _Memory(config, build, embedder, digest, memory if len(memories) > 1 else "") as opened:
+                database = opened.database if len(memories) == 1 else str(Path(opened.database).parent)
+                state.ingest.add(ensure_ingested(opened.store, messages, build, embedder,
+                                                 _ingest_progress(notify, sum(turns[:index]), sum(turns))),
+                                 opened.superseded)
+                if index == 0:
+                    embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
+                    notify("questions", 0, len(dataset.questions))
+                env = Env(opened.store, queries, settings, opened.turn_vectors(embedder), opened.turn_alone)
+                _questions(dataset.name, questions, len(dataset.questions), env, config.systems, budgets, qa,
+                           config.workers, state, notify, offline, dataset.memory_wide)
     except KeyboardInterrupt:
         state.interrupted = True
     except LLMError as exc:  # the model kept failing: keep what finished, say why it stopped
         state.interrupted, state.error = True, exc.message
-    finally:
-        store.close()
-        turn_alone.close()
-        if scratch is not None:
-            scratch.cleanup()
     summary = {
         "dataset": dataset.name, "setting": config.setting, "file": str(config.file), "questions": state.done,
         "questions_selected": len(dataset.questions), "interrupted": state.interrupted, "error": state.error,
@@ -348,24 +398,29 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         "tokenizers": {name: TOKENIZER_LABELS[name] for name in _tokenizers(state.records)},
         "categories": list(dataset.categories), "evidence_problems": dataset.problems,
         "qa_errors": qa.errors if qa else 0,
-        "ingest": asdict(state.ingest), "database": database,
+        "ingest": asdict(state.ingest), "database": database, "memories": len(memories),
         "elapsed_s": round(time.perf_counter() - started, 1),
         "rows": summarise(state.records, config.systems, dataset.categories),
     }
     return EvalResult(summary, state.records, state.interrupted)
 
 
-def _questions(dataset: Dataset, env: Env, systems: tuple[str, ...], budgets: tuple[int, ...], qa: _QA | None,
-               workers: int, state: _Progress, notify: Progress, offline: _Offline | None = None) -> None:
+def _ingest_progress(notify: Progress, before: int, total: int) -> Callable[[int, int], None]:
+    """One memory's ingest progress as the run's: the turns of the memories before it, then its own."""
+    return lambda done, _: notify("ingest", before + done, total)
+
+
+def _questions(dataset: str, questions: list[Question], total: int, env: Env, systems: tuple[str, ...],
+               budgets: tuple[int, ...], qa: _QA | None, workers: int, state: _Progress, notify: Progress,
+               offline: _Offline | None, memory_wide: bool) -> None:
     """Every system (at every budget) on each question in turn; a question counts once all its records are done."""
     counter = TokenCounter()
     runners = {name: system(name) for name in systems}
     pool = ThreadPoolExecutor(workers) if qa is not None and workers > 1 else None
     view: ConversationView | None = None
-    notify("questions", 0, len(dataset.questions))
     try:
-        for q in dataset.questions:
-            scope = None if dataset.memory_wide else q.conversation
+        for q in questions:
+            scope = None if memory_wide else q.conversation
             if view is None or view.scope_name != scope:
                 view = ConversationView(env.store, scope, counter)
             env.queries.get(q.question)
@@ -385,7 +440,7 @@ def _questions(dataset: Dataset, env: Env, systems: tuple[str, ...], budgets: tu
                     qa(q, rec, found)
             state.records.extend(rec for rec, _ in batch)
             state.done += 1
-            notify("questions", state.done, len(dataset.questions))
+            notify("questions", state.done, total)
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
