@@ -239,13 +239,17 @@ def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, c
     assert database.exists() and all(p.exists() for p in kept)
 
 
-def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir, stub_models):
-    """Both assistant answers are longer than the budget: whole, neither fits; as excerpts, the gold one does."""
+def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_dir, stub_models, tmp_path):
+    """Both assistant answers are longer than the budget: whole, neither fits; as excerpts, the gold one does,
+    and the context's size is reported as shown (an excerpt counted as cut, not as the whole answer)."""
+    out = tmp_path / "long.json"
     summary = eval_json(cli, "longmemeval", str(LONG_ANSWERS), "--budget", "300", "--systems", "cuemem,whole-turns",
-                        "--cache-dir", str(cache_dir))
+                        "--cache-dir", str(cache_dir), "--out", str(out))
     rows = {(r["system"], r["category"]): r for r in summary["rows"]}
     assert rows[("cuemem", "overall")]["all_evidence"] == 1.0
     assert rows[("whole-turns", "overall")]["all_evidence"] == 0.0
+    cut = [r for r in orjson.loads(out.read_bytes())["records"] if r["system"] == "cuemem"]
+    assert cut and all(0 < r["tokens"]["estimate"] <= 300 and r["tokens"]["wordpiece"] < 400 for r in cut)
 
 
 def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_dir, embedder):

@@ -279,7 +279,7 @@ def make_record(dataset: str, q: Question, view: ConversationView, name: str, bu
         "dataset": dataset, "question_id": q.qid, "conversation": q.conversation, "category": q.category,
         "abstention": q.abstention, "question": q.question, "gold_answer": q.answer, "as_of": q.as_of,
         "system": name, "budget": budget, "gold_evidence": list(q.gold_turns),
-        "context_ids": ids, "tokens": count_tokens(view, ids), "retrieval": retrieval,
+        "context_ids": ids, "tokens": count_tokens(view, found.context.evidence), "retrieval": retrieval,
         "latency_ms": {"reconstruct": round(found.latency_ms, 2), "answer": None, "judge": None},
         "answer": None, "judgement": None, "usage": {},
     }

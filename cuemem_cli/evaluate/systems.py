@@ -105,6 +105,7 @@ class ConversationView:
         self.qualified = name is None
         self.index = {self.key(t.conversation, t.source_id): i for i, t in enumerate(self.turns)}
         self.tokenizers = ("estimate", *counter.names)
+        self.counter = counter
         self.cost = {self.key_of(t): turn_cost(t) for t in self.turns}
         lines = [evidence_line(t.speaker or t.role, shown_text(t.text, t.time)) for t in self.turns]
         self.counts = {self.key_of(t): {"estimate": self.cost[self.key_of(t)], **counts}
@@ -236,10 +237,17 @@ def system(name: str) -> Retriever:
     return {"full-history": full_history, "naive-rag": naive_rag, "bm25": bm25}[name]
 
 
-def count_tokens(view: ConversationView, keys: Sequence[str]) -> dict[str, int]:
-    """The context's size per tokenizer: the sum over its lines (turns, headers, gap lines) as shown."""
-    turns = [view.turns[view.index[key]] for key in keys]
-    counts = {name: sum(view.counts[view.key_of(t)][name] for t in turns) for name in view.tokenizers}
+def count_tokens(view: ConversationView, evidence: Sequence[Evidence]) -> dict[str, int]:
+    """The context's size per tokenizer, as the prompt shows it: the sum over its lines (turns, headers, gap
+    lines), a long turn cut to an excerpt counted as cut (`estimate` is what the budget counted)."""
+    turns = [view.turns[view.index[view.key_of(e)]] for e in evidence]
+    cut = [(t, e) for t, e in zip(turns, evidence, strict=True) if e.excerpt]
+    counts = {name: sum(view.counts[view.key_of(t)][name] for t, e in zip(turns, evidence, strict=True)
+                        if not e.excerpt) for name in view.tokenizers}
+    lines = [evidence_line(t.speaker or t.role, shown_text(e.text, t.time)) for t, e in cut]
+    for line, measured in zip(lines, view.counter.count(lines) if lines else [], strict=True):
+        for name in view.tokenizers:
+            counts[name] += estimate_tokens(line) if name == "estimate" else measured[name]
     for line in break_lines(turns):
         for name in view.tokenizers:
             counts[name] += view.break_counts[line][name]
