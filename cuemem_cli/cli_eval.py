@@ -166,7 +166,8 @@ def _report(summary: dict[str, Any], out: Path | None) -> None:
     from .text import plural
 
     ingest = summary["ingest"]
-    where = "database" if summary.get("memories", 1) == 1 else f"{plural(summary['memories'], 'memory', 'memories')} in"
+    several = summary.get("database_per_memory", False)
+    where = f"{plural(summary['memories'], 'memory', 'memories')} in" if several else "database"
     err.print(f"[dim]{where} {escape(summary['database'])}: {plural(len(ingest['cached']), 'conversation')} "
               f"cached, {len(ingest['ingested'])} ingested ({plural(ingest['turns_added'], 'turn')}, "
               f"{plural(ingest['cues'], 'cue')}, {ingest['seconds']} s)[/dim]")
@@ -175,7 +176,7 @@ def _report(summary: dict[str, Any], out: Path | None) -> None:
                   f"version of the ingest code, which this one never reads: {ingest['superseded_bytes'] / 1e6:.0f} MB "
                   "freed[/dim]")
     if ingest["pending"]:
-        again = "cuemem --db DATABASE extract --pending on each database there" if summary.get("memories", 1) > 1 \
+        again = "cuemem --db DATABASE extract --pending on each database there" if several \
             else f"cuemem --db {escape(summary['database'])} extract --pending"
         err.print(f"[yellow]{plural(len(ingest['pending']), 'turn')} pending (their LLM extraction failed); retry with "
                   f"{again}[/yellow]")

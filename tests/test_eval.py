@@ -486,6 +486,8 @@ def test_longmemeval_as_exports_asks_each_question_in_its_own_memory(cli, tmp_pa
     assert found[("lme_user_01", "cuemem")]["gold_sessions"] == ["answer_move_1"]
     again = eval_json(cli, *args)
     assert again["ingest"]["ingested"] == [] and len(again["ingest"]["cached"]) == 10
+    alone = eval_json(cli, *args, "--conversations", "lme_user_01")  # its memory is the one already built
+    assert (alone["database"], alone["memories"], alone["ingest"]["ingested"]) == (str(folder), 1, [])
     refused = cli("eval", "longmemeval", str(FIXTURE), "--setting", "as-exports", "--store", "postgresql://h/db")
     assert refused.exit_code == 1 and "leave --store out" in refused.stderr
 

@@ -369,8 +369,8 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     database = ""
     try:
         for index, (memory, questions, messages) in enumerate(memories):
-            with _Memory(config, build, embedder, digest, memory if len(memories) > 1 else "") as opened:
-                database = opened.database if len(memories) == 1 else str(Path(opened.database).parent)
+            with _Memory(config, build, embedder, digest, memory) as opened:
+                database = str(Path(opened.database).parent) if memory else opened.database
                 state.ingest.add(ensure_ingested(opened.store, messages, build, embedder,
                                                  _ingest_progress(notify, sum(turns[:index]), sum(turns))),
                                  opened.superseded)
@@ -399,6 +399,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         "categories": list(dataset.categories), "evidence_problems": dataset.problems,
         "qa_errors": qa.errors if qa else 0,
         "ingest": asdict(state.ingest), "database": database, "memories": len(memories),
+        "database_per_memory": bool(dataset.memories),  # `database` is then the folder holding them
         "elapsed_s": round(time.perf_counter() - started, 1),
         "rows": summarise(state.records, config.systems, dataset.categories),
     }
