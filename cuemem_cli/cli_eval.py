@@ -86,19 +86,19 @@ def longmemeval(
     file: Path = typer.Argument(..., help="LongMemEval JSON, e.g. longmemeval_s.json."),
     conversations: list[str] | None = typer.Option(None, "--questions", "--conversations",
                                                    help="Question ids, comma-separated or repeated."),
+    setting: str = typer.Option(
+        "one-conversation", "--setting", metavar="one-conversation|as-exports",
+        help="one-conversation: each question's haystack is one conversation and the question is asked in it. "
+             "as-exports: each haystack is one person's chat export, a memory of its own (a database per "
+             "haystack, in a folder of the cache) whose every session is a chat titled by its first user "
+             "message's opening words, and the question is asked over all of them with none named; baselines "
+             "search that memory too. Not with --store."),
     systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
     model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
     workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD, store: str | None = _STORE,
     offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
-    setting: str = typer.Option(
-        "one-conversation", "--setting", metavar="one-conversation|as-exports",
-        help="one-conversation: each question's haystack is one conversation and the question is asked in it. "
-             "as-exports: each haystack is one person's chat export, a memory of its own (a database per "
-             "haystack, in a folder of the cache) whose every session is a chat titled by its first message's "
-             "opening words, and the question is asked over all of them with none named; baselines search "
-             "that memory too. Not with --store."),
 ) -> None:
     """LongMemEval: each question's haystack as its own conversation (or, --setting as-exports, its own memory of
     chats); types reported apart, `_abs` as abstention."""
