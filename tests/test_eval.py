@@ -325,6 +325,19 @@ def test_priority_ablation_drops_the_recency_rule(cli, cache_dir, fake_llm, stub
     assert "most recent" not in request[0]["content"] and "<dialogue>" in request[1]["content"]
 
 
+def test_as_exports_the_answer_model_reads_each_chat_by_its_title(cli, tmp_path, fake_llm, stub_models):
+    fake_llm.default = "Lisbon"
+    summary = eval_json(cli, "longmemeval", str(FIXTURE), "--setting", "as-exports", "--questions", "lme_user_01",
+                        "--systems", "cuemem", "--budget", "200", "--model", "fake/answerer",
+                        "--cache-dir", str(tmp_path / "cache"))
+    assert summary["rows"][0]["judged"] == 0 and summary["qa_errors"] == 0
+    [request] = fake_llm.requests
+    haystack = orjson.loads(FIXTURE.read_bytes())[0]["haystack_sessions"]
+    titles = [export_title(session[0]["content"]) for session in haystack]
+    shown = [t for t in titles if f"— {t} · " in request[1]["content"]]
+    assert len(shown) >= 2 and "answer_move_1" not in request[1]["content"]  # named by title, never by id
+
+
 def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeypatch, stub_models):
     import cuemem_cli.cli_eval as cli_eval
 
