@@ -642,11 +642,11 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     candidates = list(dict.fromkeys([*seeds, *hops.dst.tolist()]))
     turns = source.turns_by_id(candidates)
     if scope.ids is not None:  # semantic edges cross conversations; a narrowed question stays inside its own
-        outside = [tid for tid, turn in turns.items() if turn.conversation not in scope.names]
+        outside = {tid for tid, turn in turns.items() if turn.conversation not in scope.names}
         if outside:
-            inside = ~np.isin(hops.dst, np.array(outside, dtype=np.int64))
+            inside = ~np.isin(hops.dst, np.fromiter(outside, np.int64, len(outside)))
             hops = Hops(*(column[inside] for column in hops))
-            candidates = [tid for tid in candidates if tid not in set(outside)]
+            candidates = [tid for tid in candidates if tid not in outside]
     lift = np.zeros(len(candidates), dtype=np.float32)
     if settings.circle_weight and scope.held > 1:
         people = source.people()

@@ -90,11 +90,13 @@ def _select(items: list[dict[str, Any]], key: str, wanted: Sequence[str] | None,
     if not wanted:
         return items
     names = [str(item.get(key)) for item in items]
-    unknown = [w for w in wanted if w not in names]
+    known = set(names)
+    unknown = [w for w in wanted if w not in known]
     if unknown:
         raise CuememError(f"no {what} named {', '.join(unknown)}", f"known: {', '.join(names[:12])}"
                           + (" …" if len(names) > 12 else ""))
-    return [item for item, name in zip(items, names, strict=True) if name in set(wanted)]
+    chosen = set(wanted)
+    return [item for item, name in zip(items, names, strict=True) if name in chosen]
 
 
 def _group(messages) -> dict[str, list[Message]]:
