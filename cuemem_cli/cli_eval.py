@@ -88,11 +88,11 @@ def longmemeval(
                                                    help="Question ids, comma-separated or repeated."),
     setting: str = typer.Option(
         "one-conversation", "--setting", metavar="one-conversation|as-exports",
-        help="one-conversation: each question's haystack is one conversation and the question is asked in it. "
-             "as-exports: each haystack is one person's chat export, a memory of its own (a database per "
-             "haystack, in a folder of the cache) whose every session is a chat titled by its first user "
-             "message's opening words, and the question is asked over all of them with none named; baselines "
-             "search that memory too. Not with --store."),
+        help="Each haystack is a memory of its own (a database per haystack, in a folder of the cache). "
+             "one-conversation: the haystack is one conversation and the question is asked in it. as-exports: "
+             "the haystack is one person's chat export, every session a chat titled by its first user message's "
+             "opening words, and the question is asked over all of them with none named; baselines search that "
+             "memory too (not with --store, which is one memory)."),
     systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
     extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
     top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
@@ -100,8 +100,8 @@ def longmemeval(
     workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD, store: str | None = _STORE,
     offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
 ) -> None:
-    """LongMemEval: each question's haystack as its own conversation (or, --setting as-exports, its own memory of
-    chats); types reported apart, `_abs` as abstention."""
+    """LongMemEval: each question's haystack a memory of its own, one conversation (or, --setting as-exports, a chat
+    per session); types reported apart, `_abs` as abstention."""
     _run(locals(), "longmemeval")
 
 

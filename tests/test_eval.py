@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from cuemem_cli.evaluate.cache import BuildSettings, database_path, file_digest
 from cuemem_cli.evaluate.datasets import export_title, load_locomo, load_longmemeval, normalise_evidence
 from cuemem_cli.evaluate.metrics import answer_holds, content_tokens, evidence_scores, ndcg, summarise
 from cuemem_cli.reconstruct import (
@@ -209,21 +210,28 @@ def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path, stub_models):
 
 
 def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, cache_dir, stub_models):
-    """Same data and settings, another code version (or the old naming) is dead weight; anything else, or
-    one another run has open, stays."""
+    """Same data and settings, another code version (or the old naming, or the one database LongMemEval had
+    before it was a database per haystack) is dead weight; anything else, or one another run has open, stays."""
     args = ("longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem", "--cache-dir", str(cache_dir))
-    database = Path(eval_json(cli, *args)["database"])
+    summary = eval_json(cli, *args)
+    folder = Path(summary["database"])
+    assert summary["database_per_memory"] and folder.parent == cache_dir
+    [database] = [p for p in folder.glob("lme_user_01-*.db") if not p.name.endswith(".turn-alone.db")]
     dataset, lineage, _ = database.stem.rsplit("-", 2)
-    older = cache_dir / f"{dataset}-{lineage}-{'0' * 8}.db"
+    older = folder / f"{dataset}-{lineage}-{'0' * 8}.db"
     shutil.copy(database, older)
     (older.with_suffix(".turn-vectors")).mkdir()
     (older.with_suffix(".turn-vectors") / "view.npy").write_bytes(b"x" * 1000)
-    legacy = cache_dir / f"{dataset}-{'a' * 16}.db"
+    legacy = folder / f"{dataset}-{'a' * 16}.db"
     shutil.copy(database, legacy)
     shutil.copy(database, legacy.with_suffix(".turn-alone.db"))
     shutil.copy(database, f"{legacy}.bak-schema4")  # left by a schema migration
-    in_use = cache_dir / f"{dataset}-{lineage}-{'1' * 8}.db"
-    kept = [cache_dir / f"{dataset}-{'b' * 12}-{'0' * 8}.db", cache_dir / f"other-{lineage}-{'0' * 8}.db", in_use]
+    build = BuildSettings("spacy", None, summary["embedder"]["model"], summary["graph_built"]["window"],
+                          summary["graph_built"]["sem_k"])
+    single = database_path(cache_dir, "longmemeval", build, file_digest(FIXTURE))  # one memory of every haystack
+    shutil.copy(database, single)
+    in_use = folder / f"{dataset}-{lineage}-{'1' * 8}.db"
+    kept = [folder / f"{dataset}-{'b' * 12}-{'0' * 8}.db", folder / f"other-{lineage}-{'0' * 8}.db", in_use]
     for path in kept:
         shutil.copy(database, path)
     Path(f"{in_use}-wal").write_bytes(b"")  # another run has it open
@@ -231,10 +239,10 @@ def test_databases_built_by_other_ingest_code_are_removed_and_others_kept(cli, c
     result = cli("eval", *args, "--json")
     assert result.exit_code == 0, result.stderr
     ingest = orjson.loads(result.stdout)["ingest"]
-    assert sorted(ingest["superseded_removed"]) == sorted([legacy.name, older.name]) and ingest["cached"]
-    assert ingest["superseded_bytes"] >= 4 * database.stat().st_size + 1000
-    assert "removed 2 cached databases built by another version" in result.stderr
-    assert not any(p.exists() for p in (older, older.with_suffix(".turn-vectors"), legacy,
+    assert sorted(ingest["superseded_removed"]) == sorted([legacy.name, older.name, single.name]) and ingest["cached"]
+    assert ingest["superseded_bytes"] >= 5 * database.stat().st_size + 1000
+    assert "removed 3 cached databases built by another version" in result.stderr
+    assert not any(p.exists() for p in (older, older.with_suffix(".turn-vectors"), legacy, single,
                                         legacy.with_suffix(".turn-alone.db"), Path(f"{legacy}.bak-schema4")))
     assert database.exists() and all(p.exists() for p in kept)
 
@@ -261,7 +269,8 @@ def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_
                         "cuemem,no-context,mixed-context", "--cache-dir", str(cache_dir))
     rows = {(r["system"], r["category"]): r for r in summary["rows"]}
     assert {"cuemem", "no-context", "mixed-context"} <= {system for system, _ in rows}
-    database = Path(summary["database"])
+    copies = Path(summary["database"]).glob("lme_user_01-*.turn-alone.db")  # this run's is the newest
+    database = Path(str(max(copies, key=lambda p: p.stat().st_mtime)).replace(".turn-alone.db", ".db"))
     original = SQLiteStore.open(database, create=False)
     copy = SQLiteStore.open(database.with_suffix(".turn-alone.db"), create=False)
     try:
@@ -449,7 +458,8 @@ def test_longmemeval_as_exports_makes_each_haystack_a_memory_of_titled_chats(tmp
     data = tmp_path / "lme.json"
     data.write_bytes(orjson.dumps([*items, twin]))
     one = load_longmemeval(data)
-    assert not one.memories and one.split()[0][0] == "" and "lme_user_02" not in one.messages
+    assert "lme_user_02" not in one.messages and not one.memory_wide
+    assert one.memories["lme_user_01"] == ["lme_user_01"] and len(one.split()) == 4  # a memory per haystack
     asked = {q.qid: q for q in one.questions}
     assert asked["lme_user_02"].conversation == "lme_user_01"  # ingested once, asked in it
     assert (asked["lme_user_01"].gold_turns, asked["lme_user_02"].gold_turns) == (("answer_move_1:0",),

@@ -56,7 +56,8 @@ class Dataset:
 
     def split(self) -> list[tuple[str, list[Question], dict[str, list[Message]]]]:
         """The memories the questions are asked in, each with its questions and its conversations' messages:
-        one memory of every conversation, unless `memories` lays them out as several (LongMemEval as exports)."""
+        one memory of every conversation, unless `memories` lays them out as several (LongMemEval: a memory per
+        haystack)."""
         if not self.memories:
             return [("", self.questions, self.messages)]
         return [(name, [q for q in self.questions if q.memory == name], {c: self.messages[c] for c in names})
@@ -174,12 +175,18 @@ def as_export_sessions(messages: dict[str, list[Message]]) -> dict[str, list[Mes
 
 def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, limit: int | None = None,
                      as_exports: bool = False) -> Dataset:
-    """Each question with its own haystack as one conversation (named by the question id).
+    """Each question with its own haystack as one conversation (named by the question id), a memory of its own.
 
     Gold turns are those marked `has_answer`, gold sessions the `answer_session_ids`; abstention
     questions (`_abs`) keep theirs in the record but are left out of retrieval metrics. Questions whose
     haystacks are the same sessions (`_haystack_key`: `has_answer` marks are the question's, not the
     history's) are asked in one conversation, named by the first of them: ingested once.
+
+    A memory per haystack, in both layouts: the haystacks are different users' histories that share their
+    filler sessions, and in one memory every cue of a haystack would be compared with every cue of all the
+    others as the graph is built (graph.py: semantic edges range over the whole memory), a cost that grows
+    with the square of the benchmark (LongMemEval-S: ~500 haystacks) and edges that lead only to other
+    haystacks' copies of a session.
 
     `as_exports` lays each haystack out as one person's chat export (`haystack_as_export`): a memory of its
     own, every session in it a titled chat, the question asked over all of them with none named. A haystack
@@ -196,14 +203,15 @@ def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, l
     home = {str(item["question_id"]): first.setdefault(_haystack_key(item), str(item["question_id"]))
             for item in items}
     messages = {name: said for name, said in converted.items() if home.get(name) == name}
-    memories: dict[str, list[str]] = {}
+    memories = {name: [name] for name in messages}  # a haystack is a memory: one conversation, or its chats
     if as_exports:
         messages, memories = haystack_as_export(messages)
+    for memory in home.values():
+        memories.setdefault(memory, [])  # a haystack with no words in it is still asked about
     out, problems = [], []
     for item in items:
         qid = str(item["question_id"])
-        turns = [m for name in memories[home[qid]] for m in messages[name]] if as_exports \
-            else messages.get(home[qid], [])
+        turns = [m for name in memories[home[qid]] for m in messages[name]]
         known = {m.source_id: m.conversation for m in turns}
         gold_turns = tuple(f"{known[sid]}/{sid}" if as_exports else sid for sid in _marked(item) if sid in known)
         sessions = {m.session for m in turns}
@@ -222,7 +230,7 @@ def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, l
             qid=qid, conversation=home[qid], question=str(item.get("question", "")),
             answer=str(item.get("answer", "")), category=str(item.get("question_type", "unknown")), as_of=as_of,
             gold_turns=gold_turns, gold_sessions=tuple(gold_sessions), abstention=qid.endswith("_abs"),
-            memory=home[qid] if as_exports else "",
+            memory=home[qid],
         ))
     seen = [t for t in LONGMEMEVAL_TYPES if any(q.category == t for q in out)]
     extra = sorted({q.category for q in out} - set(seen))

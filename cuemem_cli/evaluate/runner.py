@@ -63,8 +63,8 @@ class EvalConfig:
 
 # The layouts. LoCoMo: each sample one conversation, its questions asked in it; or every session its own
 # conversation in one memory, every question asked over the whole memory (datasets.as_export_sessions).
-# LongMemEval: each question's haystack one conversation, the question asked in it; or each haystack a
-# memory of its own whose sessions are its chats, the question asked over all of them
+# LongMemEval, a memory per haystack in both (datasets.load_longmemeval): the haystack one conversation,
+# the question asked in it; or the haystack's sessions its chats, the question asked over all of them
 # (datasets.haystack_as_export).
 SETTINGS = ("one-conversation", "as-exports")
 
@@ -152,7 +152,7 @@ def _layout(config: EvalConfig) -> str:
     too: every question is asked over the whole memory, so `--conversations conv-26` must have a memory
     of conv-26's sessions only, not the cached one of all ten (which made it the ten-sample setting
     again). One conversation narrows each question to its sample, so every selection shares one memory.
-    (LongMemEval as exports has a memory per haystack whatever is chosen: `_database`.)"""
+    (LongMemEval has a memory per haystack whatever is chosen: `_database`.)"""
     if config.setting == SETTINGS[0]:
         return config.dataset
     layout = f"{config.dataset}-{config.setting}"
@@ -164,7 +164,7 @@ def _layout(config: EvalConfig) -> str:
 
 def _database(config: EvalConfig, build: BuildSettings, digest: str, memory: str = "") -> Path:
     """The cached database of a memory: the layout's one, or for a layout of several memories (`memory`
-    named) that memory's in a folder of the layout's (one file per LongMemEval haystack as exports)."""
+    named) that memory's in a folder of the layout's (one file per LongMemEval haystack)."""
     folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
     name = _layout(config)
     if memory:
@@ -173,6 +173,21 @@ def _database(config: EvalConfig, build: BuildSettings, digest: str, memory: str
     if config.rebuild:
         remove_database(path)
     return path
+
+
+def _remove_one_database(config: EvalConfig, build: BuildSettings, digest: str, memory: str) -> tuple[list[str], int]:
+    """A layout of a database per memory never reads the one database the same data had when the layout was
+    one memory (LongMemEval before it was a memory per haystack), nor that one's superseded versions:
+    removed (unless another run has it open), as `remove_superseded` removes other versions' databases."""
+    if not memory or config.store_url:
+        return [], 0
+    folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
+    single = database_path(folder, _layout(config), build, digest)
+    removed, freed = remove_superseded(single)
+    if single.exists() and not Path(f"{single}-wal").exists():
+        freed += remove_database(single)
+        removed.append(single.name)
+    return removed, freed
 
 
 def _file_name(memory: str) -> str:
@@ -362,7 +377,8 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     state = _Progress()
     qa = _QA(config, dataset.name, config.model) if config.model else None
     offline = _Offline(embedder) if config.offline_answers else None
-    memories = dataset.split()
+    # PostgreSQL is one memory (a schema): the default LongMemEval layout's haystacks are its conversations.
+    memories = dataset.split() if config.store_url is None else [("", dataset.questions, dataset.messages)]
     digest = file_digest(Path(config.file))
     turns = [sum(len(items) for items in messages.values()) for _, _, messages in memories]
     queries = QueryVectors(embedder)
@@ -375,6 +391,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
                                                  _ingest_progress(notify, sum(turns[:index]), sum(turns))),
                                  opened.superseded)
                 if index == 0:
+                    state.ingest.add(IngestSummary(), _remove_one_database(config, build, digest, memory))
                     embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
                     notify("questions", 0, len(dataset.questions))
                 env = Env(opened.store, queries, settings, opened.turn_vectors(embedder), opened.turn_alone)
@@ -399,7 +416,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         "categories": list(dataset.categories), "evidence_problems": dataset.problems,
         "qa_errors": qa.errors if qa else 0,
         "ingest": asdict(state.ingest), "database": database, "memories": len(memories),
-        "database_per_memory": bool(dataset.memories),  # `database` is then the folder holding them
+        "database_per_memory": bool(memories[0][0]),  # `database` is then the folder holding them
         "elapsed_s": round(time.perf_counter() - started, 1),
         "rows": summarise(state.records, config.systems, dataset.categories),
     }
