@@ -252,6 +252,28 @@ def test_eval_on_postgresql_gives_sqlites_evidence(cli, tmp_path, pg_url, locomo
     assert refused.exit_code == 1 and "cannot run on PostgreSQL" in refused.stderr
 
 
+def test_longmemeval_on_postgresql_is_one_memory_of_every_haystack(cli, tmp_path, pg_url):
+    """PostgreSQL is one memory: the default LongMemEval layout puts each haystack in it as a conversation
+    (on SQLite each is a database of its own), every question asked in its own; as exports it is refused."""
+    from pathlib import Path
+
+    fixture = str(Path(__file__).parent / "fixtures" / "longmemeval_eval.json")
+    args = ("eval", "longmemeval", fixture, "--systems", "cuemem,bm25", "--budget", "200", "--json")
+    summary = orjson.loads(ok(cli(*args, "--store", pg_url, "--out", str(tmp_path / "pg.json"))).stdout)
+    assert (summary["memories"], summary["database_per_memory"], summary["questions"]) == (1, False, 4)
+    assert sorted(summary["ingest"]["ingested"]) == ["lme_pref_01", "lme_temporal_01_abs", "lme_update_01",
+                                                     "lme_user_01"]
+    records = orjson.loads((tmp_path / "pg.json").read_bytes())["records"]
+    haystacks = {q["question_id"]: {f"{sid}:" for sid in q["haystack_session_ids"]}
+                 for q in orjson.loads(Path(fixture).read_bytes())}
+    for r in records:  # each question's evidence is its own haystack's, never another's
+        assert all(any(i.startswith(p) for p in haystacks[r["question_id"]]) for i in r["context_ids"])
+    found = {(r["question_id"], r["system"]): r["retrieval"] for r in records}
+    assert found[("lme_user_01", "cuemem")]["all_evidence"] is True
+    refused = cli(*args, "--store", pg_url, "--setting", "as-exports")
+    assert refused.exit_code == 1 and "leave --store out" in refused.stderr
+
+
 def test_eval_refuses_a_postgresql_memory_it_did_not_fill(cli, pg_url, locomo_path):
     ingested(cli, pg_url, MAYA)
     refused = cli("eval", "locomo", str(locomo_path), "--conversations", "conv-26", "--limit", "1", "--store", pg_url)
