@@ -188,10 +188,9 @@ def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, l
     with the square of the benchmark (LongMemEval-S: ~500 haystacks) and edges that lead only to other
     haystacks' copies of a session.
 
-    `as_exports` lays each haystack out as one person's chat export (`haystack_as_export`): a memory of its
-    own, every session in it a titled chat, the question asked over all of them with none named. A haystack
-    is one user's history, and LongMemEval's haystacks share their filler sessions: in one memory, another
-    question's copy of a session would answer for this one.
+    `as_exports` lays each haystack out as one person's chat export (`haystack_as_export`): every session in
+    its memory a titled chat, the question asked over all of them with none named (in one memory of every
+    haystack, another question's copy of a filler session could answer for this one).
     """
     data = load_json(path)
     if not isinstance(data, list):

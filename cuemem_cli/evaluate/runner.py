@@ -165,8 +165,7 @@ def _layout(config: EvalConfig) -> str:
 def _database(config: EvalConfig, build: BuildSettings, digest: str, memory: str = "") -> Path:
     """The cached database of a memory: the layout's one, or for a layout of several memories (`memory`
     named) that memory's in a folder of the layout's (one file per LongMemEval haystack)."""
-    folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
-    name = _layout(config)
+    folder, name = _cache_folder(config), _layout(config)
     if memory:
         folder, name = private_dir(folder / name), _file_name(memory)
     path = database_path(folder, name, build, digest)
@@ -175,14 +174,15 @@ def _database(config: EvalConfig, build: BuildSettings, digest: str, memory: str
     return path
 
 
-def _remove_one_database(config: EvalConfig, build: BuildSettings, digest: str, memory: str) -> tuple[list[str], int]:
+def _cache_folder(config: EvalConfig) -> Path:
+    return private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
+
+
+def _remove_one_database(config: EvalConfig, build: BuildSettings, digest: str) -> tuple[list[str], int]:
     """A layout of a database per memory never reads the one database the same data had when the layout was
     one memory (LongMemEval before it was a memory per haystack), nor that one's superseded versions:
     removed (unless another run has it open), as `remove_superseded` removes other versions' databases."""
-    if not memory or config.store_url:
-        return [], 0
-    folder = private_dir(Path(config.cache_dir) if config.cache_dir else default_cache_dir())
-    single = database_path(folder, _layout(config), build, digest)
+    single = database_path(_cache_folder(config), _layout(config), build, digest)
     removed, freed = remove_superseded(single)
     if single.exists() and not Path(f"{single}-wal").exists():
         freed += remove_database(single)
@@ -382,16 +382,18 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     digest = file_digest(Path(config.file))
     turns = [sum(len(items) for items in messages.values()) for _, _, messages in memories]
     queries = QueryVectors(embedder)
+    separate = bool(memories[0][0])  # a database per memory, in a folder of the layout's
     database = ""
     try:
+        if separate:
+            state.ingest.add(IngestSummary(), _remove_one_database(config, build, digest))
         for index, (memory, questions, messages) in enumerate(memories):
             with _Memory(config, build, embedder, digest, memory) as opened:
-                database = str(Path(opened.database).parent) if memory else opened.database
+                database = str(Path(opened.database).parent) if separate else opened.database
                 state.ingest.add(ensure_ingested(opened.store, messages, build, embedder,
                                                  _ingest_progress(notify, sum(turns[:index]), sum(turns))),
                                  opened.superseded)
                 if index == 0:
-                    state.ingest.add(IngestSummary(), _remove_one_database(config, build, digest, memory))
                     embedder.embed(["warm-up"])  # the first call loads the model: keep that out of the first latency
                     notify("questions", 0, len(dataset.questions))
                 env = Env(opened.store, queries, settings, opened.turn_vectors(embedder), opened.turn_alone)
@@ -416,7 +418,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
         "categories": list(dataset.categories), "evidence_problems": dataset.problems,
         "qa_errors": qa.errors if qa else 0,
         "ingest": asdict(state.ingest), "database": database, "memories": len(memories),
-        "database_per_memory": bool(memories[0][0]),  # `database` is then the folder holding them
+        "database_per_memory": separate,  # `database` is then the folder holding them
         "elapsed_s": round(time.perf_counter() - started, 1),
         "rows": summarise(state.records, config.systems, dataset.categories),
     }

@@ -241,10 +241,14 @@ def count_tokens(view: ConversationView, evidence: Sequence[Evidence]) -> dict[s
     """The context's size per tokenizer, as the prompt shows it: the sum over its lines (turns, headers, gap
     lines), a long turn cut to an excerpt counted as cut (`estimate` is what the budget counted)."""
     turns = [view.turns[view.index[view.key_of(e)]] for e in evidence]
-    cut = [(t, e) for t, e in zip(turns, evidence, strict=True) if e.excerpt]
-    counts = {name: sum(view.counts[view.key_of(t)][name] for t, e in zip(turns, evidence, strict=True)
-                        if not e.excerpt) for name in view.tokenizers}
-    lines = [evidence_line(t.speaker or t.role, shown_text(e.text, t.time)) for t, e in cut]
+    counts = dict.fromkeys(view.tokenizers, 0)
+    lines = []  # the excerpts' lines, counted below
+    for t, e in zip(turns, evidence, strict=True):
+        if e.excerpt:
+            lines.append(evidence_line(t.speaker or t.role, shown_text(e.text, t.time)))
+            continue
+        for name in view.tokenizers:
+            counts[name] += view.counts[view.key_of(t)][name]
     for line, measured in zip(lines, view.counter.count(lines) if lines else [], strict=True):
         for name in view.tokenizers:
             counts[name] += estimate_tokens(line) if name == "estimate" else measured[name]
