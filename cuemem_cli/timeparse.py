@@ -317,10 +317,11 @@ def resolve_day_word(word: str, today: date) -> str:
     return day_text(today + timedelta(days={"yesterday": -1, "tomorrow": 1}.get(word, 0)))
 
 
-def resolve_relative(word: str, direction: int, today: date) -> str:
+def resolve_relative(word: str, direction: int, today: date, stated: int | None = None) -> str:
     """"last"/"this"/"next" (`direction` -1, 0, 1) `word` (is_relative_unit) said on `today`: "last week"
     → "week of 1 May 2023", "next month" → "June 2023", "last night" → the day before, "last summer"
-    → the latest summer already over."""
+    → the latest summer already over. `stated`: the day of the month the speaker wrote beside a weekday
+    (`stated_day`)."""
     d = today
     if word in PARTS_OF_DAY:
         return day_text(d - timedelta(days=1) if direction < 0 and word == "night" else d)
@@ -338,7 +339,7 @@ def resolve_relative(word: str, direction: int, today: date) -> str:
     if word == "year":
         return str(d.year + direction)
     if word in WEEKDAYS:
-        return resolve_weekday(word, direction, d)
+        return resolve_weekday(word, direction, d, stated)
     if word in SEASONS:
         start = SEASONS[word]
         year = d.year - (1 if start == 12 and d.month < 3 else 0)
@@ -355,15 +356,33 @@ def resolve_relative(word: str, direction: int, today: date) -> str:
     return _month_text(year, month)
 
 
-def resolve_weekday(word: str, direction: int, today: date) -> str:
+def resolve_weekday(word: str, direction: int, today: date, stated: int | None = None) -> str:
     """A weekday said on `today`: the one before it (`direction` < 0), after it (> 0, also when it is
-    today), or the next one from today on (0)."""
+    today), or the next one from today on (0); or, when the speaker wrote its day of the month beside it
+    (`stated`: "last Saturday, the 6th", said on Sunday 14 May), the one a week or two further that falls
+    on that day: "last Saturday" said the day after is often the Saturday of the week before, and the
+    speaker's own number is the surer word."""
     delta = (WEEKDAYS[word] - today.weekday()) % 7
     if direction < 0:
         delta = delta - 7 if delta else -7
     elif direction > 0 and delta == 0:
         delta = 7
-    return day_text(today + timedelta(days=delta))
+    day = today + timedelta(days=delta)
+    further = -7 if direction < 0 else 7
+    for candidate in (day + timedelta(days=further * weeks) for weeks in (0, 1, 2)):
+        if candidate.day == stated:
+            return day_text(candidate)
+    return day_text(day)
+
+
+_STATED_DAY = re.compile(r"\s*(?:,|\()?\s*(?:on\s+)?the\s+(\d{1,2}(?:st|nd|rd|th))\b", re.IGNORECASE)
+
+
+def stated_day(after: str) -> int | None:
+    """The day of the month written right after a weekday, as in "last Saturday, the 6th" or "on Friday
+    (the 12th)": the text that follows the weekday → 6, 12; None where none is written."""
+    match = _STATED_DAY.match(after)
+    return day_number(match.group(1).lower()) if match else None
 
 
 def resolve_ago(count: int | None, unit: str, words: str, today: date) -> str:
@@ -425,10 +444,11 @@ def time_phrases(text: str, said: date | None, past: bool = True) -> list[tuple[
             direction = DIRECTIONS.get(which, 0)
             if direction == 0 and unit in WEEKDAYS:
                 direction = -1 if past else 1
-            resolved = resolve_relative(unit, direction, said)
+            resolved = resolve_relative(unit, direction, said, stated_day(text[match.end():]))
             named = unit in ("month", "year") or unit in SEASONS or unit in MONTH_NUMBERS  # "2022" says it all
-            where = None if named else {-1: f"the {unit} before {anchor}",
-                                        1: f"the {unit} after {anchor}"}.get(direction)
+            called = unit.capitalize() if unit in WEEKDAYS else unit
+            where = None if named else {-1: f"the {called} before {anchor}",
+                                        1: f"the {called} after {anchor}"}.get(direction)
             out.append((phrase, where or resolved, resolved))
         else:
             count_word, unit = match.group(4).lower(), UNITS[match.group(5).lower()]

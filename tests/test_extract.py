@@ -103,6 +103,8 @@ def test_no_time_means_no_relative_date(extractor):
     ("I visited my mom last weekend.", "weekend of 6 May 2023"),
     ("I'm starting a new job next month.", "June 2023"),
     ("I saw a concert last Friday.", "5 May 2023"),
+    ("I saw a concert last Friday, the 28th.", "28 April 2023"),  # the speaker's own day of the month
+    ("I saw him on Saturday (the 29th).", "29 April 2023"),
     ("I joined a pottery class a few weeks ago.", "a few weeks before 8 May 2023"),
     ("We're going camping this summer.", "summer 2023"),
     ("I'm going to a pride parade tonight.", "8 May 2023"),

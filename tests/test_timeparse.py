@@ -211,6 +211,18 @@ def test_a_bare_weekday_points_the_way_the_question_asks():
     assert time_phrases("yesterday", None) == []  # no day said, nothing to resolve against
 
 
+@pytest.mark.parametrize(("text", "resolved"), [
+    ("last Saturday, the 6th", "6 May 2023"),  # said on Sunday 14 May: the Saturday of the week before
+    ("last Saturday, the 13th", "13 May 2023"),
+    ("last Saturday (the 13th)", "13 May 2023"),
+    ("last Saturday, the 20th", "13 May 2023"),  # no Saturday before falls on it: the rule's day
+    ("next Friday, on the 26th", "26 May 2023"),
+    ("last Saturday. The 6th was", "13 May 2023"),  # another sentence's number is not the weekday's
+])
+def test_a_weekday_takes_the_day_of_the_month_written_beside_it(text, resolved):
+    assert time_phrases(text, SUNDAY)[0][2] == resolved
+
+
 def test_dated_notes_each_phrase_with_its_day():
     text = "We went camping last weekend and yesterday."
     assert dated(text, SUNDAY) == ("We went camping last weekend [the weekend before 14 May 2023: weekend of 6 May "
