@@ -315,6 +315,7 @@ class _Reader:
         the chosen answer by the person asked about is then its source ("Greetings from Denver!" rather
         than the "I'm moving to Denver next month!" before it)."""
         top = self._score(best)
+        found = [f for f in found if self.evidence[f.index].speaker in self._people(best)]
 
         def close(f: _Found, margin: float) -> bool:
             return self._score(f) - f.score + f.own >= top - margin
@@ -330,6 +331,14 @@ class _Reader:
         return max((f for f in found if f.span == best.span and f.strength and f.strength >= best.strength - 1
                     and self.evidence[f.index].speaker == self.subject and close(f, CURRENT_MARGIN)),
                    key=self._newest, default=best)
+
+    def _people(self, found: _Found) -> set[str | None]:
+        """Who speaks in the chat of `found` (in the evidence): a newer statement replaces an older one only
+        when one of them made it. Over a whole memory "When is the trip to Portugal?" must not take a
+        friend's later trip, said in another chat, for the trip's new dates; a person's own chats (an
+        export's user and assistant) share their people, so a plan changed in a later chat still wins."""
+        chat = self.evidence[found.index].conversation
+        return {ev.speaker for ev in self.evidence if ev.conversation == chat}
 
     def _full_name(self, name: str) -> str:
         """The longest name the evidence gives for a short one: "Fernwood" → "Fernwood Robotics"."""

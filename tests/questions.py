@@ -42,9 +42,11 @@ class Question:
     def no_answer(self) -> bool:
         return "*no answer*" in self.expected
 
-    def ask_args(self) -> list[str]:
-        """`cuemem ask` arguments for this question (`-c`: a file may hold several conversations)."""
-        return ["ask", self.text, "-c", self.conversation, "--json"] + (["--as-of", self.as_of] if self.as_of else [])
+    def ask_args(self, whole_memory: bool = False) -> list[str]:
+        """`cuemem ask` arguments for this question: narrowed to its conversation (`-c`), or asked of the
+        whole memory as a user who does not know which chat holds the answer asks it."""
+        narrowed = [] if whole_memory else ["-c", self.conversation]
+        return ["ask", self.text, *narrowed, "--json"] + (["--as-of", self.as_of] if self.as_of else [])
 
 
 def _conversation(dialogue: Path) -> str:
@@ -134,7 +136,7 @@ def ingest_samples(invoke: Invoke, db: Path, dialogues: set[Path]) -> None:
         assert result.exit_code == 0, result.stderr
 
 
-def ask(invoke: Invoke, db: Path, question: Question) -> dict[str, Any]:
-    result = invoke("--db", str(db), *question.ask_args())
+def ask(invoke: Invoke, db: Path, question: Question, whole_memory: bool = False) -> dict[str, Any]:
+    result = invoke("--db", str(db), *question.ask_args(whole_memory))
     assert result.exit_code == 0, f"{question.where}: {result.stderr}"
     return orjson.loads(result.stdout)

@@ -3,7 +3,7 @@ keep their share.
 
 The questions and expected answers live in one place, the tables of sample_dialogues/README.md (read by
 tests/questions.py); each is asked through the real CLI (`ask QUESTION -c CONVERSATION --json`, no
-model) on the sample dialogues, ingested once.
+model) on the sample dialogues, ingested once into one memory, and again with no conversation named.
 """
 
 from __future__ import annotations
@@ -46,6 +46,17 @@ def samples_db(tmp_path_factory) -> Path:
 def test_every_shown_question_gets_its_expected_answer_offline(cli, samples_db, question):
     data = ask(cli, samples_db, question)
     assert data["answer_kind"] == "extractive" and data["model"] is None
+    problem = verdict(question, data["answer"], check_source=True)
+    assert problem is None, f"{question.where}: {question.text!r}, expected {question.expected!r}: {problem}\n" \
+                            f"{data['answer']}"
+
+
+@pytest.mark.parametrize("question", SHOWCASE, ids=lambda q: f"{q.conversation}: {q.text}")
+def test_every_shown_question_gets_its_expected_answer_over_the_whole_memory(cli, samples_db, question):
+    """Asked as the README says a question is asked, with no conversation named, of a memory that holds
+    every sample dialogue: the other dialogues' trips, moves and jobs are there to be mistaken for the
+    answer ("When is the trip to Portugal?" once took a friend's later trip in another chat)."""
+    data = ask(cli, samples_db, question, whole_memory=True)
     problem = verdict(question, data["answer"], check_source=True)
     assert problem is None, f"{question.where}: {question.text!r}, expected {question.expected!r}: {problem}\n" \
                             f"{data['answer']}"
