@@ -31,7 +31,7 @@ def main(db: str, conversation: str, runs: int = 7) -> dict:
     probe = subprocess.run(
         [sys.executable, "-c",
          "import sys, runpy; sys.argv = " + repr(["cuemem", *ask[3:]]) + "\n"
-         "from cuemem_cli.cli import app\n"
+         "from cuemem_cli.cli.app import app\n"
          "try:\n    app()\nexcept SystemExit:\n    pass\n"
          "print('HEAVY', [m for m in ('torch', 'spacy', 'litellm') if m in sys.modules], file=sys.stderr)"],
         capture_output=True, text=True)

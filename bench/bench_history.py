@@ -36,7 +36,7 @@ from typing import Any
 
 from corpus import FENCE, has_code, is_padding, prose
 from cuemem_cli.records import Cue, Turn
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.store.sqlite import SQLiteStore
 
 
 def peak_rss_mb(time_v: str) -> float | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 
 def spacy_reference(texts: list[str]) -> float:
-    from cuemem_cli.extract import _load_spacy, MODEL
+    from cuemem_cli.cues.rules import _load_spacy, MODEL
 
     nlp = _load_spacy(MODEL)
     start = time.perf_counter()

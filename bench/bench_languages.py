@@ -64,9 +64,9 @@ from typing import Any
 
 from corpus import is_padding, prose
 from cuemem_cli import Memory
-from cuemem_cli.convert import chatgpt
-from cuemem_cli.language import LanguageWatch
-from cuemem_cli.reconstruct import Settings
+from cuemem_cli.input.converters import chatgpt
+from cuemem_cli.cues.language import LanguageWatch
+from cuemem_cli.recall.settings import Settings
 from cuemem_cli.records import Message
 
 QUESTION_CHARS = 300  # of a held-out message, asked as the question (a long prompt is not a question)
@@ -79,7 +79,7 @@ SETTINGS = {"default": Settings(), "no-lexical": Settings(lexical_weight=0.0)}
 class Chat:
     name: str
     language: str  # langid's code, as bench/corpus.py recorded it
-    flagged: str | None  # what language.py says of the whole chat (None: English, or too short to tell)
+    flagged: str | None  # what cues/language.py says of the whole chat (None: English, or too short to tell)
     messages: tuple[Message, ...]  # cut to --messages and --chars
 
 
@@ -137,7 +137,7 @@ class Remembered:
     a question here. The vectors are the embedder's own."""
 
     def __init__(self, spec: str):
-        from cuemem_cli.embed import get_embedder
+        from cuemem_cli.models.embedders import get_embedder
 
         self.inner = get_embedder(spec)
         self.model_id, self.dim, self.name = self.inner.model_id, self.inner.dim, self.inner.name
@@ -152,7 +152,7 @@ class Remembered:
     def embed_query(self, texts):
         import numpy as np
 
-        from cuemem_cli.embed import embed_questions
+        from cuemem_cli.models.embedders import embed_questions
 
         missing = [t for t in texts if t not in self.queries]
         if missing:

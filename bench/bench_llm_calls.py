@@ -20,8 +20,8 @@ def main(locomo: str, conversation: str = "conv-26", turns: int | str = 200) -> 
     import orjson
     from litellm.utils import custom_llm_setup
 
-    from cuemem_cli.convert import CONVERTERS, Options, load_json
-    from cuemem_cli.extract_llm import LLMExtractor
+    from cuemem_cli.input.converters import CONVERTERS, Options, load_json
+    from cuemem_cli.cues.llm import LLMExtractor
 
     calls = {"n": 0}
 

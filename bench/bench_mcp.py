@@ -119,7 +119,7 @@ def _cold_ask(db: Path, conversation: str, question: str) -> float:
 
 def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch: str = "20", *,
          cold_runs: int = COLD_RUNS) -> dict:
-    from cuemem_cli.convert import convert_files
+    from cuemem_cli.input.converters import convert_files
 
     messages = [{k: v for k, v in m.to_json().items() if k != "conversation"}
                 for m in convert_files("locomo", [locomo]) if m.conversation == conversation]

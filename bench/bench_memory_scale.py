@@ -14,7 +14,7 @@ the memory.
 Measured:
 - `cold`: `cuemem --db DB ask --context-only QUESTION` in a fresh process per question, wall and CPU seconds
   (this process's children's rusage), median over `--cold` questions. Goal ≤ 1.5 s wall.
-- `warm`: `reconstruct` in one process, from the second question on (the in-memory view, view.py): wall and CPU
+- `warm`: `reconstruct` in one process, from the second question on (the in-memory view, recall/view.py): wall and CPU
   ms per question, p50 and p95 over `--questions`. Goal p50 ≤ 100 ms.
 - `overlap`: per question, the top-100 cues of each search against the exact top-100 (every cue's int8 code
   decoded and scored against the float question; ties by lowest cue id): the store's search as `ask` runs it
@@ -49,12 +49,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cuemem_cli.embed import embed_questions, get_embedder
-from cuemem_cli.reconstruct import reconstruct
-from cuemem_cli.store_sqlite import SQLiteStore
-from cuemem_cli.vectors import decode, similarities
-from cuemem_cli.vectors import EXACT_CUES, PREFILTER_CANDIDATES, nearest_signs, signs
-from cuemem_cli.view import MemoryView, top_k
+from cuemem_cli.models.embedders import embed_questions, get_embedder
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.store.sqlite import SQLiteStore
+from cuemem_cli.store.vectors import decode, similarities
+from cuemem_cli.store.vectors import EXACT_CUES, PREFILTER_CANDIDATES, nearest_signs, signs
+from cuemem_cli.recall.view import MemoryView, top_k
 
 TOP = 100
 CANDIDATES = (500, 1_000, 2_000, 4_000, 8_000, 16_000)
@@ -179,7 +179,7 @@ def pgvector(url: str, store: SQLiteStore, embedder, questions: list[str], searc
     import psycopg
     from psycopg.types import TypeInfo
 
-    from cuemem_cli.store_postgres import register_vector
+    from cuemem_cli.store.postgres import register_vector
 
     ids, _, conversations, codes = store.cue_codes(embedder.dim)
     vectors = embed_questions(embedder, questions)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))  # the question tables' reader, s
 from questions import ask, ingest_samples, questions, span, verdict  # noqa: E402 - after the path is set
 from typer.testing import CliRunner  # noqa: E402
 
-from cuemem_cli.cli import app  # noqa: E402
+from cuemem_cli.cli.app import app  # noqa: E402
 
 
 def main() -> None:

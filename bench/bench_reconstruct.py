@@ -2,7 +2,7 @@
 
 In-process means a library user's long-lived process, so the embedder keeps the optimised ONNX graph
 (`cuemem ask` starts with the quick-loading one instead) and, from the second question on, the
-conversation is held in memory (cuemem_cli/view.py). Reported with and without the question's
+conversation is held in memory (cuemem_cli/recall/view.py). Reported with and without the question's
 embedding, which is model time rather than memory work, and beside the SQL path every process's
 first question takes.
 """
@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-from cuemem_cli.embed import get_embedder, spec_for
-from cuemem_cli.reconstruct import reconstruct
-from cuemem_cli.store_sqlite import SQLiteStore
-from cuemem_cli.view import drop_view
+from cuemem_cli.models.embedders import get_embedder, spec_for
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.store.sqlite import SQLiteStore
+from cuemem_cli.recall.view import drop_view
 
 
 def main(db: str, locomo: str, conversation: str = "conv-26") -> dict:

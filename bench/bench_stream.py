@@ -70,10 +70,10 @@ def one(lines: int) -> dict:
 
 
 def measure(folder: Path, lines: int) -> dict:
-    from cuemem_cli.ingest import Ingestor, IngestReport
-    from cuemem_cli.inputs import read_messages, validate
-    from cuemem_cli.sources import open_input
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.ingest.pipeline import Ingestor, IngestReport
+    from cuemem_cli.input.jsonl import read_messages, validate
+    from cuemem_cli.input.sources import open_input
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     source = folder / "in.jsonl"
     write_jsonl(source, lines)

@@ -17,10 +17,11 @@ from dataclasses import replace
 
 from replay import DEFAULT_LOCOMO
 
-from cuemem_cli.embed import get_embedder, spec_for
+from cuemem_cli.models.embedders import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
-from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.store.sqlite import SQLiteStore
 
 BUDGETS = (2000, 3000, 4000, 8000)
 

@@ -15,10 +15,11 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from cuemem_cli.embed import get_embedder, spec_for
+from cuemem_cli.models.embedders import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
-from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.store.sqlite import SQLiteStore
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 

@@ -186,7 +186,7 @@ def speed_lines(r: dict) -> list[str]:
         "",
         f"- **Reconstruction.** The memory's own work is p50 {rc['without_query_embedding_p50_ms']} ms, "
         f"p95 {rc['without_query_embedding_p95_ms']} ms: from the second question on, the conversation is held in "
-        "memory (cuemem_cli/view.py) and searched in NumPy; the first question of a process reads SQLite "
+        "memory (cuemem_cli/recall/view.py) and searched in NumPy; the first question of a process reads SQLite "
         f"(p50 {rc.get('first_question_sql_p50_ms', '—')} ms). What is left above 5 ms is the question's embedding, "
         f"{rc['stage_p50_ms']['embed_query']} ms p50: one MiniLM forward pass over ~15 tokens, ~0.3 GFLOP, "
         "compute-bound on these cores like ingest's embedding below. Under 5 ms in all needs a faster CPU for "

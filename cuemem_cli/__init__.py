@@ -17,11 +17,11 @@ __all__ = ["Answer", "Context", "Evidence", "Memory", "Result", "Settings", "__v
 
 if TYPE_CHECKING:
     from .memory import Memory, Result
-    from .reconstruct import Settings
+    from .recall.settings import Settings
     from .records import Answer, Context, Evidence
 
 # Where each public name lives; imported on first use so that `cuemem --help` loads none of the engine.
-_EXPORTS = {"Memory": "memory", "Result": "memory", "Settings": "reconstruct",
+_EXPORTS = {"Memory": "memory", "Result": "memory", "Settings": "recall.settings",
             "Answer": "records", "Context": "records", "Evidence": "records"}
 
 

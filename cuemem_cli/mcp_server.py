@@ -30,12 +30,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .config import DEFAULT_BUDGET
 from .errors import CuememError, InputError, UnknownConversation
-from .ingest import Ingestor, IngestReport
-from .inputs import parse_line
+from .ingest.pipeline import Ingestor, IngestReport
+from .input.jsonl import parse_line
 from .memory import Memory
-from .reconstruct import Settings, conversation_labels
-from .records import Context, Message
-from .store import now_iso
+from .recall.scope import conversation_labels
+from .recall.settings import Settings
+from .records import Context, Message, context_json
+from .store.base import now_iso
 from .text import plural
 
 SERVER_NAME = "cuemem"
@@ -49,7 +50,7 @@ INSTRUCTIONS = (
 T = TypeVar("T")
 # Turns that recall and ask used are recorded (forget's decay and LRU policies keep used turns) at most
 # this often: each write would drop the conversation view that makes a warm recall cost a few ms
-# (view.py), so the marks wait in memory until then, until this process next writes, or until it stops.
+# (recall/view.py), so the marks wait in memory until then, until this process next writes, or until it stops.
 USED_FLUSH_SECONDS = 60.0
 
 
@@ -156,7 +157,6 @@ class MemoryTools:
     def ask(self, question: str, conversations: list[str] | None = None, model: str | None = None) -> dict[str, Any]:
         """An answer from `model`, else the server's model; with neither, cuemem's offline extractive
         answer (the evidence sentences nearest the question) and a note saying no model is configured."""
-        from .render import context_json
 
         question = _text(question, "question")
         chosen = model or self.model

@@ -19,17 +19,18 @@ from typing import Any
 import orjson
 
 from .config import is_postgres_url
-from .convert import converted_input
 from .errors import CuememError, DiskFull, ReadOnlyStore, StoreBusy, StoreError
-from .ingest import Ingestor, IngestReport
-from .inputs import parse_line, read_messages, validate
-from .prepare import Workers, worker_count
+from .ingest.pipeline import Ingestor, IngestReport
+from .ingest.prepare import Workers, worker_count
+from .input.converters import converted_input
+from .input.jsonl import parse_line, read_messages, validate
+from .input.sources import open_input
+from .recall.reconstruct import reconstruct
+from .recall.settings import Settings
 from .records import Answer, Context, Message
-from .reconstruct import Settings, reconstruct
 from .registry import bind_extractor, make_answerer, make_extractor
-from .sources import open_input
-from .store import Store, now_iso
-from .stores import open_store
+from .store.base import Store, now_iso
+from .store.open import open_store
 from .timeparse import parse_time
 
 
@@ -40,7 +41,7 @@ class Result:
 
 
 class Memory:
-    """One cuemem database: a SQLite file, or a `postgresql://` URL (store_postgres.py). Heavy parts (spaCy,
+    """One cuemem database: a SQLite file, or a `postgresql://` URL (store/postgres.py). Heavy parts (spaCy,
     the embedder, litellm) load on first use."""
 
     def __init__(self, path: str | Path, embedder: str | Any | None = None, extractor: str = "spacy",
@@ -71,7 +72,7 @@ class Memory:
         database ingested with `--embedder onnx` or `sentence-transformers:MODEL` is read with that model
         without naming it again."""
         if self._embedder is None:
-            from .embed import get_embedder, spec_for
+            from .models.embedders import get_embedder, spec_for
 
             spec = self._embedder_spec
             if spec is None and self._exists():
@@ -118,7 +119,7 @@ class Memory:
                     all_branches: bool = False, workers: int | None = None) -> IngestReport:
         """Validate the whole input first; then write it in atomic batches. `path` is one or more message JSONL
         files, `-` (standard input), folders (their `*.jsonl` files) or gzip/zip files (sources.open_input),
-        read in the order given; with `from_format`, export files, converted (convert.py) before validation.
+        read in the order given; with `from_format`, export files, converted (input/converters.py) before validation.
         `replace`: a line whose id is stored with another text replaces that turn (else it is reported as a
         conflict). `workers`: processes that parse and embed (`worker_count` chooses when None)."""
         self.check_writable()  # a memory that cannot be written says so before the input is read
@@ -245,33 +246,33 @@ class Memory:
                before: str | None = None, decay_days: float | None = None, lru: int | None = None,
                as_of: str | None = None, dry_run: bool = False, vacuum: bool = False,
                confirm: Callable[[Any], bool] | None = None):
-        """Remove the selected turns with their cues, vectors and edges (see forget.py for the policies).
+        """Remove the selected turns with their cues, vectors and edges (see manage/forget.py for the policies).
 
         `confirm(report)` sees the counts first and may decline; `dry_run` only counts; `vacuum` then
         scrubs the file and its WAL of every deleted byte. Returns a `ForgetReport`.
         """
-        from .forget import forget, selection_from
+        from .manage.forget import forget, selection_from
 
         selection = selection_from(conversation, session, tuple(turns), before, decay_days, lru, as_of)
         return forget(self.store, selection, dry_run=dry_run, vacuum=vacuum, confirm=confirm, embedder=self.embedder)
 
     def export(self, conversation: str | None = None):
         """Turns with their cues as export records (dicts), re-importable with `import_file`."""
-        from .export import export_records
+        from .manage.export import export_records
 
         return export_records(self.store, conversation)
 
     def import_file(self, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
         """Re-create turns from a `cuemem export` file with their recorded cues (no extraction)."""
-        from .export import import_file
+        from .manage.export import import_file
 
         return import_file(self, path, progress)
 
     def extract_pending(self, model: str | None = None, conversation: str | None = None) -> dict[str, Any]:
         """`cuemem extract --pending`: extract again for the turns an LLM extractor left pending (a failed
         call), then give them their cues and link them into the graph as an ingest would have."""
+        from .cues.llm import LLMExtractor
         from .errors import UnknownConversation
-        from .extract_llm import LLMExtractor
 
         store = self.store
         cid = None

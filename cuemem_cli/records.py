@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 
@@ -36,6 +37,16 @@ class Message:
             out["id"] = self.source_id
         out.update(self.extra)
         return out
+
+
+def content_hash(message: Message) -> str:
+    """Hash of what a cue extractor sees: speaker, time and text (the extraction cache key)."""
+    payload = f"{message.speaker or ''}\x1f{message.time or ''}\x1f{message.text}"
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def source_id_of(message: Message) -> str:
+    return message.source_id if message.source_id is not None else f"h:{content_hash(message)[:16]}"
 
 
 @dataclass(frozen=True)
@@ -149,3 +160,21 @@ class Answer:
     usage: dict[str, int] = field(default_factory=dict)
     timing_ms: float = 0.0
 
+
+
+def context_json(context: Context, answer: Answer | None) -> dict[str, Any]:
+    """A context (and its answer) as `ask --json` prints it and the browse page's JSON serves it."""
+    data = asdict(context)
+    return {
+        "question": context.question,
+        "conversations": list(context.conversations),
+        "as_of": context.as_of,
+        "answer": answer.text if answer else None,
+        "answer_kind": answer.kind if answer else None,
+        "model": answer.model if answer else None,
+        "usage": answer.usage if answer else {},
+        "cues": data["cues"],
+        "evidence": data["evidence"],
+        "tokens": context.tokens,
+        "timings_ms": {**context.timings_ms, **({"answer": answer.timing_ms} if answer and answer.timing_ms else {})},
+    }

@@ -20,16 +20,15 @@ import math
 import re
 import warnings
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, UTC
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
-
 
 MONTH_NAMES = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
 )
 # month number by lowercase name and abbreviation ("may", "sep", "sept"): the one table for dates in
-# input files, questions, sentences (here) and turns (extract.py)
+# input files, questions, sentences (here) and turns (cues/rules.py)
 MONTH_NUMBERS: dict[str, int] = {}
 for _number, _name in enumerate(MONTH_NAMES, 1):
     MONTH_NUMBERS[_name.lower()] = _number
@@ -254,7 +253,7 @@ def _show(text: str) -> str:
 
 
 # Relative dates: what "yesterday", "last weekend" or "two weeks ago" means on the day it was said. The
-# same rules make the date cues at ingest (extract.py spots the phrases in spaCy's parse and calls the
+# same rules make the date cues at ingest (cues/rules.py spots the phrases in spaCy's parse and calls the
 # resolve_* functions) and the dates answers and prompts show (time_phrases reads the phrases from words
 # alone, so answering needs no parser), so a cue and an answer never disagree on a date.
 

@@ -36,7 +36,7 @@ def render() -> str:
     os.environ.setdefault("_TYPER_FORCE_DISABLE_TERMINAL", "1")
     import typer.main
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     root = typer.main.get_command(app)
     top = root.context_class(root, info_name="cuemem", terminal_width=WIDTH, max_content_width=WIDTH,

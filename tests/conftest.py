@@ -112,7 +112,8 @@ def _watch(owner, attribute: str, kind: str, what: str) -> None:
 
 def pytest_sessionstart(session):
     """Every use of a real model and every new process passes through a watch for the test's tier."""
-    from cuemem_cli import embed, extract
+    from cuemem_cli.models import embedders as embed
+    from cuemem_cli.cues import rules as extract
 
     _watch(extract.SpacyExtractor, "extract", "model", "parses with spaCy")
     _watch(embed.OnnxMiniLM, "_mean_token", "model", "runs MiniLM")
@@ -245,7 +246,7 @@ def raw(path):
     """A plain connection to a database file (sqlite-vec loaded), for checks below the store's API."""
     import sqlite_vec
 
-    from cuemem_cli.store_sqlite import sqlite3
+    from cuemem_cli.store.sqlite import sqlite3
 
     conn = sqlite3.connect(str(path), timeout=30)
     conn.enable_load_extension(True)
@@ -274,7 +275,7 @@ def db_path(tmp_path) -> Path:
 
 @pytest.fixture
 def store(db_path):
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     s = SQLiteStore.open(db_path)
     yield s
@@ -284,7 +285,7 @@ def store(db_path):
 @pytest.fixture(scope="session")
 @tier("slow")
 def embedder():
-    from cuemem_cli.embed import get_embedder
+    from cuemem_cli.models.embedders import get_embedder
 
     return get_embedder()  # the default, as the CLI uses it
 
@@ -292,7 +293,7 @@ def embedder():
 @pytest.fixture(scope="session")
 @tier("slow")
 def spacy_extractor():
-    from cuemem_cli.extract import SpacyExtractor
+    from cuemem_cli.cues.rules import SpacyExtractor
 
     return SpacyExtractor()
 
@@ -307,7 +308,7 @@ def runner():
 @pytest.fixture
 def cli(runner):
     """Run the real `cuemem` app: cli("ask", "q", "--json") → Result (stdout and stderr apart)."""
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     def invoke(*args: str, input: str | None = None):
         return runner.invoke(app, list(args), input=input, catch_exceptions=False)
@@ -456,7 +457,7 @@ def backend_db(request, tmp_path):
 @pytest.fixture
 def any_store(backend_db):
     """A migrated store of each backend in turn (stores.open_store)."""
-    from cuemem_cli.stores import open_store
+    from cuemem_cli.store.open import open_store
 
     s = open_store(backend_db)
     yield s

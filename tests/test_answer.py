@@ -9,8 +9,8 @@ import orjson
 import pytest
 from conftest import SAMPLES
 
-from cuemem_cli.answer import build_messages, system_prompt
-from cuemem_cli.answer_spans import best_date, stems
+from cuemem_cli.answer.prompt import build_messages, system_prompt
+from cuemem_cli.answer.spans import best_date, stems
 from cuemem_cli.records import Context, Evidence
 from cuemem_cli.timeparse import dates
 
@@ -44,7 +44,7 @@ def test_priority_rule_can_be_dropped_for_the_ablation():
 
 
 def test_the_exact_prompt_reaches_the_model(fake_llm):
-    from cuemem_cli.answer import answer_with_model
+    from cuemem_cli.answer.prompt import answer_with_model
 
     fake_llm.default = "Denver"
     ctx = context([("Maya", "I live in Portland."), ("Maya", "I moved to Denver."), ("Eve", HOSTILE)])
@@ -62,7 +62,7 @@ ADOPTED = ("Maya", "I adopted a dog from the shelter last weekend and I love him
 
 
 def test_extractive_answer_reads_a_sentence_after_the_turn_before_it(embedder):
-    from cuemem_cli.answer import answer_extractively
+    from cuemem_cli.answer.extractive import answer_extractively
 
     question = "What breed is the dog Maya adopted?"
     after_the_question = replace(context([ASKED, BREED, ADOPTED]), question=question)
@@ -72,7 +72,7 @@ def test_extractive_answer_reads_a_sentence_after_the_turn_before_it(embedder):
 
 
 def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
-    from cuemem_cli.answer import answer_extractively
+    from cuemem_cli.answer.extractive import answer_extractively
 
     ctx = replace(context([("Leo", "So where did you two end up going for your anniversary trip?"),
                            ("Maya", "Lisbon, and we stayed for a whole week by the river."),
@@ -88,7 +88,7 @@ def test_extractive_answer_skips_questions_and_cites_turns_in_order(embedder):
 def test_a_what_answer_is_never_a_pronoun_or_question_word(embedder):
     """"In many cases, what is considered art …" equates "what" with art; a what-question's answer names a
     thing (found asking a ChatGPT-shaped export offline: "What kind of art do I make?" → "what")."""
-    from cuemem_cli.answer import answer_extractively
+    from cuemem_cli.answer.extractive import answer_extractively
 
     for said in ("The question of what makes art, art, is debated. In many cases, what is considered art can depend "
                  "on cultural and historical contexts, as well as individual perspectives and experiences.",

@@ -21,7 +21,7 @@ TURN_LINE = re.compile(r"^\s+(s\d+:\d+) · ")  # a turn's dim line below its tex
 def maya_db(tmp_path_factory):
     from typer.testing import CliRunner
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     path = tmp_path_factory.mktemp("maya") / "memory.db"
     result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--json"],
@@ -77,7 +77,7 @@ def test_ask_shows_the_strongest_turns_with_their_neighbours_and_the_answer_last
 def test_an_exports_uuid_ids_leave_the_text_its_width_at_80_columns(cli, db_path, tmp_path, monkeypatch):
     """A ChatGPT or Claude export's message ids are 36-character UUIDs: as a column of their own they left
     the text ~25 of 80 columns. The id is whole on the turn's dim line below its text."""
-    from cuemem_cli import render
+    from cuemem_cli.cli import render
 
     uuid = "1d9f6eb2-9aef-5c09-ad7e-f62d810480f9"
     text = "I have decided to become a counselor and to work in mental health, helping people like me."
@@ -162,7 +162,7 @@ def test_no_pager_in_a_pipe(cli, maya_db, tmp_path, monkeypatch):
 
 
 def test_the_pager_decision():
-    from cuemem_cli.render import needs_pager
+    from cuemem_cli.cli.render import needs_pager
 
     assert needs_pager(100, is_tty=True, height=24)
     assert not needs_pager(24, is_tty=True, height=24)  # exactly a screen: no pager

@@ -508,7 +508,7 @@ def test_a_port_in_use_a_missing_database_and_a_missing_extra_are_explained(sqli
     done = cuemem(str(tmp_path / "none.db"), "browse", "--no-open", cwd=tmp_path)
     assert done.returncode == 1 and "no cuemem database" in done.stderr and not (tmp_path / "none.db").exists()
     blocked = ("import sys; sys.modules['starlette'] = None; sys.argv = ['cuemem', '--db', sys.argv[1], 'browse'];"
-               " from cuemem_cli.cli import run; run()")
+               " from cuemem_cli.cli.app import run; run()")
     done = subprocess.run([*PYTHON, "-c", blocked, sqlite_served.db], capture_output=True, text=True,
                           env=child_env(), cwd=tmp_path, timeout=120)
     assert done.returncode == 1 and "pip install 'cuemem[browse]'" in done.stderr and "starlette" in done.stderr
@@ -516,7 +516,7 @@ def test_a_port_in_use_a_missing_database_and_a_missing_extra_are_explained(sqli
 
 @pytest.mark.subprocess
 def test_cuemem_help_imports_no_web_package(tmp_path):
-    probe = ("import sys, cuemem_cli.cli;"
+    probe = ("import sys, cuemem_cli.cli.app;"
              " print(sorted(m for m in ('starlette', 'uvicorn', 'jinja2') if m in sys.modules))")
     done = subprocess.run([*PYTHON, "-c", probe], capture_output=True, text=True, env=child_env(), cwd=tmp_path,
                           timeout=120)

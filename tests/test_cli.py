@@ -9,7 +9,7 @@ from itertools import pairwise
 import orjson
 import pytest
 
-from cuemem_cli.reconstruct import shown_text
+from cuemem_cli.recall.lines import shown_text
 
 from conftest import PYTHON, SAMPLES, tier
 
@@ -23,7 +23,7 @@ def maya_db(tmp_path_factory):
     """The Maya & Leo sample ingested once, through the CLI, for the read-only tests."""
     from typer.testing import CliRunner
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     path = tmp_path_factory.mktemp("maya") / "memory.db"
     result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(MAYA), "--json"], catch_exceptions=False)
@@ -107,7 +107,7 @@ def test_offline_where_answers_name_the_place_of_the_right_time(cli, maya_db, qu
 
 
 def test_evidence_reads_by_day_in_an_80_column_terminal(cli, maya_db, monkeypatch):
-    from cuemem_cli import render
+    from cuemem_cli.cli import render
     from cuemem_cli.timeparse import format_human
 
     question = "What happened with Biscuit and the vet?"
@@ -324,7 +324,7 @@ def test_inspect_graph_formats(cli, maya_db):
 
 
 def test_inspect_graph_fits_80_columns(cli, maya_db, monkeypatch):
-    from cuemem_cli import render
+    from cuemem_cli.cli import render
 
     monkeypatch.setattr(render.out, "width", 80)
     monkeypatch.setattr(render, "piped", lambda: False)  # a terminal's table (a pipe gets tab-separated values)
@@ -388,7 +388,7 @@ def test_context_only_ask_imports_no_heavy_library(maya_db):
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from cuemem_cli.cli import app\n"
+        "from cuemem_cli.cli.app import app\n"
         f"r = CliRunner().invoke(app, ['--db', {str(maya_db)!r}, 'ask', 'Where does Maya live?', '--context-only',"
         " '--json'])\n"
         "assert r.exit_code == 0, r.output\n"
@@ -404,11 +404,13 @@ def test_the_package_root_exports_the_result_types_lazily():
     bare import loads none of the engine (`cuemem --help` stays fast)."""
     code = (
         "import sys, cuemem_cli\n"
-        "loaded = sorted(m for m in ('cuemem_cli.memory', 'cuemem_cli.reconstruct', 'cuemem_cli.store', 'numpy')"
+        "loaded = sorted(m for m in ('cuemem_cli.memory', 'cuemem_cli.recall.reconstruct', 'cuemem_cli.store.base',"
+        " 'numpy')"
         " if m in sys.modules)\n"
         "from cuemem_cli import Answer, Context, Evidence, Memory, Result, Settings\n"
-        "from cuemem_cli import memory, records, reconstruct\n"
-        "assert (Memory, Result, Settings) == (memory.Memory, memory.Result, reconstruct.Settings)\n"
+        "from cuemem_cli import memory, records\n"
+        "from cuemem_cli.recall import settings\n"
+        "assert (Memory, Result, Settings) == (memory.Memory, memory.Result, settings.Settings)\n"
         "assert (Answer, Context, Evidence) == (records.Answer, records.Context, records.Evidence)\n"
         "assert set(cuemem_cli.__all__) <= set(dir(cuemem_cli))\n"
         "print(','.join(loaded) or 'none')\n"
@@ -422,7 +424,7 @@ def test_help_lists_every_command_and_the_usage_page_documents_them(cli):
     import typer
     from conftest import REPO
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     readme = (REPO / "docs" / "usage.md").read_text()
     listed = cli("--help").stdout
@@ -471,7 +473,7 @@ NOT_JSON = {("export",), ("mcp",), ("convert",), ("browse",)}
 def test_every_command_that_reports_prints_json_with_json():
     import typer.main
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     def walk(prefix, command):
         subs = getattr(command, "commands", {})
@@ -512,7 +514,7 @@ def test_export_to_dash_is_standard_output_and_a_gzipped_export_imports(cli, may
 
 @pytest.mark.usefixtures("stub_models")
 def test_tables_in_a_pipe_are_tab_separated_with_every_value_whole(cli, db_path, tmp_path, monkeypatch):
-    from cuemem_cli import render
+    from cuemem_cli.cli import render
 
     name = "a-conversation-with-a-name-far-longer-than-any-column-of-an-80-column-table"
     text = "I moved to Denver yesterday, after " + "many weeks of packing boxes and " * 8 + "one long drive."

@@ -22,7 +22,7 @@ QUESTION = "What breed is the dog Maya adopted?"
 def maya_db(tmp_path_factory):
     from typer.testing import CliRunner
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     path = tmp_path_factory.mktemp("maya-errors") / "memory.db"
     result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(MAYA), "--json"], catch_exceptions=False)
@@ -103,7 +103,7 @@ def test_a_stream_broken_after_its_first_tokens_is_not_printed_twice(cli, maya_d
     assert r"two \x1b[2J" in result.stdout and "\x1b[2J" not in result.stdout  # tokens are untrusted too
     assert result.exit_code == 1 and "cut short" in result.stderr and "Evidence" in result.stdout
 
-    from cuemem_cli.llm import complete
+    from cuemem_cli.models.llm import complete
 
     tokens: list[str] = []  # a stream that breaks before its first token is retried as before
     calls.clear()
@@ -181,7 +181,7 @@ def test_messages_to_a_file_are_not_wrapped(tmp_path):
 
 def test_key_check_refuses_only_providers_that_need_nothing_but_a_key(monkeypatch):
     from cuemem_cli.errors import LLMError
-    from cuemem_cli.llm import _check_key, litellm
+    from cuemem_cli.models.llm import _check_key, litellm
 
     for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AWS_ACCESS_KEY_ID"):
         monkeypatch.delenv(name, raising=False)

@@ -1,4 +1,4 @@
-"""Help reads as people write it (usage lines, metavars, -h, -V) and shell completion works (cli_help.py)."""
+"""Help reads as people write it (usage lines, metavars, -h, -V) and shell completion works (cli/help.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def every_command():
     """(argv prefix, click command) of the app and every command and sub-command."""
     import typer.main
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     def walk(prefix, command):
         yield prefix, command
@@ -111,7 +111,7 @@ def test_install_and_show_completion(tmp_path):
 def test_help_loads_no_heavy_library(argv):
     """`cuemem --help` stays under a second (STYLE.md) by importing none of the engine's libraries; the time
     itself is bench material, the imports are what a test can hold."""
-    code = ("import sys\nfrom typer.testing import CliRunner\nfrom cuemem_cli.cli import app\n"
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom cuemem_cli.cli.app import app\n"
             f"r = CliRunner().invoke(app, {argv!r})\nassert r.exit_code == 0, r.output\n"
             "heavy = sorted(m for m in ('litellm', 'spacy', 'onnxruntime', 'torch', 'numpy', 'pysqlite3', 'orjson',"
             " 'cuemem_cli.memory') if m in sys.modules)\nprint(','.join(heavy) or 'none')\n")

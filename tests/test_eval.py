@@ -13,13 +13,10 @@ import pytest
 from cuemem_cli.evaluate.cache import BuildSettings, database_path, file_digest
 from cuemem_cli.evaluate.datasets import export_title, load_locomo, load_longmemeval, normalise_evidence
 from cuemem_cli.evaluate.metrics import answer_holds, content_tokens, evidence_scores, ndcg, summarise
-from cuemem_cli.reconstruct import (
-    context_tokens,
-    dialogue_lines,
-    evidence_line,
-    fts_query,
-)
-from cuemem_cli.reconstruct import fill_budget as fill
+from cuemem_cli.recall.evidence import context_tokens, dialogue_lines
+from cuemem_cli.recall.lines import evidence_line
+from cuemem_cli.recall.question import fts_query
+from cuemem_cli.recall.evidence import fill_budget as fill
 from cuemem_cli.records import Turn
 
 FIXTURE = Path(__file__).parent / "fixtures" / "longmemeval_eval.json"
@@ -133,8 +130,8 @@ def test_a_run_interrupted_by_another_conversation_pays_for_its_second_header():
 
 
 # ------------------------------------------------------------------ cache key
-@pytest.mark.parametrize("module", ["store.py", "store_sqlite.py", "store_postgres.py", "migrations.py", "extract.py",
-                                    "ingest.py"])
+@pytest.mark.parametrize("module", ["store/base.py", "store/sqlite.py", "store/postgres.py", "store/migrations.py",
+                                    "cues/rules.py", "ingest/pipeline.py"])
 def test_a_change_to_what_shapes_the_database_changes_the_cache_key(tmp_path, module):
     """The store and its migrations decide the rows a benchmark reads as much as the extractor does: a
     change to any of them must build a new database, not reuse one written by the old code."""
@@ -156,7 +153,7 @@ def test_a_change_to_printing_keeps_the_cache_key(tmp_path):
     shutil.copytree(Path(code_digest.__code__.co_filename).parents[1], package,
                     ignore=shutil.ignore_patterns("__pycache__", "data"))
     before = code_digest(package)
-    with open(package / "render.py", "a", encoding="utf-8") as handle:
+    with open(package / "cli/render.py", "a", encoding="utf-8") as handle:
         handle.write("\nCHANGED = True\n")
     assert code_digest(package) == before
 
@@ -262,8 +259,8 @@ def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_di
 
 def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_dir, embedder):
     """`no-context` and `mixed-context` need vectors of each turn alone, which the database no longer holds."""
-    from cuemem_cli.store import TURN_ALONE, TURN_WITH_PREVIOUS
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.store.base import TURN_ALONE, TURN_WITH_PREVIOUS
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "60", "--systems",
                         "cuemem,no-context,mixed-context", "--cache-dir", str(cache_dir))
@@ -348,7 +345,7 @@ def test_as_exports_the_answer_model_reads_each_chat_by_its_title(cli, tmp_path,
 
 
 def test_ctrl_c_leaves_a_usable_partial_result(cli, cache_dir, tmp_path, monkeypatch, stub_models):
-    import cuemem_cli.cli_eval as cli_eval
+    import cuemem_cli.cli.eval as cli_eval
 
     @contextmanager
     def interrupting(tty):

@@ -1,4 +1,4 @@
-"""Long turns shown as excerpts (excerpt.py): the pure cut, then `ask` on a chat with a very long answer."""
+"""Long turns shown as excerpts (recall/excerpt.py): the pure cut, then `ask` on a chat with a very long answer."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import orjson
 import pytest
 
-from cuemem_cli.excerpt import GAP, excerpt
-from cuemem_cli.reconstruct import estimate_tokens
-from cuemem_cli.statements import sentences
+from cuemem_cli.recall.excerpt import GAP, excerpt
+from cuemem_cli.recall.lines import estimate_tokens
+from cuemem_cli.cues.statements import sentences
 
 TEXT = ("We land in Osaka on Monday. The hotel is near the station. Breakfast is included every day. "
         "The museum closes early on Fridays. We fly home from Tokyo.")
@@ -108,7 +108,8 @@ def test_excerpt_zero_shows_turns_whole_so_one_longer_than_the_budget_never_fits
 
 def test_the_sql_and_the_in_memory_view_cut_the_same_excerpt(long_chat):
     from cuemem_cli import Memory
-    from cuemem_cli.reconstruct import Settings, reconstruct
+    from cuemem_cli.recall.reconstruct import reconstruct
+    from cuemem_cli.recall.settings import Settings
 
     with Memory(long_chat.parent / "memory.db", create=False) as memory:
         first, second = (reconstruct(memory.store, memory.embedder(), QUESTION, "trip", Settings(budget=600))
@@ -147,7 +148,8 @@ def test_long_candidates_are_cut_only_as_the_budget_reaches_them():
     """`Excerpts` cuts a long turn when `fill_budget` reaches it, fetching sentence similarities for it and
     the next long turns together: of 200 long candidates, only the first few are ever fetched. While the
     room is at least the excerpt limit it cuts exactly as the eager cut did, and the block fits the budget."""
-    from cuemem_cli.reconstruct import Excerpts, context_tokens, excerpt_turn, fill_budget
+    from cuemem_cli.recall.evidence import context_tokens, fill_budget
+    from cuemem_cli.recall.excerpt import Excerpts, excerpt_turn
     from cuemem_cli.records import Turn
 
     long_text = " ".join(f"Sentence number {i} of this answer says something about item {i}." for i in range(60))

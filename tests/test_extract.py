@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from cuemem_cli.errors import CuememError
-from cuemem_cli.extract import SpacyExtractor
+from cuemem_cli.cues.rules import SpacyExtractor
 
 # Importing spaCy alone takes ~3.5 s here, so the module is slow; find_spec keeps collection cheap.
 pytestmark = [
@@ -71,7 +71,7 @@ def test_xcomp_joins_the_relation(extractor):
 
 def test_chit_chat_yields_no_cues_and_a_fact_beside_it_does(extractor):
     """Greetings carry nothing to find later: no triple (the statement cue of each sentence is added at
-    ingest, statements.py), while a fact in the same batch still gives its triples."""
+    ingest, cues/statements.py), while a fact in the same batch still gives its triples."""
     chat = ["Hey Mel! Good to see you! How have you been?", "Thanks, you too!", "Haha yes, totally."]
     out = extractor.extract([Turn(text, "Caroline", CAROLINE_TIME) for text in chat]
                             + [Turn("I went to the LGBTQ support group yesterday.", "Caroline", CAROLINE_TIME)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from cuemem_cli.extract_llm import LLMExtractor, parse_reply
+from cuemem_cli.cues.llm import LLMExtractor, parse_reply
 from cuemem_cli.records import Message
 
 

@@ -128,7 +128,7 @@ def memory_file(tmp_path_factory) -> Path:
     copy it."""
     from typer.testing import CliRunner
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     db = tmp_path_factory.mktemp("memory") / "memory.db"
     with stand_in_models():
@@ -243,8 +243,8 @@ def test_an_ingest_stopped_by_a_full_disk_keeps_its_whole_batches_and_says_how_m
     """Batches commit one by one: those before the full disk stay, whole; the error counts them, and the
     same input given again adds only the rest."""
     from cuemem_cli.errors import DiskFull
-    from cuemem_cli.ingest import IngestReport
-    from cuemem_cli.inputs import parse_line
+    from cuemem_cli.ingest.pipeline import IngestReport
+    from cuemem_cli.input.jsonl import parse_line
     from cuemem_cli.memory import Memory
 
     disk = small_disk("1m")
@@ -371,7 +371,7 @@ def test_a_write_ahead_log_on_a_read_only_mount_is_read_or_the_refusal_says_why(
 def _read_and_try_to_write(db: Path) -> list[str]:
     """What a user sees opening `db`: why it is read-only, what it holds, and the refusal of a write."""
     from cuemem_cli.errors import ReadOnlyStore
-    from cuemem_cli.stores import open_store
+    from cuemem_cli.store.open import open_store
 
     store = open_store(db, create=False)
     try:
@@ -391,7 +391,7 @@ def _as_nobody(task, *args) -> list[str]:
     own view shows nothing); the child reuses this process's imports, so nothing else need be readable."""
     import json
 
-    from cuemem_cli import store_sqlite  # noqa: F401  (imported before the fork: its files may be root's alone)
+    from cuemem_cli.store import sqlite  # noqa: F401  (imported before the fork: its files may be root's alone)
 
     reader, writer = os.pipe()
     pid = os.fork()

@@ -12,11 +12,12 @@ import orjson
 import pytest
 
 from conftest import SAMPLES, assert_whole, raw
-from cuemem_cli.ingest import IngestReport, Ingestor, content_hash
-from cuemem_cli.inputs import parse_line
+from cuemem_cli.ingest.pipeline import IngestReport, Ingestor
+from cuemem_cli.records import content_hash
+from cuemem_cli.input.jsonl import parse_line
 from cuemem_cli.records import Message
-from cuemem_cli.store_sqlite import SQLiteStore
-from cuemem_cli.vectors import roundtrip
+from cuemem_cli.store.sqlite import SQLiteStore
+from cuemem_cli.store.vectors import roundtrip
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 SAM = SAMPLES / "assistant_chat.jsonl"
@@ -252,7 +253,7 @@ def test_no_consent_no_delete(cli, db, monkeypatch):
     assert "--yes" in refused.stderr and "6 turns" in refused.stderr
     assert content(db) == before
 
-    from cuemem_cli import forget as forgetting
+    from cuemem_cli.manage import forget as forgetting
 
     monkeypatch.setattr(forgetting, "stdin_is_terminal", lambda: True)
     declined = cli("--db", str(db), "forget", "--conversation", SECRET, input="n\n")
@@ -276,7 +277,7 @@ def test_what_would_be_forgotten_is_not_said_as_done(cli, db, monkeypatch):
     assert "emptied" not in refused and "now empty" not in refused and "(s)" not in refused
     dry = said(cli("--db", str(db), "forget", "--conversation", SECRET, "--dry-run"))
     assert dry.startswith("would forget 6 turns") and "left empty, would be removed" in dry
-    from cuemem_cli import forget as forgetting
+    from cuemem_cli.manage import forget as forgetting
 
     monkeypatch.setattr(forgetting, "stdin_is_terminal", lambda: True)
     agreed = said(cli("--db", str(db), "forget", "--conversation", SECRET, input="y\n"))
@@ -431,7 +432,7 @@ def test_the_turn_after_a_forgotten_one_is_embedded_again_without_it(cli, db, em
 
 
 def test_forgetting_whole_sessions_or_the_last_turn_needs_no_model(db):
-    from cuemem_cli.forget import forget, selection_from
+    from cuemem_cli.manage.forget import forget, selection_from
 
     def no_model():
         raise AssertionError("no kept turn was embedded with a forgotten one: the model must not load")
@@ -515,7 +516,8 @@ def test_a_changed_fact_reaches_the_model_newest_last(db_path, embedder, spacy_e
 
 # ------------------------------------------------------------ export/import
 def test_export_import_export_round_trips(cli, db, tmp_path, embedder, monkeypatch):
-    monkeypatch.setattr("cuemem_cli.embed.get_embedder", lambda *a, **k: embedder)  # the same model, loaded once
+    # the same model, loaded once
+    monkeypatch.setattr("cuemem_cli.models.embedders.get_embedder", lambda *a, **k: embedder)
     first = tmp_path / "first.jsonl"
     result = cli("--db", str(db), "export", "--output", str(first))
     assert result.exit_code == 0, result.stderr

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from conftest import CUEMEM, child_env
 from cuemem_cli.errors import CuememError, InputError
-from cuemem_cli.export import parse_cues
-from cuemem_cli.inputs import parse_line, read_messages, validate
-from cuemem_cli.sources import Input
+from cuemem_cli.manage.export import parse_cues
+from cuemem_cli.input.jsonl import parse_line, read_messages, validate
+from cuemem_cli.input.sources import Input
 from cuemem_cli.records import Message
 
 NAME = "in.jsonl"
@@ -135,11 +135,11 @@ files = st.lists(lines, max_size=6).map(b"\n".join) | st.binary(max_size=400)
 @given(data=files, skip=st.booleans(), stdin=st.booleans(), command=st.sampled_from(["ingest", "import"]))
 def test_cli_on_random_files_exits_cleanly(data, skip, stdin, command, runner, tmp_path, monkeypatch, embedder,
                                             spacy_extractor):
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     # Valid lines get ingested for real; only the model loading is shared between examples.
     monkeypatch.setattr("cuemem_cli.memory.make_extractor", lambda *a, **k: spacy_extractor)
-    monkeypatch.setattr("cuemem_cli.embed.get_embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr("cuemem_cli.models.embedders.get_embedder", lambda *a, **k: embedder)
     path = tmp_path / "random.jsonl"
     path.write_bytes(data)
     args = ["--db", str(tmp_path / "fuzz.db"), command, "-" if stdin else str(path)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cuemem_cli.ingest import IngestReport, Ingestor
+from cuemem_cli.ingest.pipeline import IngestReport, Ingestor
 from cuemem_cli.records import Message
 
 from conftest import StubEmbedder, StubExtractor
@@ -25,7 +25,7 @@ def build(store, texts, window, sem_k, batch):
     ingestor.run(messages, IngestReport(lines=len(messages)), batch_turns=batch)
     cid = store.conversation_id("conv")
     src = {t.id: t.source_id for t in store.turns(cid)}
-    # Two decimals: vectors are stored as int8 codes (vectors.py), which move a similarity by ~1e-3.
+    # Two decimals: vectors are stored as int8 codes (store/vectors.py), which move a similarity by ~1e-3.
     return {(src[s], src[d], kind, round(w, 2), rank) for s, d, kind, w, rank in store.all_edges(cid)}
 
 
@@ -58,7 +58,7 @@ def test_window_two_and_k_two(store):
 
 
 def test_graph_does_not_depend_on_batching(tmp_path):
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     texts = ["a", "b", "c", "d", "c", "a", "b", "d"]
     one = build(SQLiteStore.open(tmp_path / "one.db"), texts, window=2, sem_k=3, batch=100)
@@ -78,7 +78,7 @@ def test_incremental_ingest_links_new_turns_to_old(store):
 
 def test_batches_alternating_conversations_build_the_same_graph(tmp_path):
     """Batches that alternate conversations give the edges one batch gives (semantic ones cross them)."""
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     def edges(path, batch):
         store = SQLiteStore.open(path)
@@ -102,8 +102,8 @@ def test_batches_alternating_conversations_build_the_same_graph(tmp_path):
 def test_graph_does_not_depend_on_block_size(tmp_path, monkeypatch):
     """Blocks shrink as a conversation's history grows (graph.MAX_BLOCK_CELLS): one similarity per block
     gives the same edges as the default."""
-    from cuemem_cli import graph
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.ingest import graph
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     texts = ["a", "b", "c", "d", "c", "a", "b", "d"]
     default = build(SQLiteStore.open(tmp_path / "default.db"), texts, window=2, sem_k=3, batch=100)

@@ -86,7 +86,7 @@ def test_every_bad_line_is_reported_and_nothing_stored(cli, db_path, tmp_path):
 def test_a_turn_over_the_size_limit_is_refused_with_its_line_and_nothing_is_stored(cli, db_path, tmp_path):
     """A 5 MB agent log as one turn would take minutes and gigabytes; it is refused, naming the line and
     the way out, and the lines around it are not stored either (one batch, one decision)."""
-    from cuemem_cli.inputs import MAX_TURN_CHARS
+    from cuemem_cli.input.jsonl import MAX_TURN_CHARS
 
     big = tmp_path / "log.jsonl"
     big.write_text(jsonl({"conversation": "c", "text": "before"},

@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from cuemem_cli import local_llm
+from cuemem_cli.models import local_llm
 from cuemem_cli.errors import CuememError
 from cuemem_cli.records import Message
 
@@ -75,7 +75,7 @@ def test_missing_parts_name_the_extra():
 
 
 def test_unknown_local_model_is_a_clear_error():
-    from cuemem_cli.llm import complete
+    from cuemem_cli.models.llm import complete
 
     with pytest.raises(CuememError, match="no local model named 'gpt-5'") as info:
         complete("local/gpt-5", [{"role": "user", "content": "hi"}])
@@ -128,7 +128,7 @@ TURNS = [
 @needs_model
 def test_local_model_extracts_cues_and_answers(tmp_path):
     from cuemem_cli import Memory
-    from cuemem_cli.extract_llm import LLMExtractor
+    from cuemem_cli.cues.llm import LLMExtractor
 
     with Memory(tmp_path / "local.db", extractor="llm", extract_model=LOCAL) as memory:
         extractor = LLMExtractor(LOCAL, store=memory.store)
@@ -152,7 +152,7 @@ def test_local_model_extracts_cues_and_answers(tmp_path):
 @pytest.mark.local_llm
 @needs_model
 def test_local_model_respects_max_tokens_without_streaming():
-    from cuemem_cli.llm import complete
+    from cuemem_cli.models.llm import complete
 
     messages = [{"role": "user", "content": "Count from one to fifty in words, separated by commas."}]
     result = complete(LOCAL, messages, max_tokens=5)

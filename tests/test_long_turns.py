@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from cuemem_cli import extract
-from cuemem_cli.statements import pieces
+from cuemem_cli.cues import rules as extract
+from cuemem_cli.cues.statements import pieces
 
 from conftest import assert_whole, raw
 

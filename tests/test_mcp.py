@@ -16,7 +16,7 @@ from typing import ClassVar
 import orjson
 import pytest
 
-from cuemem_cli.store import TEMPORAL
+from cuemem_cli.store.base import TEMPORAL
 
 from conftest import CUEMEM, SAMPLES, assert_whole, chat_completion, child_env, raw, send_json
 from test_concurrency import assert_same, contents, run_serially
@@ -214,7 +214,7 @@ def test_refusals_say_what_is_wrong_in_the_agents_terms(tmp_path):
     """Arguments that fail a tool's schema are said as `field: problem`, without pydantic's type codes and
     URLs; a turn over the size limit gets the hint about its size, not the one about dates. (No model
     loads: every call is refused before a tool runs.)"""
-    from cuemem_cli.inputs import MAX_TURN_CHARS
+    from cuemem_cli.input.jsonl import MAX_TURN_CHARS
 
     db = tmp_path / "m.db"
     calls = [("recall", {"question": "Where?", "conversation": "c", "budget": 10}),
@@ -370,10 +370,10 @@ def test_without_the_mcp_extra_the_command_says_what_to_install(cli, monkeypatch
 
 @pytest.mark.slow  # loads the models
 def test_used_turns_are_recorded_in_batches_so_warm_recalls_keep_the_view(tmp_path, monkeypatch):
-    """Each write drops the in-memory view of the memory (view.py); recall's marks wait until
+    """Each write drops the in-memory view of the memory (recall/view.py); recall's marks wait until
     USED_FLUSH_SECONDS passed, this process writes, or it stops."""
     from cuemem_cli import mcp_server
-    from cuemem_cli.view import MemoryView, _views
+    from cuemem_cli.recall.view import MemoryView, _views
 
     def used(db):
         conn = raw(db)

@@ -11,12 +11,15 @@ import pytest
 
 from cuemem_cli import Memory
 from cuemem_cli.errors import CuememError
-from cuemem_cli.ingest import IngestReport, Ingestor
-from cuemem_cli.reconstruct import (Settings, chronological, circle_strength, context_tokens, dialogue_lines,
-                                    estimate_tokens, evidence_line, fill_budget, within_circles,
-                                    reconstruct, resolve_scope)
+from cuemem_cli.ingest.pipeline import IngestReport, Ingestor
+from cuemem_cli.recall.evidence import chronological, context_tokens, dialogue_lines, fill_budget
+from cuemem_cli.recall.lines import estimate_tokens, evidence_line
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.scope import resolve_scope
+from cuemem_cli.recall.score import circle_strength, within_circles
+from cuemem_cli.recall.settings import Settings
 from cuemem_cli.records import Cue, Message, Triple, Turn
-from cuemem_cli.view import Hops
+from cuemem_cli.recall.view import Hops
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_dialogues"
 VECTORS = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.8, 0.6, 0.0], "d": [0.6, 0.0, 0.8]}
@@ -74,7 +77,7 @@ def test_semantic_edges_cross_conversations_and_a_later_ingest_never_rewrites_ol
 def test_the_edges_inside_a_conversation_are_those_it_would_have_alone(store, tmp_path):
     """A question narrowed to a chat follows only edges inside it: other chats in the memory, however
     alike, must not thin them (each cue keeps its top-k within its own conversation too)."""
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     chat = [Message("x", text, source_id=f"t{i}") for i, text in enumerate(["a", "c", "d"])]
     Ingestor(store, OneCue(), KeyedEmbedder(), window=1, sem_k=1).run(chat, IngestReport())
@@ -156,7 +159,7 @@ def test_the_chats_of_a_person_the_question_names_get_their_own_top_cues(memory)
 
 @pytest.mark.slow  # real spaCy and MiniLM
 def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and_day(memory):
-    from cuemem_cli.answer import build_messages
+    from cuemem_cli.answer.prompt import build_messages
 
     ctx = memory.context("Where are we staying in Lisbon, and what did Sam plan in Japan?",
                          settings=Settings(budget=700))
@@ -177,7 +180,7 @@ def test_evidence_from_several_chats_is_chronological_with_a_header_per_chat_and
 
 @pytest.mark.slow  # real spaCy and MiniLM
 def test_a_relative_date_is_resolved_for_the_model_and_paid_for(memory):
-    from cuemem_cli.answer import build_messages
+    from cuemem_cli.answer.prompt import build_messages
 
     ctx = memory.context("When did Ana go to Belém?", ["c-9f1"])
     [belem] = [e for e in ctx.evidence if "Belém" in e.text]
@@ -266,7 +269,7 @@ def test_a_header_ditto_marks_only_the_chat_of_the_header_above_it():
 def test_the_evidence_line_counts_chats_not_titles():
     """Two chats titled alike ("New chat", as a chat export titles many) are two conversations in the
     evidence's summary line and under two named rules."""
-    from cuemem_cli import render
+    from cuemem_cli.cli import render
     from cuemem_cli.records import Context, Evidence
 
     evidence = tuple(Evidence(source_id=f"t{i}", time=f"2024-05-0{i + 1}T10:00:00", speaker="user", text="Porto",

@@ -1,4 +1,4 @@
-"""Migrations (migrations.py) as the store applies them (store.SQLStore._migrate): a new database gets
+"""Migrations (store/migrations.py) as the store applies them (store.SQLStore._migrate): a new database gets
 every one, a database the previous code wrote upgrades to the same schema, a newer one is refused, and
 each runs alone. On SQLite here; PostgreSQL's in-place upgrade from its old schema is at the end."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuemem_cli import migrations
+from cuemem_cli.store import migrations
 from cuemem_cli.errors import StoreError
-from cuemem_cli.migrations import MIGRATIONS, Migration, steps
-from cuemem_cli.store_sqlite import APPLICATION_ID, SQLiteStore
+from cuemem_cli.store.migrations import MIGRATIONS, Migration, steps
+from cuemem_cli.store.sqlite import APPLICATION_ID, SQLiteStore
 
 from conftest import assert_whole, raw
 
@@ -186,7 +186,7 @@ def test_two_processes_upgrading_one_database_leave_one_copy(tmp_path, monkeypat
     SQLiteStore.open(path).close()  # the first process: copies, then applies m007..
     assert [p.name for p in tmp_path.glob("old.db.bak-*")] == ["old.db.bak-schema6"]
     later = script("m900_later", "CREATE TABLE later (x)")
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, later])
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", [*MIGRATIONS, later])
     late = SQLiteStore(autocommit(path), str(path))  # the second one looked when the file held m001-m006
     late._migrate(seen=sorted(PREVIOUS_MIGRATIONS))
     assert recorded(path)[-1] == "m900_later"
@@ -195,7 +195,7 @@ def test_two_processes_upgrading_one_database_leave_one_copy(tmp_path, monkeypat
     SQLiteStore.open(path).close()
     late_again = SQLiteStore(autocommit(path), str(path))  # seen == the file's migrations: this one copies
     more = script("m901_more", "CREATE TABLE more (x)")
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, later, more])
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", [*MIGRATIONS, later, more])
     late_again._migrate(seen=sorted(recorded(path)))
     assert (tmp_path / f"old.db.bak-schema{len(MIGRATIONS) + 1}").exists()
     late_again.close()
@@ -207,7 +207,7 @@ def test_each_migration_commits_alone_and_a_failing_one_leaves_those_before_it(d
         raise RuntimeError("boom")
 
     SQLiteStore.open(db_path).close()
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", [
         *MIGRATIONS, script("m900_fine", "CREATE TABLE fine (x)"),
         Migration("m901_fails_half_way", fails_half_way, fails_half_way)])
     with pytest.raises(RuntimeError, match="boom"):
@@ -219,7 +219,7 @@ def test_each_migration_commits_alone_and_a_failing_one_leaves_those_before_it(d
 def test_a_migration_body_may_be_an_sql_script(db_path, monkeypatch):
     """Statements cut where SQLite says they end, so a ';' inside a string literal stays in it."""
     sql = "CREATE TABLE later (x TEXT);\nINSERT INTO later VALUES ('a; b');\nINSERT INTO later VALUES ('c')"
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, script("m900_later", sql)])
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", [*MIGRATIONS, script("m900_later", sql)])
     store = SQLiteStore.open(db_path)
     assert [r[0] for r in store.conn.execute("SELECT x FROM later ORDER BY rowid")] == ["a; b", "c"]
     assert recorded(db_path)[-1] == "m900_later"
@@ -230,7 +230,7 @@ def test_a_vector_migration_waits_for_the_dimension_then_runs_in_the_binding_tra
     def vector_index(conn, dim):
         conn.execute(f"CREATE VIRTUAL TABLE later_vectors USING vec0(embedding float[{dim}])")
 
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS",
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS",
                         [*MIGRATIONS, Migration("m900_vector_index", vector_index, vector_index, needs_dim=True)])
     store = SQLiteStore.open(db_path)
     assert "m900_vector_index" not in recorded(db_path)
@@ -256,7 +256,7 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
     VECTOR_CHUNK-vector chunks: a quarter of the bytes, and its searches find the neighbours an exact
     float search finds (the codes move similarities by ~1e-3; repeated texts stay tied, lowest id first)."""
     dim, path = 16, tmp_path / "old.db"
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", before("m010_int8_vectors"))  # the schema before m010
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", before("m010_int8_vectors"))  # the schema before m010
     store = SQLiteStore.open(path)
     store.bind_embedder("m", dim, "test")
     rng = np.random.default_rng(7)
@@ -280,7 +280,7 @@ def test_int8_vectors_migrate_an_existing_database_to_the_same_neighbours(tmp_pa
                                (cid, vectors[0].tobytes()))
     allocated_before = store.conn.execute("SELECT sum(length(vectors)) FROM cue_vectors_vector_chunks00").fetchone()[0]
     store.close()
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", MIGRATIONS)
     store = SQLiteStore.open(path)
     assert {"m010_int8_vectors", "m011_edge_kind_codes"} <= set(recorded(path))
     assert f"int8[{dim}]" in schema(path)["cue_vectors"]
@@ -331,13 +331,13 @@ def test_edge_kinds_stored_by_name_become_codes_and_read_back_as_names(tmp_path,
         _turns_for_edges(fresh)
         fresh.insert_edges(rows)
     path = tmp_path / "old.db"
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", before("m011_edge_kind_codes"))
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", before("m011_edge_kind_codes"))
     store = SQLiteStore.open(path)
     with store.transaction():
         _turns_for_edges(store)
         store.conn.executemany("INSERT INTO edges(src, dst, kind, weight, rank) VALUES (?, ?, ?, ?, ?)", rows)
     store.close()
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", MIGRATIONS)
     store = SQLiteStore.open(path)
     assert "m011_edge_kind_codes" in recorded(path)
     assert {r[0] for r in store.conn.execute("SELECT DISTINCT kind FROM edges")} == {0, 1}
@@ -362,7 +362,7 @@ def test_edge_kinds_stored_by_name_become_codes_and_read_back_as_names(tmp_path,
 
 
 # ------------------------------------------------------------------ PostgreSQL
-# A PostgreSQL database as store_postgres.py wrote it before the migration list was shared: its one
+# A PostgreSQL database as store/postgres.py wrote it before the migration list was shared: its one
 # migration `m001_initial` (this DDL, frozen here as it was written), edge kinds stored by name, and the
 # vector tables `bind_embedder` created at run time.
 OLD_POSTGRES_FUNCTIONS = [
@@ -513,7 +513,7 @@ def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, b
     every row, and ends with the schema a new database gets."""
     import psycopg
 
-    from cuemem_cli.stores import open_store
+    from cuemem_cli.store.open import open_store
 
     fresh = open_store(pg_url)
     fresh.bind_embedder("m", DIM, "test")
@@ -577,7 +577,7 @@ def test_a_database_of_per_conversation_vectors_migrates_to_one_memory(tmp_path)
     tables go; every row stays, a narrowed search finds what the partition search found, and the evidence
     of a question asked in one conversation is the same; a memory-wide question now reaches every chat."""
     from cuemem_cli import Memory
-    from cuemem_cli.reconstruct import reconstruct
+    from cuemem_cli.recall.reconstruct import reconstruct
 
     samples = Path(__file__).resolve().parent.parent / "sample_dialogues"
     path = tmp_path / "old.db"
@@ -629,8 +629,9 @@ def test_a_database_of_per_conversation_vectors_migrates_to_one_memory(tmp_path)
 def test_a_database_without_sign_bits_gets_them_on_open(tmp_path):
     """m015 on a database written before it: every turn's row of sign bits is what ingest writes today, and
     the cold search over them (EXACT_CUES lowered so the prefilter runs) finds what the in-memory view finds."""
-    from cuemem_cli import Memory, vectors
-    from cuemem_cli.view import MemoryView
+    from cuemem_cli import Memory
+    from cuemem_cli.store import vectors
+    from cuemem_cli.recall.view import MemoryView
 
     samples = Path(__file__).resolve().parent.parent / "sample_dialogues"
     path = tmp_path / "old.db"

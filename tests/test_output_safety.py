@@ -35,7 +35,7 @@ def evil_lines() -> list[dict]:
 def evil_db(tmp_path_factory):
     from typer.testing import CliRunner
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     folder = tmp_path_factory.mktemp("evil")
     source = folder / "evil.jsonl"

@@ -18,7 +18,7 @@ QUESTIONS = ["Where does Maya live?", "What pet does Leo have?", "When did Maya 
 
 @pytest.fixture(autouse=True)
 def _one_embedder(monkeypatch, embedder):
-    monkeypatch.setattr("cuemem_cli.embed.get_embedder", lambda *a, **k: embedder)  # loaded once per session
+    monkeypatch.setattr("cuemem_cli.models.embedders.get_embedder", lambda *a, **k: embedder)  # loaded once per session
 
 
 def ok(result, code: int = 0):
@@ -68,7 +68,7 @@ def test_ingest_ask_inspect_export_equal_sqlites(cli, tmp_path, pg_url):
         == ids(evidence(cli, sqlite, "What did the assistant recommend?", "-c", "assistant-chat", "--budget", "300"))
     graphs = [orjson.loads(ok(cli("--db", db, "inspect-graph", "--format", "json")).stdout) for db in (sqlite, pg_url)]
     assert graphs[1]["settings"]["db"] == pg_url
-    for graph in graphs:  # both backends record the same migrations (migrations.py): only the db differs
+    for graph in graphs:  # both backends record the same migrations (store/migrations.py): only the db differs
         graph["settings"].pop("db")
     assert graphs[0] == graphs[1]
     turn = [orjson.loads(ok(cli("--db", db, "inspect-graph", "-c", "maya-and-leo", "--turn", "s2:3", "--format",
@@ -179,11 +179,11 @@ def test_locomo_conv26_evidence_on_postgres_equals_sqlites(locomo_path, tmp_path
     two lexical indexes rank its words differently: PostgreSQL stems with Snowball English where FTS5
     uses Porter ("plays" and "playing" are one stem in both, but "play" is "plai" only in Porter), the one
     difference between the two indexes left (docs/postgres.md). Each differing question must show it."""
-    from cuemem_cli.convert import load_json, locomo
+    from cuemem_cli.input.converters import load_json, locomo
     from cuemem_cli.memory import Memory
-    from cuemem_cli.reconstruct import fts_query
-    from cuemem_cli.statements import without_names
-    from cuemem_cli.view import drop_view
+    from cuemem_cli.recall.question import fts_query
+    from cuemem_cli.cues.statements import without_names
+    from cuemem_cli.recall.view import drop_view
 
     sample = [s for s in load_json(locomo_path) if s["sample_id"] == "conv-26"]
     questions = [qa["question"] for qa in sample[0]["qa"]][::4]

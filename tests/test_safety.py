@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
-from cuemem_cli.ingest import BATCH_TURNS, IngestReport, Ingestor
-from cuemem_cli.inputs import parse_line
+from cuemem_cli.ingest.pipeline import BATCH_TURNS, IngestReport, Ingestor
+from cuemem_cli.input.jsonl import parse_line
 from cuemem_cli.records import Message
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.store.sqlite import SQLiteStore
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 BIG_TURNS = 300  # two batches: 256 + 44
@@ -72,7 +72,7 @@ def cuemem(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
 
 GATE_PLUGIN = f'''"""The default embedder, stopped for good when it is asked to embed the second batch's first turn.
 
-Ingest embeds a batch while it stores the one before (prepare.py), so the gate waits until the database
+Ingest embeds a batch while it stores the one before (ingest/prepare.py), so the gate waits until the database
 ($GATE_DB) holds the first batch whole; the writer then waits for this second batch's vectors, which never
 come, so nothing of it is stored: the process writes $GATE_SIGNAL and waits there to be killed. The
 vectors and the recorded model are the default embedder's own."""
@@ -82,7 +82,7 @@ import threading
 import time
 from pathlib import Path
 
-from cuemem_cli.embed import get_embedder
+from cuemem_cli.models.embedders import get_embedder
 
 
 class Gated:
@@ -287,7 +287,7 @@ VOCABULARY = sorted({w.strip(".,!?'\"").lower() for m in messages(MAYA)[:30] for
        | st.text(min_size=1, max_size=60).filter(str.strip))  # a blank question is refused (test_cli)
 def test_ask_never_crosses_conversations(twins, embedder, question):
     from cuemem_cli.memory import Memory
-    from cuemem_cli.reconstruct import Settings
+    from cuemem_cli.recall.settings import Settings
 
     wide = Settings(top_m=200, window=2, sem_k=5, budget=100_000)
     with Memory(twins, embedder=embedder) as memory:
@@ -343,10 +343,10 @@ def timeout():
 
 
 def test_a_timeout_is_retried_with_backoff(fake_llm, store, monkeypatch):
-    from cuemem_cli.extract_llm import LLMExtractor
+    from cuemem_cli.cues.llm import LLMExtractor
 
     waits: list[float] = []
-    monkeypatch.setattr("cuemem_cli.llm.time.sleep", waits.append)
+    monkeypatch.setattr("cuemem_cli.models.llm.time.sleep", waits.append)
     fake_llm.script = [timeout()]
     fake_llm.default = good_reply
     results = LLMExtractor("fake/x", store=store).extract(chat(3))
@@ -356,8 +356,8 @@ def test_a_timeout_is_retried_with_backoff(fake_llm, store, monkeypatch):
 
 def test_timeouts_that_never_end_leave_every_turn_pending_and_say_so(fake_llm, cli, db_path, tmp_path,
                                                                       monkeypatch, embedder):
-    monkeypatch.setattr("cuemem_cli.llm.time.sleep", lambda s: None)
-    monkeypatch.setattr("cuemem_cli.embed.get_embedder", lambda *a, **k: embedder)
+    monkeypatch.setattr("cuemem_cli.models.llm.time.sleep", lambda s: None)
+    monkeypatch.setattr("cuemem_cli.models.embedders.get_embedder", lambda *a, **k: embedder)
 
     def never_in_time(messages_):
         raise timeout()

@@ -33,7 +33,7 @@ def samples_db(tmp_path_factory) -> Path:
     """Every dialogue the tables ask about, ingested through the CLI into one database."""
     from typer.testing import CliRunner
 
-    from cuemem_cli.cli import app
+    from cuemem_cli.cli.app import app
 
     runner = CliRunner()
     path = tmp_path_factory.mktemp("samples") / "memory.db"

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from cuemem_cli.errors import StoreError
-from cuemem_cli.migrations import MIGRATIONS, Migration
-from cuemem_cli.store import TURN_ALONE
-from cuemem_cli.store_sqlite import SQLiteStore, sqlite3
+from cuemem_cli.store.migrations import MIGRATIONS, Migration
+from cuemem_cli.store.base import TURN_ALONE
+from cuemem_cli.store.sqlite import SQLiteStore, sqlite3
 
 VECTOR_MIGRATIONS = [m for m in MIGRATIONS if m.needs_dim]
 
@@ -76,7 +76,7 @@ def test_older_schema_is_backed_up_then_migrated(db_path, monkeypatch):
         store.conversation_id("c", create=True)  # something to lose
     store.close()
     later = "CREATE TABLE added_later (x)"
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", [*MIGRATIONS, Migration("m900_test", later, later)])
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", [*MIGRATIONS, Migration("m900_test", later, later)])
     store = SQLiteStore.open(db_path)
     assert store.schema_version() == len(MIGRATIONS) + 1
     backup = db_path.parent / f"{db_path.name}.bak-schema{len(MIGRATIONS)}"
@@ -87,7 +87,7 @@ def test_older_schema_is_backed_up_then_migrated(db_path, monkeypatch):
 
 def test_knn_ranges_over_the_memory_or_stays_inside_the_conversations_named(store):
     store.bind_embedder("m", 4, "test")
-    from cuemem_cli.store import NewTurn
+    from cuemem_cli.store.base import NewTurn
 
     with store.transaction():
         ids = {}
@@ -139,9 +139,9 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
 
 def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, monkeypatch):
     """m004: "dog" finds "dogs"; a database indexed before it is re-indexed when it is opened."""
-    from cuemem_cli.reconstruct import fts_query
+    from cuemem_cli.recall.question import fts_query
 
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS[:3])
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", MIGRATIONS[:3])
     old = SQLiteStore.open(db_path)
     with old.transaction():
         cid = old.conversation_id("c", create=True)
@@ -152,7 +152,7 @@ def test_lexical_search_is_stemmed_also_in_a_database_from_before_it(db_path, mo
                          (tid, "Our dogs love painting by the lake"))
     assert old.search_turns_fts(fts_query("dog"), 10) == []  # the old index matched whole words only
     old.close()
-    monkeypatch.setattr("cuemem_cli.migrations.MIGRATIONS", MIGRATIONS)
+    monkeypatch.setattr("cuemem_cli.store.migrations.MIGRATIONS", MIGRATIONS)
     store = SQLiteStore.open(db_path)
     for question in ("my dog?", "Who paints?", "lakes"):
         assert [hit for hit, _ in store.search_turns_fts(fts_query(question), 10, [cid])] == [tid], question

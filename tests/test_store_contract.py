@@ -1,5 +1,5 @@
-"""The store contract: SQLite (store_sqlite.py) and PostgreSQL (store_postgres.py) answer every method of
-the `Store` Protocol (store.py) the same way. Behaviour tests run on each backend; comparison tests fill
+"""The store contract: SQLite (store/sqlite.py) and PostgreSQL (store/postgres.py) answer every method of
+the `Store` Protocol (store/base.py) the same way. Behaviour tests run on each backend; comparison tests fill
 both with the same rows and compare what each returns; a test fails when a Protocol method is called by
 none of them. Real SQLite + sqlite-vec, real PostgreSQL + pgvector (conftest)."""
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from cuemem_cli.errors import ModelMismatch, ReadOnlyStore, StoreError
-from cuemem_cli.migrations import MIGRATIONS
-from cuemem_cli.store import NewTurn, Store
-from cuemem_cli.stores import open_store
+from cuemem_cli.store.migrations import MIGRATIONS
+from cuemem_cli.store.base import NewTurn, Store
+from cuemem_cli.store.open import open_store
 
 TEXTS = [
     "I adopted two dogs from the shelter last spring.",
@@ -85,7 +85,7 @@ def titled(store, name: str, title: str, times: list[str]) -> int:
 @pytest.fixture
 def both(tmp_path, pg_url, monkeypatch):
     """Both backends; one clock for both, so turns filled a second apart on a busy machine compare equal."""
-    monkeypatch.setattr("cuemem_cli.store.now_iso", lambda: "2026-01-02T03:04:05")
+    monkeypatch.setattr("cuemem_cli.store.base.now_iso", lambda: "2026-01-02T03:04:05")
     stores = (open_store(str(tmp_path / "memory.db")), open_store(pg_url))
     yield stores
     for s in stores:
@@ -250,7 +250,7 @@ def test_delete_turns_takes_everything_of_theirs(any_store):
 
 
 def test_every_migration_is_recorded_by_name_on_both_backends(backend_db):
-    """One list of migrations (migrations.py): a new database of either backend records every name, the
+    """One list of migrations (store/migrations.py): a new database of either backend records every name, the
     vector ones once an embedder is bound, and its schema version counts them alike."""
     store = open_store(backend_db)
     try:
@@ -290,8 +290,8 @@ def test_status_cache_and_counts(any_store):
 def test_the_memory_as_arrays_codes_and_edges(any_store):
     """What the ingest's neighbour index and the in-memory view read: every cue's int8 code with its ids in
     cue id order, every turn's code, every edge as columns; cues by id."""
-    from cuemem_cli.store import SEMANTIC, TEMPORAL
-    from cuemem_cli.vectors import encode
+    from cuemem_cli.store.base import SEMANTIC, TEMPORAL
+    from cuemem_cli.store.vectors import encode
 
     ids = fill(any_store)
     cue_ids, turn_ids, conversation_ids, codes = any_store.cue_codes(DIM)
@@ -333,7 +333,7 @@ def test_conversations_carry_their_titles(any_store):
 
 def test_each_backend_keeps_its_own_knn_limit(any_store):
     """sqlite-vec caps k at VEC0_MAX_K; PostgreSQL's exact scan has no cap (backend limits on their own side)."""
-    from cuemem_cli.store_sqlite import VEC0_MAX_K, SQLiteStore
+    from cuemem_cli.store.sqlite import VEC0_MAX_K, SQLiteStore
 
     sqlite = isinstance(any_store, SQLiteStore)
     assert any_store.max_k == (VEC0_MAX_K if sqlite else None)
@@ -559,7 +559,7 @@ def test_postgres_refuses_a_newer_schema(pg_url):
 
 
 def test_postgres_password_is_not_shown(pg_url):
-    from cuemem_cli.store_postgres import redacted
+    from cuemem_cli.store.postgres import redacted
 
     assert redacted("postgresql://app:s3cret@db.internal:5432/memory") == "postgresql://app:***@db.internal:5432/memory"
     store = open_store(pg_url)

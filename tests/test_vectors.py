@@ -1,10 +1,10 @@
-"""int8 storage of vectors (vectors.py): what a store gives back for the model's vectors."""
+"""int8 storage of vectors (store/vectors.py): what a store gives back for the model's vectors."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from cuemem_cli import vectors
+from cuemem_cli.store import vectors
 
 
 def test_codes_keep_the_direction_of_real_minilm_vectors(embedder):

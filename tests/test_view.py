@@ -1,4 +1,4 @@
-"""The in-memory view of the memory (view.py): same contexts as the store's queries, built only when it pays,
+"""The in-memory view of the memory (recall/view.py): same contexts as the store's queries, built only when it pays,
 never stale."""
 
 from __future__ import annotations
@@ -8,11 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuemem_cli import Memory, vectors, view
-from cuemem_cli.reconstruct import reconstruct
-from cuemem_cli.store import NewTurn
-from cuemem_cli.store_sqlite import SQLiteStore
-from cuemem_cli.view import MemoryView, StoreSource, memory_source
+from cuemem_cli import Memory
+from cuemem_cli.store import vectors
+from cuemem_cli.recall import view
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.store.base import NewTurn
+from cuemem_cli.store.sqlite import SQLiteStore
+from cuemem_cli.recall.view import MemoryView, StoreSource, memory_source
 
 pytestmark = pytest.mark.slow  # the memory fixture holds both samples with the real models
 

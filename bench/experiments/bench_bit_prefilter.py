@@ -12,7 +12,7 @@ clusters: bench_million.py's). Questions: every STEP-th LoCoMo question (default
 removed as `reconstruct` embeds them. Truth: the exact float top-100 (NumPy over the whole matrix).
 
 Both methods run on the same vectors in SQLite files: the bit search in a vec0 `bit[384]` table filled
-with `vec_quantize_binary`, its candidates rescored from their int8 codes (vectors.py, the form cuemem
+with `vec_quantize_binary`, its candidates rescored from their int8 codes (store/vectors.py, the form cuemem
 stores) read by id from a plain table; the cells through cuemem's own Store (`insert_vectors`,
 `cells.build`, `cells.search`) at 16 probes (the default) and 64.
 
@@ -32,12 +32,12 @@ import numpy as np
 import orjson
 
 from cuemem_cli import cells
-from cuemem_cli import vectors as vec
+from cuemem_cli.store import vectors as vec
 from cuemem_cli.config import DEFAULT_TOP_M
-from cuemem_cli.embed import get_embedder, spec_for
-from cuemem_cli.statements import without_names
-from cuemem_cli.store import NewTurn
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.models.embedders import get_embedder, spec_for
+from cuemem_cli.cues.statements import without_names
+from cuemem_cli.store.base import NewTurn
+from cuemem_cli.store.sqlite import SQLiteStore
 
 DIM = 384
 CANDIDATES = (500, 1000, 2000)  # bit-search candidates rescored

@@ -19,10 +19,10 @@ import numpy as np
 
 from cuemem_cli import cells
 from cuemem_cli.config import DEFAULT_TOP_M
-from cuemem_cli.embed import get_embedder, spec_for
-from cuemem_cli.statements import without_names
-from cuemem_cli.store import NewTurn
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.models.embedders import get_embedder, spec_for
+from cuemem_cli.cues.statements import without_names
+from cuemem_cli.store.base import NewTurn
+from cuemem_cli.store.sqlite import SQLiteStore
 
 
 def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:

@@ -26,8 +26,8 @@ import numpy as np
 
 from cuemem_cli import cells
 from cuemem_cli.config import DEFAULT_TOP_M
-from cuemem_cli.store import NewTurn
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.store.base import NewTurn
+from cuemem_cli.store.sqlite import SQLiteStore
 
 DIM = 384
 CUES_PER_TURN = 4

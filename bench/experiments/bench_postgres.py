@@ -44,14 +44,14 @@ def new_database(server: str) -> str:
 
 
 def conversation(locomo: str, name: str):
-    from cuemem_cli.convert import load_json
-    from cuemem_cli.convert import locomo as convert
+    from cuemem_cli.input.converters import load_json
+    from cuemem_cli.input.converters import locomo as convert
 
     return list(convert([s for s in load_json(locomo) if s["sample_id"] == name]))
 
 
 def questions(locomo: str, name: str) -> list[str]:
-    from cuemem_cli.convert import load_json
+    from cuemem_cli.input.converters import load_json
 
     return [qa["question"] for s in load_json(locomo) if s["sample_id"] == name for qa in s["qa"]]
 
@@ -118,7 +118,7 @@ def knn(server: str, n: int, dim: int = 384, queries: int = 30) -> dict:
     import psycopg
     from psycopg.types import TypeInfo
 
-    from cuemem_cli.store_postgres import register_vector
+    from cuemem_cli.store.postgres import register_vector
 
     url = new_database(server)
     rng = np.random.default_rng(0)
@@ -161,8 +161,8 @@ def knn(server: str, n: int, dim: int = 384, queries: int = 30) -> dict:
 
 
 def ingest_all(db: str, locomo: str) -> dict:
-    from cuemem_cli.convert import load_json
-    from cuemem_cli.convert import locomo as convert
+    from cuemem_cli.input.converters import load_json
+    from cuemem_cli.input.converters import locomo as convert
     from cuemem_cli.memory import Memory
 
     messages = list(convert(load_json(locomo)))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cuemem_cli.embed import get_embedder
+from cuemem_cli.models.embedders import get_embedder
 from cuemem_cli.evaluate.datasets import load_locomo
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"

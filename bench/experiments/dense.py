@@ -1,7 +1,7 @@
 """Dense evidence (issue 25): would showing the lower-ranked turns as one-sentence excerpts help?
 
 The idea: fill the first `after` tokens of the budget with turns as `ask` shows them, and show every turn
-ranked below that as its sentences nearest the question cut to `limit` tokens (excerpt.py), so that
+ranked below that as its sentences nearest the question cut to `limit` tokens (recall/excerpt.py), so that
 more turns fit. This script re-fills each question's budget from cuemem's own unbudgeted ranking, so
 the product is untouched, and scores each way by what the evidence *text* holds, since counting turn ids
 would call a turn present even when its answering sentence was cut:
@@ -31,13 +31,17 @@ from collections import defaultdict
 from pathlib import Path
 from dataclasses import replace
 
-from cuemem_cli.embed import embed_questions, get_embedder, spec_for
+from cuemem_cli.models.embedders import embed_questions, get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
 from cuemem_cli.evaluate.metrics import content_tokens
-from cuemem_cli.reconstruct import Settings, context_tokens, excerpt_turn, fill_budget, reconstruct, turn_cost
-from cuemem_cli.statements import without_names
-from cuemem_cli.store_sqlite import SQLiteStore
-from cuemem_cli.view import conversation_source
+from cuemem_cli.recall.evidence import context_tokens, fill_budget
+from cuemem_cli.recall.excerpt import excerpt_turn
+from cuemem_cli.recall.lines import turn_cost
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.cues.statements import without_names
+from cuemem_cli.store.sqlite import SQLiteStore
+from cuemem_cli.recall.view import conversation_source
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 
@@ -109,7 +113,7 @@ def read(db: str, locomo: str, way: tuple[int, int], count: int, records: Path, 
 
     from local_llm import LOCAL, token_f1
 
-    from cuemem_cli.answer import answer_with_model
+    from cuemem_cli.answer.prompt import answer_with_model
     from cuemem_cli.evaluate.metrics import answer_holds
     from cuemem_cli.records import Context, Evidence
 

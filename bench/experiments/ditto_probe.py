@@ -45,17 +45,19 @@ def prefix_ditto(label: str, above: str) -> str:
 
 def probes(db: str, count: int, seed: int, short: bool) -> list[tuple[object, str, str]]:
     """(context with the probe question, the chat's title, the line quoted) for `count` questions."""
-    import cuemem_cli.reconstruct as rc
-    from cuemem_cli.embed import get_embedder
+    import cuemem_cli.recall.evidence as rc
+    from cuemem_cli.models.embedders import get_embedder
+    from cuemem_cli.recall.reconstruct import reconstruct
+    from cuemem_cli.recall.settings import Settings
     from cuemem_cli.evaluate.datasets import load_locomo
-    from cuemem_cli.stores import open_store
+    from cuemem_cli.store.open import open_store
 
     store, embedder = open_store(db), get_embedder(None)
     questions = [q for q in load_locomo(LOCOMO, as_exports=True).questions if q.gold_turns]
     random.Random(seed).shuffle(questions)
     found = []
     for q in questions:
-        context = rc.reconstruct(store, embedder, q.question, None, rc.Settings(), q.as_of)
+        context = reconstruct(store, embedder, q.question, None, Settings(), q.as_of)
         previous = None
         dittoed = []
         for ev in context.evidence:
@@ -91,8 +93,8 @@ def main() -> None:
                         help="only the probe's run and the run above it: reading the mark, not finding the line")
     args = parser.parse_args()
 
-    import cuemem_cli.reconstruct as rc
-    from cuemem_cli.answer import answer_with_model
+    import cuemem_cli.recall.evidence as rc
+    from cuemem_cli.answer.prompt import answer_with_model
 
     shipped = rc.header_label
     right = {"ditto": 0, "full titles": 0}

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from cuemem_cli import prepare
-from cuemem_cli.convert import convert_files
-from cuemem_cli.embed import get_embedder
+from cuemem_cli.ingest import prepare
+from cuemem_cli.input.converters import convert_files
+from cuemem_cli.models.embedders import get_embedder
 from cuemem_cli.registry import make_extractor
 
 

@@ -43,11 +43,14 @@ from pathlib import Path
 
 from first_person import first_person
 
-from cuemem_cli.convert import locomo
-from cuemem_cli.embed import get_embedder
+from cuemem_cli.input.converters import locomo
+from cuemem_cli.models.embedders import get_embedder
 from cuemem_cli.evaluate.datasets import export_title, load_locomo
-from cuemem_cli.reconstruct import Settings, fill_budget, fts_query, reconstruct
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.recall.evidence import fill_budget
+from cuemem_cli.recall.question import fts_query
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.store.sqlite import SQLiteStore
 
 SETTINGS = ("one chat", "its chats", "one chat + 500 real chats", "its chats + 500 real chats")
 SYSTEMS = ("cuemem", "bm25")

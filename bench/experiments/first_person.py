@@ -21,11 +21,12 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from cuemem_cli.embed import get_embedder, spec_for
+from cuemem_cli.models.embedders import get_embedder, spec_for
 from cuemem_cli.evaluate.datasets import load_locomo
-from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store_sqlite import SQLiteStore
-from cuemem_cli.view import drop_view
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.store.sqlite import SQLiteStore
+from cuemem_cli.recall.view import drop_view
 
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"
 AUXILIARY = {"does": "do", "is": "am", "has": "have"}

@@ -57,8 +57,9 @@ SAMPLE_QUESTIONS = [
 
 
 def speed(args) -> dict:
-    from cuemem_cli import Memory, local_llm
-    from cuemem_cli.reconstruct import Settings
+    from cuemem_cli import Memory
+    from cuemem_cli.models import local_llm
+    from cuemem_cli.recall.settings import Settings
 
     started = time.perf_counter()
     local_llm.load()
@@ -112,7 +113,7 @@ def string_scores(answer: str | None, gold: str) -> dict:
 
 
 def locomo(args) -> dict:
-    from cuemem_cli import local_llm
+    from cuemem_cli.models import local_llm
     from cuemem_cli.evaluate.runner import EvalConfig, run
 
     local_llm.load()
@@ -194,7 +195,7 @@ def seeded(args) -> dict:
     shared machine is not always available in one piece."""
     import dataclasses
 
-    from cuemem_cli import local_llm
+    from cuemem_cli.models import local_llm
     from cuemem_cli.evaluate import runner
     from cuemem_cli.evaluate.metrics import answer_holds
     from cuemem_cli.evaluate.runner import EvalConfig, run

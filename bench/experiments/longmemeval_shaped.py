@@ -31,7 +31,7 @@ from pathlib import Path
 
 from first_person import first_person
 
-from cuemem_cli.convert import chatgpt, locomo
+from cuemem_cli.input.converters import chatgpt, locomo
 from cuemem_cli.evaluate.datasets import load_locomo
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cuemem_cli.embed import get_embedder
+from cuemem_cli.models.embedders import get_embedder
 from cuemem_cli.evaluate.datasets import load_locomo
-from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.stores import open_store
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.store.open import open_store
 
 LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "locomo10.json"
 

@@ -23,17 +23,20 @@ import sys
 from collections import Counter
 from dataclasses import replace
 
-import cuemem_cli.reconstruct as rc
-from cuemem_cli.embed import get_embedder
+import cuemem_cli.recall.reconstruct as rc
+from cuemem_cli.recall.evidence import break_lines
+from cuemem_cli.recall.lines import estimate_tokens
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.models.embedders import get_embedder
 from cuemem_cli.evaluate.datasets import load_locomo
-from cuemem_cli.stores import open_store
+from cuemem_cli.store.open import open_store
 from memory_wide_levers import LOCOMO, CachedQuestions, variant
 
 WANTED = ("multi-hop", "open-domain")
 
 
 class Trace:
-    """What one reconstruct call ranked, scored and chose (wrapping the module's _score and fill_budget)."""
+    """What one reconstruct call ranked, scored and chose (wrapping the module's score and fill_budget)."""
 
     def __init__(self):
         self.score: dict[int, float] = {}
@@ -41,12 +44,12 @@ class Trace:
         self.ranked: list = []
         self.chosen: list = []
         self.hops = None
-        self._score, self._fill = rc._score, rc.fill_budget
+        self._score, self._fill = rc.score, rc.fill_budget
 
     def __enter__(self):
-        def score(candidates, turns, whole, best, lexical, hops, *rest):
-            self.hops, self.turns = hops, turns
-            self.score, self.via = self._score(candidates, turns, whole, best, lexical, hops, *rest)
+        def score(candidates, *rest):
+            self.hops, self.turns = candidates.hops, candidates.turns
+            self.score, self.via = self._score(candidates, *rest)
             return self.score, self.via
 
         def fill(ranked, budget, shorten=None):
@@ -54,11 +57,11 @@ class Trace:
             self.chosen = self._fill(self.ranked, budget, shorten)
             return self.chosen
 
-        rc._score, rc.fill_budget = score, fill
+        rc.score, rc.fill_budget = score, fill
         return self
 
     def __exit__(self, *exc):
-        rc._score, rc.fill_budget = self._score, self._fill
+        rc.score, rc.fill_budget = self._score, self._fill
 
 
 def sample_of(turn) -> str:
@@ -113,7 +116,7 @@ def cause(gold: tuple[str, str], one, wide, sample: str) -> str:
 
 
 def main(one_db: str, wide_db: str, mode: str = "wide", text: str = "") -> None:
-    settings = replace(rc.Settings(), **variant(text))
+    settings = replace(Settings(), **variant(text))
     one_set = load_locomo(LOCOMO)
     wide_set = load_locomo(LOCOMO, as_exports=True)
     one_store, wide_store = open_store(one_db), open_store(wide_db)
@@ -137,12 +140,12 @@ def main(one_db: str, wide_db: str, mode: str = "wide", text: str = "") -> None:
         if not missing:
             continue
         questions[q1.category, "lost"] += 1
-        headers = sum(rc.estimate_tokens(line) for line in rc.break_lines(tw.chosen))
+        headers = sum(estimate_tokens(line) for line in break_lines(tw.chosen))
         header_share.append(headers / max(cw.tokens, 1))
         found = [cause(g, t1, tw, q1.conversation) for g in missing]
         causes.update(found)
         chats = len({e.conversation for e in cw.evidence})
-        one_headers = sum(rc.estimate_tokens(line) for line in rc.break_lines(t1.chosen))
+        one_headers = sum(estimate_tokens(line) for line in break_lines(t1.chosen))
         places = [f"{g}: rank one {place(t1, g)} / {len(t1.chosen)} chosen, wide {place(tw, g)} / {len(tw.chosen)}"
                   for g in missing]
         examples.append((q1.qid, q1.category, q1.question, places, found, chats, f"{one_headers}→{headers}"))

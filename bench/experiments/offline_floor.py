@@ -19,10 +19,11 @@ import sys
 
 import numpy as np
 
-from cuemem_cli.answer import rank_sentences, shared_words
-from cuemem_cli.embed import get_embedder
-from cuemem_cli.reconstruct import Settings, reconstruct
-from cuemem_cli.store_sqlite import SQLiteStore
+from cuemem_cli.answer.extractive import rank_sentences, shared_words
+from cuemem_cli.models.embedders import get_embedder
+from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.recall.settings import Settings
+from cuemem_cli.store.sqlite import SQLiteStore
 
 JUNK = ["???", "?", "!!!", "...", "asdf", "qwerty uiop", "lorem ipsum dolor sit amet", "xyzzy plugh", "hmm", "12345",
         "zxcv bnm", "?? !!"]

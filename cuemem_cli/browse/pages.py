@@ -19,8 +19,8 @@ from typing import Any
 
 from ..errors import CuememError, LLMError, UnknownConversation
 from ..memory import Memory
-from ..reconstruct import Settings
-from ..render import context_json
+from ..recall.settings import Settings
+from ..records import context_json
 from .picture import Picture, draw
 
 PAGE_CONVERSATIONS = 50  # conversations per page of the list

@@ -27,19 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import BUILD_SEM_K, BUILD_WINDOW
-from ..ingest import Ingestor, IngestReport
+from ..ingest.pipeline import Ingestor, IngestReport
 from ..records import Message
 from ..registry import bind_extractor, make_extractor
-from ..store import Store
+from ..store.base import Store
 
 CACHE_VERSION = "eval-cache-v1"
-# What turns a data file into a database; `stores` reaches the backends (store_sqlite, store_postgres), which
-# consumers import only through it.
-_INGEST_ROOTS = ("convert", "ingest", "extract", "extract_llm", "embed", "stores")
+# What turns a data file into a database, as modules of the package; `store.open` reaches the backends
+# (store.sqlite, store.postgres), which consumers import only through it.
+_INGEST_ROOTS = ("input.converters", "ingest.pipeline", "cues.rules", "cues.llm", "models.embedders", "store.open")
 # Imported by ingest but not deciding what it writes: errors and the LLM call mechanics do not change
-# cues (the extraction prompt lives in extract_llm). The store and its migrations are hashed: the
+# cues (the extraction prompt lives in cues.llm). The store and its migrations are hashed: the
 # rows and tables they write are the database the benchmark reads.
-_NOT_HASHED = frozenset({"llm", "errors"})
+_NOT_HASHED = frozenset({"models.llm", "errors"})
 
 
 def default_cache_dir() -> Path:
@@ -53,43 +53,53 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _local_imports(source: Path, level: int = 1) -> set[str]:
-    """Modules of the package a module imports (`from .x import …`, `from . import x`; `level` 2 for a
-    module inside a sub-package, whose `from ..x import …` names the package's modules)."""
-    names = set()
+def _local_imports(package: Path, name: str) -> set[str]:
+    """The package's modules that module `name` (dotted, within the package) imports, by their dotted names:
+    `from .x import …`, `from ..y.z import …`, and `from . import x` where x is a module."""
+    source = _module_file(package, name)
+    assert source is not None
+    here = name.split(".")[:-1] if source.name != "__init__.py" else name.split(".")
+    found = set()
     for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level == level:
-            names.update([node.module.split(".")[0]] if node.module else [a.name for a in node.names])
-    return names
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = here[:len(here) - (node.level - 1)]
+        target = ".".join([*base, *(node.module.split(".") if node.module else [])])
+        if target and _module_file(package, target) is not None:
+            found.add(target)
+        for alias in node.names:  # `from . import x`, `from .store import vectors`: x may be a module
+            child = f"{target}.{alias.name}" if target else alias.name
+            if _module_file(package, child) is not None:
+                found.add(child)
+    return found
 
 
-def _module_files(package: Path, name: str) -> list[Path]:
-    """The source of a module of the package: its file, or every file of a sub-package."""
-    folder = package / name
-    if folder.is_dir():
-        return sorted(folder.rglob("*.py"))
-    source = package / f"{name}.py"
-    return [source] if source.exists() else []
+def _module_file(package: Path, name: str) -> Path | None:
+    """The source file of a module of the package (a package: its `__init__.py`), None if there is none."""
+    path = package.joinpath(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def code_digest(package: Path | None = None) -> str:
     """Hash of the ingest modules and everything they import from cuemem, found by reading their imports
     (`package`: the cuemem_cli folder to read, this one by default)."""
     package = package or Path(__file__).resolve().parents[1]
-    seen: dict[str, list[Path]] = {}
+    seen: dict[str, Path] = {}
     todo = list(_INGEST_ROOTS)
     while todo:
         name = todo.pop()
-        files = _module_files(package, name)
-        if name in seen or name in _NOT_HASHED or not files:
+        source = _module_file(package, name)
+        if name in seen or name in _NOT_HASHED or source is None:
             continue
-        seen[name] = files
-        for source in files:
-            todo.extend(_local_imports(source, level=1 if source.parent == package else 2))
+        seen[name] = source
+        todo.extend(_local_imports(package, name))
     digest = hashlib.sha256()
     for name in sorted(seen):
-        for source in seen[name]:
-            digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
+        source = seen[name]
+        digest.update(source.relative_to(package).as_posix().encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from ..convert import CONVERTERS, Options, load_json
 from ..errors import CuememError
+from ..input.converters import CONVERTERS, Options, load_json
 from ..records import Message
 from ..timeparse import parse_time
 
@@ -159,7 +159,7 @@ def exported_name(message: Message) -> str:
 def as_export_sessions(messages: dict[str, list[Message]]) -> dict[str, list[Message]]:
     """LoCoMo as a chat export: each session of each sample its own conversation (`exported_name`), keeping
     its date and two speakers, titled like a chat list would show it ("Caroline and Melanie, session 3", in
-    every message's extra, as convert.py keeps an export's title); sample by sample, session by session, the
+    every message's extra, as input/converters.py keeps an export's title); sample by sample, session by session, the
     order an export file would be ingested in."""
     out: dict[str, list[Message]] = {}
     for items in messages.values():
@@ -184,7 +184,7 @@ def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, l
 
     A memory per haystack, in both layouts: the haystacks are different users' histories that share their
     filler sessions, and in one memory every cue of a haystack would be compared with every cue of all the
-    others as the graph is built (graph.py: semantic edges range over the whole memory), a cost that grows
+    others as the graph is built (ingest/graph.py: semantic edges range over the whole memory), a cost that grows
     with the square of the benchmark (LongMemEval-S: ~500 haystacks) and edges that lead only to other
     haystacks' copies of a session.
 

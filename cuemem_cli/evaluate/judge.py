@@ -96,7 +96,7 @@ class Judgement:
 
 
 def judge(model: str, kind: str, question: str, gold: str, response: str | None) -> Judgement:
-    from ..llm import complete
+    from ..models.llm import complete
 
     result = complete(model, build_messages(kind, question, gold, response or "(no answer)"))
     return Judgement(parse_label(result.text), result.text.strip()[:200], result.usage, round(result.seconds * 1000, 1))

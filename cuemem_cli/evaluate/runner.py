@@ -18,17 +18,37 @@ from typing import Any
 import numpy as np
 
 from ..errors import CuememError, LLMError
-from ..reconstruct import Settings
 from ..files import private_dir
-from ..store import TURN_ALONE, Store
-from ..store_sqlite import SQLiteStore
+from ..recall.settings import Settings
+from ..store.base import TURN_ALONE, Store
+from ..store.sqlite import SQLiteStore
 from . import judge as judging
-from .cache import (BuildSettings, IngestSummary, database_path, default_cache_dir, ensure_ingested, file_digest,
-                    remove_database, remove_superseded, turn_alone_path, vector_dir)
+from .cache import (
+    BuildSettings,
+    IngestSummary,
+    database_path,
+    default_cache_dir,
+    ensure_ingested,
+    file_digest,
+    remove_database,
+    remove_superseded,
+    turn_alone_path,
+    vector_dir,
+)
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
 from .metrics import answer_holds, evidence_scores, longmemeval_scores, summarise, unique_in_order
-from .systems import (DEFAULT_SYSTEMS, SYSTEMS, TURN_ALONE_SYSTEMS, UNBUDGETED, ConversationView, Env, QueryVectors,
-                      Retrieval, count_tokens, system)
+from .systems import (
+    DEFAULT_SYSTEMS,
+    SYSTEMS,
+    TURN_ALONE_SYSTEMS,
+    UNBUDGETED,
+    ConversationView,
+    Env,
+    QueryVectors,
+    Retrieval,
+    count_tokens,
+    system,
+)
 from .tokens import TOKENIZER_LABELS, TokenCounter
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total); phase is "ingest" or "questions"
@@ -111,7 +131,7 @@ def check(config: EvalConfig) -> None:
 def open_postgres(config: EvalConfig, lineage: str) -> Store:
     """The PostgreSQL store an eval runs on: empty, or holding this same eval (its lineage in meta), so an
     eval never mixes its conversations into someone's memory nor reads another build's."""
-    from ..stores import open_store
+    from ..store.open import open_store
 
     assert config.store_url is not None
     store = open_store(config.store_url)
@@ -312,7 +332,7 @@ class _QA:
         self.consecutive = 0
 
     def __call__(self, q: Question, record: dict[str, Any], found: Retrieval) -> None:
-        from ..answer import answer_with_model
+        from ..answer.prompt import answer_with_model
 
         try:
             answer = answer_with_model(found.context, self.model, priority=self.config.priority)
@@ -341,7 +361,7 @@ class _Offline:
         self.embedder = embedder
 
     def __call__(self, q: Question, record: dict[str, Any], found: Retrieval) -> None:
-        from ..answer import answer_extractively
+        from ..answer.extractive import answer_extractively
 
         t0 = time.perf_counter()
         answer = answer_extractively(found.context, self.embedder)
@@ -369,7 +389,7 @@ def run(config: EvalConfig, progress: Progress | None = None, embedder=None) -> 
     settings = base_settings(config)
     budgets = tuple(dict.fromkeys(config.budgets or (settings.budget,)))
     if embedder is None:
-        from ..embed import get_embedder
+        from ..models.embedders import get_embedder
 
         embedder = get_embedder(config.embedder)
     build = BuildSettings(config.extractor, config.extract_model, embedder.model_id,

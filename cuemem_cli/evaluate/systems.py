@@ -22,30 +22,33 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..embed import embed_questions
-from ..records import Context, Evidence, Turn
-from ..reconstruct import (GAP_LINE, Settings, break_lines, chronological, context_tokens, estimate_tokens,
-                           evidence_line, fill_budget, fts_query, header_line, reconstruct, resolve_scope, shown_text,
-                           turn_cost)
 from ..files import private_dir
-from ..store import Store
+from ..models.embedders import embed_questions
+from ..recall.evidence import GAP_LINE, break_lines, chronological, context_tokens, fill_budget, header_line
+from ..recall.lines import estimate_tokens, evidence_line, shown_text, turn_cost
+from ..recall.question import fts_query
+from ..recall.reconstruct import reconstruct
+from ..recall.scope import resolve_scope
+from ..recall.settings import Settings
+from ..records import Context, Evidence, Turn
+from ..store.base import Store
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from ..embed import Embedder
+    from ..models.embedders import Embedder
 
 CUEMEM_SYSTEMS: dict[str, dict[str, Any]] = {
     "cuemem": {},
     "no-graph": {"graph": False},  # anchors only (the paper's ablation)
     "no-semantic": {"sem_k": 0},
     "no-temporal": {"window": 0},
-    # One scoring term off at a time (reconstruct.py); run them with --systems.
+    # One scoring term off at a time (recall/reconstruct.py); run them with --systems.
     "no-lexical": {"lexical_weight": 0.0},
     "no-speaker": {"speaker_weight": 0.0},
     "no-date": {"date_weight": 0.0},
     "cue-only": {"cue_weight": 1.0},
     "turn-only": {"cue_weight": 0.0},
-    "whole-turns": {"excerpt_tokens": 0},  # long turns shown whole, not as excerpts (excerpt.py)
+    "whole-turns": {"excerpt_tokens": 0},  # long turns shown whole, not as excerpts (recall/excerpt.py)
 }
 # Run on a copy of the database whose turn vectors hold the turn alone, as before m005 (Env.turn_alone).
 TURN_ALONE_SYSTEMS: dict[str, dict[str, Any]] = {

@@ -18,7 +18,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-
 TOKENIZER_LABELS = {
     "estimate": "characters / 4 (the budget unit)",
     "wordpiece": "WordPiece (all-MiniLM-L6-v2)",

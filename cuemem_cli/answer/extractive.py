@@ -1,0 +1,404 @@
+"""The offline answer: the question's parts read off the evidence sentences nearest it, without a model.
+
+The answer model's prompt and the LLM answer are prompt.py's; what span of a sentence answers each kind of
+part is spans.py's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cues.statements import sentences as split_sentences
+from ..cues.statements import without_names
+from ..models.embedders import embed_questions
+from ..recall.excerpt import GAP
+from ..recall.question import fts_query, said_in
+from ..recall.view import in_context
+from ..records import Answer, Context
+from ..timeparse import DAY, dated, dates, format_human, named_periods, said_on
+from .spans import (
+    Focus,
+    Part,
+    amounts,
+    best_date,
+    best_place,
+    closest,
+    content_stems,
+    focus,
+    known_names,
+    known_places,
+    people,
+    places,
+    preload_parser,
+    question_parts,
+    reply_place,
+    stems,
+    what_phrases,
+)
+
+EXTRACTIVE_SOURCES = 3
+EXTRACTIVE_CONTEXT_WEIGHT = 0.7
+TURN_SCORE_WEIGHT = 1.0
+NO_EVIDENCE_FLOOR = 0.20  # see `matched`
+RECENT_MARGIN = 0.1  # now and plans: the newest candidate within this of the best one (_Reader.answer) …
+CURRENT_MARGIN = 0.5  # … or within this, when it is as strong and about the same event and person
+FOLLOW_DECAY = 0.15  # see _Reader._flow
+STRENGTH_BONUS = 0.2  # see _Reader.answer
+SUBJECT_BONUS = 0.1  # see _Reader._about
+OTHER_PENALTY = 0.2
+PHRASE_SENTENCES = 8  # what-questions parse only this many of the best sentences
+
+_WORD = re.compile(r"[a-z0-9]+")
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|we've|us|our)\b", re.I)
+_TITLE_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr)\.$")
+
+
+def sentences(text: str) -> list[str]:
+    """The project's sentences (statements.sentences), a title's full stop not taken for a sentence's
+    end ("They assigned me Dr. Helen Marsh." is one sentence), an excerpt's gap marks dropped."""
+    out: list[str] = []
+    for sentence in split_sentences(text):
+        sentence = sentence.strip().strip(GAP).strip()
+        if out and _TITLE_END.search(out[-1]):
+            out[-1] = f"{out[-1]} {sentence}"
+        elif sentence:
+            out.append(sentence)
+    return out
+
+
+def shared_words(question: str, context: Context) -> set[str]:
+    """The question's content words (as the lexical search reads them) that some evidence turn also
+    uses, compared on their first five letters so "painting" meets "paints"."""
+    stems = {w[:5] for w in fts_query(question).replace('"', " ").replace(" OR ", " ").split()}
+    said = {w[:5] for ev in context.evidence for w in _WORD.findall(ev.text.lower())}
+    return stems & said
+
+
+def rank_sentences(context: Context, embedder, short_places: bool = False) -> list[tuple[float, str, int]]:
+    """(score, sentence, evidence index) for every candidate sentence of the evidence, best first.
+
+    Questions are left out (the other speaker asking "where did you go?" echoes the question best and
+    answers nothing), and each sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT
+    of the turn said just before it when the evidence holds that turn: "His name is Biscuit, he's a
+    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Reading in
+    context and leaving questions out each made the chosen sentences hold a gold evidence turn more
+    often, and the result barely moves with the weight (bench/RESULTS.md, "Offline answers: does the
+    extractive answer hold the gold answer?"). With `short_places` (where-questions) a sentence under
+    four words is kept when it names a place: "Greetings from Denver!" is where someone is.
+    """
+    found: list[tuple[str, int]] = []
+    names = frozenset(ev.speaker for ev in context.evidence if ev.speaker)
+    for i, ev in enumerate(context.evidence):
+        for sentence in sentences(ev.text):
+            if len(sentence.split()) >= 4 or (short_places and places(sentence, speakers=names)):
+                found.append((sentence, i))  # greetings and one-word replies answer nothing
+    candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
+    if not candidates:
+        return []
+    evidence = context.evidence
+    led = [i for i in sorted({i for _, i in candidates})  # turns whose turn before is in the evidence too
+           if i and evidence[i - 1].conversation == evidence[i].conversation
+           and evidence[i - 1].session == evidence[i].session
+           and evidence[i - 1].position == evidence[i].position - 1]
+    plain = [without_names(t, names) or t for t in [context.question] + [c[0] for c in candidates]]
+    vectors = embedder.embed(plain[1:] + [evidence[i - 1].text for i in led])
+    question, own = embed_questions(embedder, plain[:1])[0], vectors[:len(candidates)]
+    before = dict(zip(led, vectors[len(candidates):], strict=True))
+    previous = np.vstack([before.get(i, np.zeros_like(question)) for _, i in candidates])
+    scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
+    scores = scores + TURN_SCORE_WEIGHT * np.array([evidence[i].score for _, i in candidates])
+    return [(float(scores[k]), *candidates[k]) for k in np.argsort(-scores, kind="stable").tolist()]
+
+
+def matched(context: Context, ranked: list[tuple[float, str, int]]) -> bool:
+    """Whether any evidence answers at all: the question shares a content word with the evidence and its
+    best sentence scores at least NO_EVIDENCE_FLOOR.
+
+    Similarity alone cannot tell: "???" or "asdf" still lands near some sentence, as near as some real
+    questions' best sentences do. A shared content word separates: real questions have one, junk
+    ones rarely. The floor lies under the lowest best score of a real question, so it silences no real
+    question and most junk and unrelated ones (bench/experiments/offline_floor.py; its figures in
+    bench/RESULTS.md, "Offline answers: does the extractive answer hold the gold answer?").
+    A speaker the question names counts as a shared word: "What is Sam's diet?" asks about Sam, whose own
+    turns never say "Sam" nor "diet" ("I'm vegetarian").
+    """
+    named = {w.lower() for ev in context.evidence if ev.speaker for w in ev.speaker.split()}
+    asks_about = named & {w.lower() for w in re.findall(r"[A-Za-z]+", context.question)}
+    return bool(ranked) and ranked[0][0] >= NO_EVIDENCE_FLOOR and bool(shared_words(context.question, context)
+                                                                       or asks_about)
+
+
+@dataclass(frozen=True)
+class _Found:
+    score: float  # the sentence's score, or what it inherits from the sentence it follows (_Reader.flow)
+    own: float  # the sentence's own score
+    strength: int  # how surely the span is of the kind asked (answer_spans: after a word of the question, …)
+    span: str
+    index: int  # of the evidence turn
+    sentence: str
+
+
+_QUANTITIES = {"budget", "price", "cost", "age", "salary", "rent", "distance", "temperature", "height", "weight",
+               "number", "amount", "total", "score", "grade", "size", "population", "fee"}
+
+
+class _Reader:
+    """The evidence read for one question: who speaks, which names are places, how well each sentence
+    follows the question, and the spans each kind of question part finds in it."""
+
+    def __init__(self, context: Context, embedder, ranked: list[tuple[float, str, int]]):
+        self.context, self.embedder, self.ranked = context, embedder, ranked
+        self.evidence = context.evidence
+        texts = [ev.text for ev in self.evidence]
+        self.speakers = frozenset(ev.speaker for ev in self.evidence if ev.speaker)
+        self.places = known_places(texts, self.speakers)
+        self.names = known_names(texts) | {w for s in self.speakers for w in s.split()}
+        self.full_names = frozenset(name for text in texts for name, _ in people(text, set(), frozenset(), self.names))
+        self.asked = content_stems(context.question)
+        # what an event is called, without who and where: "visiting" in "When is Leo visiting Maya in Denver?"
+        self.event = self.asked - stems(" ".join(self.speakers | self.places))
+        named = [(context.question.find(s), s) for s in self.speakers if re.search(rf"\b{re.escape(s)}\b",
+                                                                                  context.question)]
+        self.subject = min(named)[1] if named else None  # "When is Leo visiting Maya?" is about Leo
+        self.flow, self.window = self._flow()
+
+    def _flow(self) -> tuple[dict[tuple[int, str], float], dict[tuple[int, str], set[str]]]:
+        """Each sentence's score, or, when higher, FOLLOW_DECAY less than the best sentence before it in
+        its turn, FOLLOW_DECAY less than the turn said just before it, twice that for the turn before
+        that: an answer often comes a turn or two after the words that match the question ("I want to
+        come visit." — "When?" — "I could fly in on December 15th"). With it, the word stems of that
+        window (the sentence, those before it in its turn, the two turns before)."""
+        own = {(i, sentence): score for score, sentence, i in self.ranked}
+        best_turn: dict[int, float] = {}
+        for (i, _), score in own.items():
+            best_turn[i] = max(score, best_turn.get(i, score))
+        ev = self.evidence
+        flow, window = {}, {}
+        for i in sorted(best_turn):
+            before = [(j, hops) for j, hops in ((i - 1, 1), (i - 2, 2)) if j >= 0 and ev[j].session == ev[i].session
+                      and ev[i].position - ev[j].position == hops]
+            inherited = max((best_turn.get(j, -1.0) - FOLLOW_DECAY * hops for j, hops in before), default=-1.0)
+            said = set().union(*(stems(ev[j].text) for j, _ in before))
+            earlier = -1.0
+            for sentence in sentences(ev[i].text):
+                said |= stems(sentence)
+                if (i, sentence) in own:
+                    flow[(i, sentence)] = max(own[(i, sentence)], inherited, earlier - FOLLOW_DECAY)
+                    window[(i, sentence)] = set(said)
+                    earlier = max(earlier, own[(i, sentence)])
+        return flow, window
+
+    def span(self, kind: str, part: Part, want: Focus | None, sentence: str, i: int) -> tuple[str, int] | None:
+        """(span, strength) of `sentence` for a part of this kind, or None when it holds none."""
+        ev = self.evidence[i]
+        if kind == "when":
+            said = said_on(ev.time)
+            plan = said if part.current and not part.past else None  # "When is …?" asks for what is to come
+            when = best_date(dates(sentence, said, part.past), sentence, self.asked, part.text, plan)
+            if when is None:
+                return None
+            topical = bool(stems(" ".join(sentence[:when.at].split()[-5:])) & self.event)  # "I start on June 1st"
+            return when.text, 2 if topical else int(bool(self.event & self.window[(i, sentence)]))
+        if kind == "where":
+            found = best_place(sentence, places(sentence, self.places, self.speakers, self.asked), self.asked)
+            return found or self._reply_place(sentence, i)
+        if kind == "who":
+            return next(iter(people(sentence, self.asked, self.places, self.names)), None)
+        taken = [(w.at, w.end) for w in dates(sentence, said_on(ev.time))]  # a date is no number and no thing
+        if kind == "how-many" or want is None:
+            return next(iter(amounts(sentence, self.asked, part.text, taken)), None)
+        phrases = what_phrases(sentence, want, self.asked, self.speakers, taken)
+        if not phrases:
+            return None
+        if phrases[0][1]:
+            return phrases[0]
+        return closest([p for p, _ in phrases], want.text, self.embedder), 0
+
+    def _reply_place(self, sentence: str, i: int) -> tuple[str, int] | None:
+        """A place opening the reply to a where-question (answer_spans.reply_place), strength 1."""
+        ev = self.evidence
+        if i == 0 or ev[i - 1].session != ev[i].session or ev[i].position - ev[i - 1].position != 1 \
+                or not ev[i].text.strip().startswith(sentence[:20]):
+            return None
+        name = reply_place(sentence, ev[i - 1].text, self.speakers)
+        return (name, 1) if name else None
+
+    def answer(self, part: Part) -> tuple[str, int]:
+        """The span that answers `part` and the evidence turn it comes from.
+
+        The candidates are the sentences holding a span of the part's kind (for a what-question, of the
+        PHRASE_SENTENCES best), scored by `_score`; for a question naming a period, those stating its
+        day, else those said in it, come first. The best candidate wins, unless the question is about
+        now or a plan (`_current`). A when-answer coarser than a day ("next month") takes a day inside
+        it that the same turn or the speaker's next turns give (`_finer`); a short name the longest form
+        the evidence gives it (`_full_name`). Without any candidate, `_fallback`."""
+        want = focus(part, self.speakers) if part.kind == "what" else None
+        if want is not None and want.noun and want.noun.lower() in _QUANTITIES:
+            want = None  # "What is Sam's budget …?" asks for a number
+        kind = part.kind if part.kind != "what" or want is not None else "how-many"
+        look = self.ranked[:PHRASE_SENTENCES] if kind == "what" else self.ranked
+        found = [_Found(self.flow[(i, sentence)], own, span[1], span[0], i, sentence) for own, sentence, i in look
+                 if (span := self.span(kind, part, want, sentence, i))]
+        if part.periods:
+            stating = [f for f in found if self._states_period(f, part)]
+            found = stating or [f for f in found if said_in(self.evidence[f.index].time, list(part.periods))] or found
+        if not found:
+            return self._fallback(part)
+        best = max(found, key=self._score)
+        if part.current:
+            best = self._current(best, found, part, kind)
+        if kind in ("where", "who"):
+            return self._full_name(best.span), best.index
+        return self._finer(best, part) if kind == "when" else (best.span, best.index)
+
+    def _score(self, found: _Found) -> float:
+        """How well a candidate answers: its sentence's flow, STRENGTH_BONUS per step of strength, and
+        who said it (`_about`)."""
+        return found.score + STRENGTH_BONUS * found.strength + self._about(found)
+
+    def _current(self, best: _Found, found: list[_Found], part: Part, kind: str) -> _Found:
+        """For a question about the present or a plan, the newest statement wins: among the candidates as
+        strong as the best, with one of the question's event words nearby (`window`), said by the person
+        asked about, whose own sentence scores within CURRENT_MARGIN of the best ("I'm going May 10 to May
+        20 now" after "ten days in mid-April"), the newest. When the best is not that sure of its kind,
+        only a question that says "now" takes the newest within RECENT_MARGIN. The newest statement of
+        the chosen answer by the person asked about is then its source ("Greetings from Denver!" rather
+        than the "I'm moving to Denver next month!" before it)."""
+        top = self._score(best)
+        found = [f for f in found if self.evidence[f.index].speaker in self._people(best)]
+
+        def close(f: _Found, margin: float) -> bool:
+            return self._score(f) - f.score + f.own >= top - margin
+
+        same = [f for f in found if f.strength >= best.strength and self.event & self.window[(f.index, f.sentence)]
+                and self.subject in (None, self.evidence[f.index].speaker) and close(f, CURRENT_MARGIN)]
+        if best.strength and best in same:
+            best = max(same, key=self._newest)
+        elif part.now:
+            best = max((f for f in found if self._score(f) >= top - RECENT_MARGIN), key=self._newest)
+        if kind == "when" or self.subject is None:
+            return best
+        return max((f for f in found if f.span == best.span and f.strength and f.strength >= best.strength - 1
+                    and self.evidence[f.index].speaker == self.subject and close(f, CURRENT_MARGIN)),
+                   key=self._newest, default=best)
+
+    def _people(self, found: _Found) -> set[str | None]:
+        """Who speaks in the chat of `found` (in the evidence): a newer statement replaces an older one only
+        when one of them made it. Over a whole memory "When is the trip to Portugal?" must not take a
+        friend's later trip, said in another chat, for the trip's new dates; a person's own chats (an
+        export's user and assistant) share their people, so a plan changed in a later chat still wins."""
+        chat = self.evidence[found.index].conversation
+        return {ev.speaker for ev in self.evidence if ev.conversation == chat}
+
+    def _full_name(self, name: str) -> str:
+        """The longest name the evidence gives for a short one: "Fernwood" → "Fernwood Robotics"."""
+        longer = [n for n in self.places | self.full_names if n.startswith(name + " ")]
+        return max(longer, key=len) if longer else name
+
+    def _newest(self, found: _Found) -> tuple[str, int, float]:
+        ev = self.evidence[found.index]
+        return ev.time or "", ev.position, found.score
+
+    def _about(self, found: _Found) -> float:
+        """SUBJECT_BONUS when the question's subject said the sentence, OTHER_PENALTY less when someone
+        else said it of themselves: asked "When did Leo start his new job?", Maya's "I start at the new
+        office on the 28th" is about Maya."""
+        if self.subject is None:
+            return 0.0
+        if self.evidence[found.index].speaker == self.subject:
+            return SUBJECT_BONUS
+        return -OTHER_PENALTY if _FIRST_PERSON.search(found.sentence) else 0.0
+
+    def _states_period(self, found: _Found, part: Part) -> bool:
+        """Whether the sentence states the day the question names ("I ran 8 miles yesterday", said on 15
+        March, for "How far did Sam run on 14 March 2024?"): such sentences come first, then those said in
+        the period. A longer period ("Where did Maya live in March 2023?") is a time things held in,
+        not an event's day, so only when it was said counts."""
+        days = [first for first, last in named_periods(part.text) if first == last]
+        said = said_on(self.evidence[found.index].time)
+        return any(w.first == w.last and w.first.isoformat() in days for w in dates(found.sentence, said, part.past))
+
+    def _finer(self, best: _Found, part: Part) -> tuple[str, int]:
+        """A day inside a coarse date ("next month" → "I'm moving on August 19th"), from the same turn or
+        the speaker's next turns of the session, with the turn that gives it."""
+        ev = self.evidence
+        said = said_on(ev[best.index].time)
+        coarse = best_date(dates(best.sentence, said, part.past), best.sentence, self.asked, part.text)
+        if coarse is None or coarse.precision == DAY:
+            return best.span, best.index
+        i = best.index
+        turns = [i] + [j for j in range(i + 1, min(i + 4, len(ev))) if ev[j].speaker == ev[i].speaker
+                       and ev[j].session == ev[i].session and ev[j].position - ev[i].position <= 3]
+        for j in turns:
+            for sentence in sentences(ev[j].text):
+                for w in dates(sentence, said_on(ev[j].time), part.past):
+                    if w.precision == DAY and coarse.first <= w.first and w.last <= coarse.last:
+                        return w.text, j
+        return best.span, best.index
+
+    def _fallback(self, part: Part) -> tuple[str, int]:
+        """No sentence holds a span of the part's kind: the noun phrase a cue of the best sentence's turn
+        found at ingest, for a when-question the day it was said, else the best sentence."""
+        _, sentence, i = self.ranked[0]
+        ev = self.evidence[i]
+        if part.kind == "when" and ev.time:
+            return f"on {format_human(ev.time, with_time=False)}", i
+        objects = [c for c in self.context.cues if c.turn == ev.source_id and c.kind == "triple" and c.object
+                   and c.object.lower() in sentence.lower() and not stems(c.object) <= self.asked]
+        if objects and part.kind == "what":
+            return max(objects, key=lambda c: c.score).object, i
+        return sentence, i
+
+
+def _source(ev) -> str:
+    day = format_human(ev.time, with_time=False) if ev.time else "undated"
+    return f"{ev.speaker or 'unknown'}, {ev.source_id}, {day}: \"{dated(ev.text, said_on(ev.time))}\""
+
+
+def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SOURCES) -> Answer:
+    """Offline, no model involved: for each part the question asks (answer_spans.question_parts: "What
+    breed is the dog Maya adopted, and when?" has two) the span that answers it, from the best evidence
+    sentence holding a span of that kind (_Reader.answer), the parts' spans joined by "; "; then each
+    span's turn as a source (speaker, turn id, day, text), then the turns of the best sentences
+    (rank_sentences) up to `sources` turns in all; no answer when nothing matched (`matched`).
+
+    The spans: when → a date or range (timeparse.dates: "June 1st", "the 15th of November, back on the
+    18th", "last weekend" resolved against the day they were said); where → a capitalised place after
+    in/at/to/from/into/on/along, or a name the evidence uses so elsewhere; who → a name with its title
+    ("Professor de Vries"), or a relative ("my mother"); how many → a number and what it counts; what
+    → the noun phrase (spaCy) nearest the question's focus ("breed" → "beagle"). A span the question
+    already says answers nothing, so "I adopted a dog last weekend!" is passed over for the breed. In
+    every source, relative time phrases carry their date ("last weekend [the weekend before 14 May
+    2023: weekend of 6 May 2023]").
+
+    Each choice was measured on LoCoMo's single-hop and temporal questions, added to the ones before
+    it (bench/RESULTS.md, "Offline answers: does the extractive answer hold the gold answer?"): the
+    span and its resolved date first; speakers' names left out of the sentence vectors (as for cues,
+    statements.cue_text); TURN_SCORE_WEIGHT × the turn's evidence score; the whole turn as source
+    rather than the sentence (a fact often spans a turn's sentences); three source turns (four hold
+    the answer more often, but an answer should stay short); dates inline in the sources.
+    """
+    parts = question_parts(context.question)
+    if any(p.kind == "what" for p in parts):
+        preload_parser()
+    ranked = rank_sentences(context, embedder, short_places=any(p.kind == "where" for p in parts))
+    if not matched(context, ranked):
+        return Answer(text=None, kind="extractive")
+    reader = _Reader(context, embedder, ranked)
+    found = [reader.answer(part) for part in parts]
+    lines = ["; ".join(dict.fromkeys(span for span, _ in found))]
+    used: list[int] = []
+    for _, i in found:
+        if i not in used:
+            used.append(i)
+            lines.append("source: " + _source(context.evidence[i]))
+    for _, _, j in ranked:
+        if len(used) >= sources:
+            break
+        if j not in used:
+            used.append(j)
+            lines.append("also: " + _source(context.evidence[j]))
+    return Answer(text="\n".join(lines), kind="extractive")

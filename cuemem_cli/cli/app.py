@@ -1,0 +1,716 @@
+"""The `cuemem` command: parse options, call `Memory` and the pipeline modules, print.
+
+Exit codes: 0 success; 1 an error cuemem explains (bad input, missing model, …); 2 a usage error;
+3 ingest finished but left turns pending, skipped invalid lines or conflicting ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from .. import config
+from ..config import (
+    ASK_SEM_K,
+    ASK_WINDOW,
+    BUILD_SEM_K,
+    BUILD_WINDOW,
+    DEFAULT_BUDGET,
+    DEFAULT_EVIDENCE_SHOWN,
+    DEFAULT_EXCERPT_TOKENS,
+    DEFAULT_TOP_M,
+)
+from ..errors import CuememError
+from . import help as cli_help
+from .output import fail, plain
+
+
+class _Group(TyperGroup):
+    """The top-level command group: a reader that stops early (`cuemem ask … | head -1`) ends us quietly;
+    help and completion as cli/help.py says."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        cli_help.tidy(self)
+
+    def _main_shell_completion(self, ctx_args: Any, prog_name: str, complete_var: str | None = None) -> None:
+        cli_help.completion_instruction(os.environ, prog_name, complete_var)
+        super()._main_shell_completion(ctx_args, prog_name, complete_var)
+
+    def invoke(self, ctx: Any) -> Any:  # typer's own (vendored) click Context
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _discard_stdout()
+            raise typer.Exit(0) from None
+
+
+def _discard_stdout() -> None:
+    """stdout's reader is gone: send what is still buffered to /dev/null, so neither our next write nor
+    Python's flush at exit reports a broken pipe (the recipe of Python's signal module documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="cuemem",
+    help="Long-term memory for conversations: cues → turn graph → compact evidence for any LLM.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+convert_app = typer.Typer(help="Convert benchmark and chat exports to cuemem's message JSONL (stdout).",
+                          no_args_is_help=True)
+app.add_typer(convert_app, name="convert")
+from .eval import eval_app  # noqa: E402  (a sub-app; heavy imports stay inside its commands)
+
+app.add_typer(eval_app, name="eval")
+
+EXIT_PARTIAL = 3
+
+
+class State:
+    db: str | None = None
+
+
+state = State()
+
+
+class _Warnings(logging.Handler):
+    """The library's warnings (a bookkeeping write skipped on a read-only memory or a full disk) as one
+    `warning:` line on stderr, as errors are printed."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from .render import err
+
+        err.print(f"[bold yellow]warning:[/bold yellow] {plain(record.getMessage())}")
+
+
+def _show_warnings() -> None:
+    logger = logging.getLogger("cuemem_cli")
+    if not any(isinstance(handler, _Warnings) for handler in logger.handlers):
+        logger.addHandler(_Warnings(logging.WARNING))
+    # psycopg warns that it abandoned a statement pipeline after a server error, which cuemem's own error
+    # message reports (a full disk): one message, not two
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
+
+
+def _memory(create: bool = False, **kwargs):
+    """Only the commands that store turns (ingest, import) create the database file."""
+    from ..memory import Memory
+
+    url = config.db_url(state.db)
+    if url is not None:  # PostgreSQL (store/postgres.py)
+        return Memory(url, create=create, **kwargs)
+    path = config.db_path(state.db)
+    if path.is_dir():
+        raise CuememError(f"{path} is a directory, not a database file",
+                          f"name a file, e.g. --db {path / 'memory.db'}")
+    return Memory(path, create=create, **kwargs)
+
+
+def _db_shown() -> str:
+    """The database as reports name it: its path, or its URL without the password."""
+    url = config.db_url(state.db)
+    if url is None:
+        return str(config.db_path(state.db))
+    from ..store.postgres import redacted
+
+    return redacted(url)
+
+
+def _version(value: bool) -> None:
+    """`--version`: the installed distribution's version, else the source tree's."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("cuemem")
+        except PackageNotFoundError:  # run from a source tree
+            from .. import __version__ as number
+        typer.echo(f"cuemem {number}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    db: str | None = typer.Option(None, "--db", help="Database file, or a postgresql:// URL (default: $CUEMEM_DB, "
+                                  "else the per-user data dir).", metavar="PATH"),
+    version: bool = typer.Option(False, "--version", "-V", help="Print cuemem's version and exit.",
+                                 callback=_version, is_eager=True),
+) -> None:
+    state.db = db
+    _show_warnings()
+
+
+# ------------------------------------------------------------------ ingest
+@app.command()
+def ingest(
+    files: list[str] = typer.Argument(..., help="Message JSONL files, read in the order given: - for standard "
+                                                "input, a folder for its *.jsonl files; gzip and zip are read "
+                                                "as they are. With --from, export files (or their folders or "
+                                                ".zip).",
+                                      metavar="FILE"),
+    from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
+                                           help="Convert from this format first (as `cuemem convert FORMAT`): "
+                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval; "
+                                                "jsonl is cuemem's own (the default)."),
+    all_branches: bool = typer.Option(False, "--all-branches",
+                                      help="With --from chatgpt: every edited or regenerated branch, not only the "
+                                           "kept one."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c",
+                                            help="Store every line in this conversation, whatever it names "
+                                                 "(ids of lines from another conversation become CONV/ID)."),
+    extractor: str = typer.Option("spacy", help="Cue extractor: spacy (offline rules), llm, or a registered name."),
+    extract_model: str | None = typer.Option(None, help="litellm model for --extractor llm."),
+    mix_extractors: bool = typer.Option(False, "--mix-extractors",
+                                        help="Allow cues of another extractor than the database was built with."),
+    embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
+    window: int | None = typer.Option(None, help="Temporal window w built into the graph (new DB only; "
+                                                 f"default {BUILD_WINDOW})."),
+    sem_k: int | None = typer.Option(None, help="Semantic neighbours k per cue built into the graph (new DB only; "
+                                                f"default {BUILD_SEM_K})."),
+    skip_invalid: bool = typer.Option(False, "--skip-invalid",
+                                      help="Report and skip bad lines instead of rejecting the file."),
+    replace: bool = typer.Option(False, "--replace",
+                                 help="Replace stored turns whose text changed (same id); without it they are "
+                                      "reported as conflicts and kept."),
+    workers: int | None = typer.Option(None, "--workers", min=1,
+                                       help="Processes that parse and embed: default one per core (up to 8) for "
+                                            "inputs of 1,000 lines or more; 1 keeps all work in this process."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Store dialogues: turns, cues, cue vectors and graph edges, in the database (--db).
+
+    \b
+    Input: JSONL, one message per line, e.g.
+      {"conversation": "maya", "session": "s2", "time": "2023-05-14T10:20:00",
+       "speaker": "Maya", "role": "user", "text": "I adopted a dog!", "id": "s2:1"}
+    Fields (aliases in brackets):
+      text          required: what was said [content, message, utterance]
+      conversation  required unless --conversation; the chat it was said in
+                    [conversation_id, conv]
+      time          ISO 8601, "8 May, 2023", epoch seconds …; with a zone → UTC
+                    [timestamp, date, datetime, created_at]
+      speaker       who said it; "I"/"my" resolve to it [name, author, sender]
+      role          user, assistant, …
+      session       [session_id]
+      id            the turn's id, kept as source_id; without it, a hash of time, speaker
+                    and text [turn_id, dia_id, message_id]
+    Other fields are kept with the turn. Other formats: --from FORMAT.
+    Every field and converter, with examples: docs/input-formats.md
+    """
+    from ..input.converters import CONVERTERS
+    from .render import ingest_progress
+
+    if from_format == "jsonl":  # cuemem's own format, named: the default
+        from_format = None
+    if from_format is not None and from_format not in CONVERTERS:
+        raise typer.BadParameter(f"{from_format!r} is not one of jsonl, {', '.join(CONVERTERS)}", param_hint="--from")
+    if all_branches and from_format != "chatgpt":
+        raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
+                                 param_hint="--all-branches")
+    show_progress = sys.stderr.isatty() and not json_out
+    try:
+        with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
+                     mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
+            report = memory.ingest_file(files, conversation, skip_invalid,
+                                        progress=progress, window=window, sem_k=sem_k, replace=replace,
+                                        from_format=from_format, all_branches=all_branches, workers=workers)
+    except CuememError as exc:
+        raise fail(exc) from exc
+    _print_ingest_report(report, json_out)
+
+
+def _print_ingest_report(report, json_out: bool) -> None:
+    """The summary of `ingest` and `import`; exit 3 when lines were skipped or turns left pending."""
+    from dataclasses import asdict
+
+    from .render import render_ingest_report, write_json
+
+    data = asdict(report)
+    data["seconds"] = round(report.seconds, 3)
+    data["stage_seconds"] = {k: round(v, 3) for k, v in report.stage_seconds.items()}
+    data["db"] = _db_shown()
+    if json_out:
+        write_json(data)
+    else:
+        render_ingest_report(data)
+    if report.pending or report.invalid or report.conflicts:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+# --------------------------------------------------------------------- ask
+@app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    conversation: list[str] | None = typer.Option(
+        None, "--conversation", "-c", metavar="NAME|TITLE",
+        help="Search only this conversation: its name, or its title when that names one chat; repeatable. "
+             "Default: every conversation in memory."),
+    top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
+    window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
+    sem_k: int = typer.Option(ASK_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
+    budget: int = typer.Option(DEFAULT_BUDGET, min=50, help="Evidence budget in tokens (≈ characters / 4)."),
+    no_graph: bool = typer.Option(False, "--no-graph", help="Anchors only: no graph expansion (the paper's ablation)."),
+    excerpt: int = typer.Option(DEFAULT_EXCERPT_TOKENS, "--excerpt", min=0,
+                                help="A turn longer than this many tokens shows only its sentences nearest the "
+                                     "question (0: every turn whole)."),
+    as_of: str | None = typer.Option(
+        None, help="Answer as of TIME: the question time, and memory as it was then (turns dated later, or "
+                   "undated turns stored later, are left out). Default: now, everything."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="litellm model for the answer (default $CUEMEM_MODEL; none: offline "
+                                          "extractive answer)."),
+    context_only: bool = typer.Option(False, "--context-only", help="Print only the evidence; call no model."),
+    answerer: str | None = typer.Option(None, help="llm, extractive, or a registered name (default: llm with "
+                                                      "a model, else extractive)."),
+    embedder: str | None = typer.Option(None, help="Query embedder; must match the DB's model."),
+    evidence: str | None = typer.Option(
+        None, "--evidence", metavar="N|all",
+        help=f"Evidence turns to show: the N highest-scoring, each with the turns said just before and after it, "
+             f"or all (default {DEFAULT_EVIDENCE_SHOWN}; all with --context-only). The model reads all of them; "
+             "--json has all."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Answer a question from memory, showing the evidence turns it used.
+
+    The question ranges over every conversation in memory unless --conversation narrows it; evidence from
+    several chats is shown in the order it was said, under each chat's title (or name) and day. The
+    evidence comes first and the answer last, so the answer stays on screen; on a terminal, output longer
+    than the screen goes through $PAGER (else less), never in a pipe or with --json.
+    """
+    from ..errors import LLMError
+    from ..recall.settings import Settings
+    from ..records import context_json
+    from .render import captured, render_answer, render_evidence, render_timings, show, visible, write_json
+
+    top = _evidence_shown(evidence, context_only)
+    scope = conversation or None
+    settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
+                        excerpt_tokens=excerpt)
+    chosen_model = config.answer_model(model)
+    streamed = {"any": False}
+
+    def on_token(token: str) -> None:
+        streamed["any"] = True
+        sys.stdout.write(visible(token))  # a model may echo the control characters of stored text
+        sys.stdout.flush()
+
+    shown = {"evidence": False}
+
+    def show_evidence(context, lines_after: int = 0, reader: str | None = "model") -> None:
+        """Before a streamed answer (from Memory.ask) or before a printed one, once. `reader`: who read
+        all the evidence (render_evidence)."""
+        if not shown["evidence"]:
+            shown["evidence"] = True
+            show(lambda: render_evidence(context, top, reader), lines_after)
+            render_timings(context)
+
+    failure: LLMError | None = None
+    try:
+        with _memory(embedder=embedder) as memory:
+            if context_only:
+                context = memory.context(question, scope, settings, as_of)
+                answer = None
+            else:
+                stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
+                try:
+                    # a streamed answer's length is unknown: keep a few lines for it below the evidence
+                    result = memory.ask(question, scope, settings, as_of, chosen_model, on_token=stream,
+                                        answerer=answerer,
+                                        on_context=(lambda c: show_evidence(c, 3)) if stream else None)
+                    context, answer = result.context, result.answer
+                except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
+                    failure, answer = exc, None
+                    context = memory.context(question, scope, settings, as_of)
+    except CuememError as exc:
+        raise fail(exc) from exc
+    if json_out:
+        data = context_json(context, answer)
+        if failure is not None:
+            data["error"] = failure.message
+        write_json(data)
+    else:
+        printed = answer if not streamed["any"] else None
+        panel_lines = 0
+        if printed is not None and sys.stdout.isatty():
+            panel = printed
+            panel_lines = captured(lambda: render_answer(panel)).count("\n")
+        show_evidence(context, panel_lines, None if answer is None else "offline" if answer.kind == "extractive"
+                      else "model")
+        if streamed["any"]:
+            sys.stdout.write("\n")
+        elif printed is not None:
+            render_answer(printed)
+    if failure is not None:
+        sys.stdout.flush()
+        raise fail(failure)
+
+
+def _evidence_shown(value: str | None, context_only: bool) -> int | None:
+    """--evidence: a count of strongest turns, or None for all."""
+    if value is None:
+        return None if context_only else DEFAULT_EVIDENCE_SHOWN
+    if value == "all":
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise typer.BadParameter(f"{value!r} is neither a number of turns nor all", param_hint="--evidence")
+    return int(value)
+
+
+# ----------------------------------------------------------- inspect-graph
+@app.command("inspect-graph")
+def inspect_graph(
+    conversation: str | None = typer.Option(None, "--conversation", "-c", metavar="NAME|TITLE",
+                                            help="Limit to one conversation (its name, or a title naming one)."),
+    turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id, in whichever conversation "
+                                                         "has it; -c when several do), its cues and neighbours "
+                                                         "(with dot or graphml: its neighbourhood graph)."),
+    fmt: str = typer.Option("table", "--format", metavar="FORMAT",
+                            help="table, json, dot (Graphviz) or graphml (Gephi)."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON on stdout (the same as --format json)."),
+) -> None:
+    """Show what memory holds: per-conversation counts and titles, one turn's neighbourhood, or the whole graph
+    (semantic edges cross conversations).
+
+    In a pipe or a file the tables are tab-separated values, every value whole (--json for all counts)."""
+    from ..manage import inspect as inspector
+    from .render import graph_dot, graph_graphml, out, render_graph_summary, render_turn, write_json
+
+    if fmt not in ("table", "json", "dot", "graphml"):
+        raise typer.BadParameter("use table, json, dot or graphml", param_hint="--format")
+    if json_out:
+        if fmt not in ("table", "json"):
+            raise typer.BadParameter(f"--json prints JSON, --format {fmt} asks for {fmt}: give one of them",
+                                     param_hint="--json")
+        fmt = "json"
+    try:
+        with _memory() as memory:
+            store = memory.store
+            if fmt in ("dot", "graphml"):
+                if turn is not None:
+                    name, turns, edges = inspector.neighbourhood(store, conversation, turn)
+                else:
+                    name, turns, edges = inspector.graph_of(store, conversation)
+                out.file.write(graph_dot(name, turns, edges) if fmt == "dot" else graph_graphml(name, turns, edges))
+                return
+            if turn is not None:
+                detail = inspector.turn_detail(store, conversation, turn)
+                if fmt == "json":
+                    write_json(detail)
+                else:
+                    render_turn(detail)
+                return
+            summary = inspector.summary(store, conversation, graph=fmt == "json")
+    except CuememError as exc:
+        raise fail(exc) from exc
+    if fmt == "json":
+        write_json(summary)
+    else:
+        render_graph_summary(summary["conversations"], summary["settings"])
+
+
+# ---------------------------------------------------------------- convert
+def _convert(kind: str, files: list[str], all_branches: bool = False) -> None:
+    from ..input.converters import convert_files
+
+    try:
+        import orjson
+
+        write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
+        for message in convert_files(kind, files, all_branches):
+            line = orjson.dumps(message.to_json()) + b"\n"
+            if write:
+                write(line)
+            else:
+                sys.stdout.write(line.decode())
+        sys.stdout.flush()
+    except CuememError as exc:
+        raise fail(exc) from exc
+
+
+@convert_app.command("locomo")
+def convert_locomo(file: str = typer.Argument(..., help="LoCoMo JSON, e.g. locomo10.json.")) -> None:
+    """LoCoMo → JSONL (ids are LoCoMo dia_ids such as D1:3; image turns keep their caption)."""
+    _convert("locomo", [file])
+
+
+@convert_app.command("longmemeval")
+def convert_longmemeval(file: str = typer.Argument(..., help="LongMemEval JSON (e.g. longmemeval_s.json).")) -> None:
+    """LongMemEval → JSONL (one conversation per question id; ids are SESSION:INDEX)."""
+    _convert("longmemeval", [file])
+
+
+@convert_app.command("openai")
+def convert_openai(
+    files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin.",
+                                      metavar="FILE"),
+) -> None:
+    """OpenAI chat-completions `messages` → JSONL (unnamed conversations: FILE_STEM-SHA256PREFIX)."""
+    _convert("openai", files)
+
+
+@convert_app.command("chatgpt")
+def convert_chatgpt(
+    files: list[str] = typer.Argument(..., help="ChatGPT export: the .zip, its conversations.json or its "
+                                                "unpacked folder; - for stdin.", metavar="FILE"),
+    all_branches: bool = typer.Option(False, "--all-branches",
+                                      help="Every edited or regenerated branch, not only the one kept (current_node)."),
+) -> None:
+    """ChatGPT data export → JSONL (conversation = its id, title kept; ids = message ids)."""
+    _convert("chatgpt", files, all_branches)
+
+
+@convert_app.command("claude")
+def convert_claude(
+    files: list[str] = typer.Argument(..., help="Claude.ai export: the .zip, its conversations.json or its "
+                                                "unpacked folder; - for stdin.", metavar="FILE"),
+) -> None:
+    """Claude.ai data export → JSONL (conversation = its uuid, title kept; human → user)."""
+    _convert("claude", files)
+
+
+@convert_app.command("claude-code")
+def convert_claude_code(
+    files: list[str] = typer.Argument(..., help="Session .jsonl files, or folders of them (~/.claude/projects).",
+                                      metavar="FILE"),
+) -> None:
+    """Claude Code session transcripts → JSONL (conversation = sessionId; user and assistant text only)."""
+    _convert("claude-code", files)
+
+
+# ---------------------------------------------------------------- extract
+@app.command()
+def extract(
+    pending: bool = typer.Option(False, "--pending", help="Retry the turns whose LLM extraction failed."),
+    extract_model: str | None = typer.Option(None, help="litellm model (default: the one that failed)."),
+    conversation: str | None = typer.Option(None, "--conversation", "-c", help="Limit to one conversation."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Re-run cue extraction for pending turns and link them into the graph."""
+    from ..text import plural
+    from .render import err, write_json
+
+    if not pending:
+        raise typer.BadParameter("only --pending is supported: it retries failed extractions", param_hint="--pending")
+    try:
+        with _memory() as memory:
+            report = memory.extract_pending(extract_model, conversation)
+    except CuememError as exc:
+        raise fail(exc) from exc
+    if json_out:
+        write_json(report)
+    else:
+        err.print(f"completed {plural(report['completed'], 'pending turn')}; {len(report['still_pending'])} still "
+                  "pending")
+    if report["still_pending"]:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
+# ----------------------------------------------------------------- forget
+@app.command()
+def forget(
+    conversation: str | None = typer.Option(
+        None, "--conversation", "-c", metavar="NAME|TITLE",
+        help="Forget this conversation (alone: all of it), or limit the other options to it; its name, or a title "
+             "naming one chat."),
+    session: str | None = typer.Option(
+        None, "--session", help="Forget one session (needs --conversation when the DB holds several)."),
+    turn: list[str] | None = typer.Option(
+        None, "--turn", metavar="SOURCE_ID",
+        help="Forget a turn by its source id; repeatable (needs --conversation when the DB holds several)."),
+    before: str | None = typer.Option(
+        None, "--before", metavar="TIME", help="Forget turns whose time is earlier than TIME (undated turns stay)."),
+    decay: float | None = typer.Option(
+        None, "--decay", metavar="DAYS",
+        help="Forget turns dated over DAYS before --as-of that no ask used within those DAYS (undated turns: age "
+             "from when their conversation was stored)."),
+    lru: int | None = typer.Option(
+        None, "--lru", metavar="N",
+        help="Keep the N most recently retrieved turns of each conversation; forget the rest."),
+    as_of: str | None = typer.Option(None, "--as-of", metavar="TIME", help="The 'now' of --decay (default: now)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only count what would be forgotten."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Do not ask for confirmation (needed when stdin is not a terminal)."),
+    vacuum: bool = typer.Option(
+        False, "--vacuum", help="Then rebuild the file and empty its WAL: no byte of forgotten text stays on disk "
+                                "(PostgreSQL: VACUUM, see docs/postgres.md)."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON report on stdout."),
+) -> None:
+    """Forget turns with their cues, vectors and edges (the paper's DELETE); selectors combine with AND.
+
+    --decay and --lru apply within what the other options select, per conversation. Turns are counted
+    first and nothing is deleted without a yes (a prompt on a terminal, else --yes). Re-ingesting the
+    source file brings forgotten turns back.
+    """
+    from ..manage import forget as forgetting
+    from .render import err, write_json
+
+    def confirm(report) -> bool:
+        if yes:
+            return True
+        if not forgetting.stdin_is_terminal():
+            raise CuememError(
+                f"nothing forgotten: nobody confirmed (standard input is not a terminal); it would forget "
+                f"{report.summary(done=False)}", "add --yes to confirm, or --dry-run to only count")
+        err.print(f"About to forget {plain(report.summary(done=False))}.")
+        return typer.confirm("Forget them? This cannot be undone", default=False, err=True)
+
+    try:
+        with _memory() as memory:
+            report = memory.forget(conversation, session, turn or (), before, decay, lru, as_of, dry_run=dry_run,
+                                   vacuum=vacuum, confirm=confirm)
+    except CuememError as exc:
+        raise fail(exc) from exc
+    if json_out:
+        write_json(report.to_json())
+    elif report.dry_run:
+        err.print(f"would forget {plain(report.summary(done=False))} (dry run: nothing changed)")
+    elif report.cancelled:
+        err.print("nothing forgotten")
+    elif report.applied:
+        err.print(f"forgot {plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""))
+    else:
+        err.print("nothing matches: nothing forgotten" + ("; file scrubbed" if report.vacuumed else ""))
+    if report.vacuumed and config.db_url(state.db) is None:
+        db = config.db_path(state.db)
+        backups = sorted(str(p) for p in db.parent.glob(f"{db.name}.bak-schema*"))
+        if backups:
+            err.print(f"[yellow]note:[/yellow] backups made before schema upgrades still hold old data: "
+                      f"{plain(', '.join(backups))}; delete them if you no longer need them")
+
+
+# ---------------------------------------------------------- export, import
+@app.command()
+def export(
+    conversation: str | None = typer.Option(
+        None, "--conversation", "-c", metavar="NAME|TITLE",
+        help="Export one conversation, by its name or a title naming one (default: all)."),
+    output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
+                                      help="Write to a new file (created 0600) instead of stdout; - is stdout."),
+) -> None:
+    """Write turns and their cues as JSONL (`cuemem import` re-creates them; `cuemem ingest` reads it too)."""
+    from contextlib import closing
+
+    from ..manage.export import open_private_output, write_export
+    from ..text import plural
+    from .render import err
+
+    try:
+        # closing: a reader that stops early leaves the records' read snapshot to end before the store does
+        with _memory() as memory, closing(memory.export(conversation)) as records:
+            if output and output != "-":
+                with open_private_output(output) as fh:
+                    count = write_export(records, fh)
+                err.print(f"exported {plural(count, 'turn')} to {plain(output)}")
+            else:
+                sys.stdout.flush()
+                write_export(records, sys.stdout.buffer)
+    except CuememError as exc:
+        raise fail(exc) from exc
+
+
+@app.command("import")
+def import_(
+    file: str = typer.Argument(..., help="A `cuemem export` file, or - for standard input."),
+    embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+) -> None:
+    """Re-create turns from a `cuemem export` file with their recorded cues (no extraction), embed and link them."""
+    from .render import ingest_progress
+
+    show_progress = sys.stderr.isatty() and not json_out
+    try:
+        with _memory(create=True, embedder=embedder) as memory, ingest_progress(show_progress) as progress:
+            report = memory.import_file(file, progress=progress)
+    except CuememError as exc:
+        raise fail(exc) from exc
+    _print_ingest_report(report, json_out)
+
+
+# -------------------------------------------------------------------- mcp
+@app.command()
+def mcp(
+    allow_forget: bool = typer.Option(False, "--allow-forget",
+                                      help="Offer the forget tool: connected agents may then delete turns."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                        help="litellm model of the ask tool (default $CUEMEM_MODEL; none: ask "
+                                             "answers extractively and says so)."),
+    extractor: str = typer.Option("spacy", help="Cue extractor of remember: spacy (offline rules), llm, or a "
+                                                "registered name."),
+    extract_model: str | None = typer.Option(None, help="litellm model for --extractor llm."),
+) -> None:
+    """Serve this memory to agents over the Model Context Protocol (stdio): remember, recall, ask,
+    list_conversations (and forget with --allow-forget). Logs go to stderr; see docs/mcp.md."""
+    try:
+        import mcp as _sdk  # noqa: F401  (the optional extra; imported here, never by `cuemem --help`)
+    except ImportError:
+        raise fail(CuememError("`cuemem mcp` needs the MCP SDK (the Python package `mcp`), which is not installed",
+                               "pip install 'cuemem[mcp]'")) from None
+    from ..mcp_server import serve
+
+    path = config.db_path(state.db)
+    if path.is_dir():
+        raise fail(CuememError(f"{path} is a directory, not a database file",
+                               f"name a file, e.g. --db {path / 'memory.db'}"))
+    try:
+        serve(path, allow_forget=allow_forget, model=config.answer_model(model), extractor=extractor,
+              extract_model=extract_model)
+    except CuememError as exc:
+        raise fail(exc) from exc
+
+
+# ----------------------------------------------------------------- browse
+@app.command()
+def browse(
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="Port on 127.0.0.1 (default: a free one)."),
+    no_open: bool = typer.Option(False, "--no-open", help="Print the address only; do not open a web browser."),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                     help="litellm model of the question box's answers (default $CUEMEM_MODEL; "
+                                          "none: offline extractive answers)."),
+) -> None:
+    """Read this memory in a web browser: conversations (searchable), each read as a chat with its cues, a
+    question box showing the evidence `ask` would hand a model and the answer, and graph pictures.
+
+    Serves 127.0.0.1 only, read-only, at an address holding a random token (printed on stdout); Ctrl-C
+    stops it. Needs the extra cuemem[browse]; see docs/browse.md.
+    """
+    try:
+        import jinja2  # noqa: F401  (the optional extra; imported here, never by `cuemem --help`)
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise fail(CuememError(f"`cuemem browse` needs the web packages of the browse extra ({exc.name} is not "
+                               "installed)", "pip install 'cuemem[browse]'")) from None
+    from ..browse.server import serve
+
+    try:
+        with _memory() as memory:
+            serve(memory, port=port, open_browser=not no_open, model=config.answer_model(model),
+                  db_shown=_db_shown())
+    except CuememError as exc:
+        raise fail(exc) from exc
+
+
+def run() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    finally:
+        try:  # what is still buffered, while a broken pipe can be told from other failures
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

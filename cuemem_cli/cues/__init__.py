@@ -1,0 +1,7 @@
+"""Cues: the (subject, relation, object) triples and statements extracted from each turn.
+
+- `rules.py`: the default extractor, dependency rules over spaCy's parse, and date cues.
+- `llm.py`: an extractor that asks any litellm model, several turns per call, cached.
+- `statements.py`: each sentence of a turn as a statement cue, and the sentence splitter others share.
+- `language.py`: which chats the English pipeline cannot read, said once at ingest.
+"""

@@ -1,0 +1,6 @@
+"""Ingest: messages → turns → cues → vectors → graph edges, stored in atomic batches.
+
+- `pipeline.py`: `Ingestor`, the batches and what a run reports.
+- `prepare.py`: a batch's cues and vectors, made without touching the database (threads or processes).
+- `graph.py`: the turn graph's temporal and semantic edges.
+"""

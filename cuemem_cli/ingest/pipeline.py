@@ -1,0 +1,489 @@
+"""Store messages as turns → cues → vectors → edges in atomic batches.
+
+Input is read twice (input/jsonl.py): a first pass validates every line (so a bad line anywhere rejects the
+whole run before anything is written), a second pass feeds this module. Where the input comes from
+(files, standard input, gzip, zip, folders, several of them in order) is input/sources.py's business: files
+are opened afresh for each pass and standard input is kept in a temporary file, so memory stays flat
+whatever the input size.
+
+Each batch commits in one transaction; a crash loses at most the batch in flight, and rerunning the
+same command skips what is already stored (turn identity: conversation + `id`, else a hash of time,
+speaker and text), so the result is the same as one clean run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..config import BUILD_SEM_K, BUILD_WINDOW
+from ..cues.language import LanguageWatch
+from ..cues.statements import cue_text, statement_cues
+from ..errors import CuememError, StoreError
+from ..records import Message, Triple, Turn, content_hash, source_id_of
+from ..store.base import TURN_ALONE, NewTurn, Store
+from ..text import plural
+from .graph import NeighbourIndex, semantic_edges, temporal_edges
+from .prepare import Pair, Prepared, Workers, cues_of, embed_cues, embed_distinct, embed_turns
+
+BATCH_TURNS = 256
+@dataclass
+class IngestReport:
+    lines: int = 0
+    turns_added: int = 0
+    turns_existing: int = 0  # ids already stored with the same text: skipped
+    conflicts: int = 0  # ids already stored with another text: skipped and reported (see `replace`)
+    conflict_ids: list[str] = field(default_factory=list)  # the first few, as conversation/id
+    turns_replaced: int = 0  # of turns_added: stored turns whose text changed, replaced (`replace`)
+    invalid: list[str] = field(default_factory=list)
+    cues: int = 0
+    texts_embedded: int = 0  # distinct cue and turn texts sent to the embedder (a turn in context counts one)
+    temporal_edges: int = 0
+    semantic_edges: int = 0
+    pending: list[str] = field(default_factory=list)
+    extraction_failures: list[str] = field(default_factory=list)  # the extractor's errors (LLM calls), as said
+    conversations: list[str] = field(default_factory=list)
+    empty_conversations: list[str] = field(default_factory=list)  # chats of an export with nothing to store
+    other_languages: dict[str, str] = field(default_factory=dict)  # conversation → language, if not English
+    embedder: str = ""  # the model id the vectors are in (the language notice suggests a multilingual one)
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        self.stage_seconds[stage] = self.stage_seconds.get(stage, 0.0) + seconds
+
+
+# ------------------------------------------------------------------ reading
+# ---------------------------------------------------------------- identity
+# ------------------------------------------------------------------ writing
+CONFLICT_IDS_SHOWN = 10
+
+
+@dataclass
+class _Conversation:
+    id: int
+    next_position: int
+    titled: bool = False  # its title was offered to the store (the first message carrying one names it)
+
+
+@dataclass
+class _Fresh:
+    """A message to store, and what was computed for it before the write lock was taken."""
+
+    message: Message
+    source_id: str
+    digest: str
+    replaces: bool = False  # its id is stored with another text, and `replace` is on
+    triples: list[Triple] | None = None
+    cue_vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    pair: tuple[str, str | None] = ("", None)  # what its turn vector was embedded from: (text, text before it)
+    turn_vector: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+
+
+@dataclass
+class _Batch:
+    """A batch between its sorting out and its storage: the turns to store, what their turn vectors are read
+    with, and the cues and vectors being computed for them (ingest/prepare.py) in a thread or a worker process."""
+
+    fresh: list[_Fresh]
+    pairs: list[Pair]
+    prepared: Future[Prepared]
+
+
+def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:
+    """Embed these stored turns again from their text and the turn now before them in their session
+    (after a forget or a replace changed it); call inside the write transaction."""
+    rows = store.texts_with_previous(turn_ids)
+    if not rows:
+        return 0
+    if store.turn_vector_text() == TURN_ALONE:
+        rows = [(tid, text, None) for tid, text, _ in rows]
+    vectors = embed_turns(embedder, [(text, previous) for _, text, previous in rows])
+    store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors, strict=True)))
+    return len(rows)
+
+
+class Ingestor:
+    """Writes messages into a store: turns, cues (via an extractor), vectors, then graph edges."""
+
+    def __init__(self, store: Store, extractor, embedder, window: int | None = None, sem_k: int | None = None,
+                 replace: bool = False):
+        """`replace`: a message whose id is stored with another text replaces that turn (see `_sort_out`)."""
+        self.store = store
+        self.extractor = extractor
+        self.embedder = embedder
+        self.replace = replace
+        self.window, self.sem_k = self._graph_settings(window, sem_k)
+        self._conversations: dict[str, _Conversation] = {}
+        self._index: NeighbourIndex | None = None  # the memory's cue vectors; loaded when a batch needs them
+        self._people: dict[int, frozenset[str]] | None = None  # conversation → its speakers; loaded with the index
+        self._dispatched: dict[str, tuple[str | None, str] | None] = {}  # conversation → its last turn sent on
+        self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
+        self._committed = 0  # report.turns_added as of the last batch committed
+
+    def _graph_settings(self, window: int | None, sem_k: int | None) -> tuple[int, int]:
+        stored_w = self.store.get_meta("graph_window")
+        if stored_w is None:
+            w = BUILD_WINDOW if window is None else window
+            k = BUILD_SEM_K if sem_k is None else sem_k
+            if w < 0 or k < 0:
+                raise CuememError("--window and --sem-k must be ≥ 0")
+            with self.store.transaction():
+                stored_w = self.store.get_meta("graph_window")  # again under the lock: another process may have
+                if stored_w is None:
+                    self.store.set_meta("graph_window", str(w))
+                    self.store.set_meta("graph_sem_k", str(k))
+                    return w, k
+        stored_k = self.store.get_meta("graph_sem_k", "")  # recorded with graph_window, in one transaction
+        w, k = int(stored_w), int(stored_k)
+        if (window is not None and window != w) or (sem_k is not None and sem_k != k):
+            raise CuememError(
+                f"this database's graph was built with window={w}, sem_k={k}; edges of one graph must agree",
+                "leave --window/--sem-k out (ask accepts smaller values per question), or use a new --db",
+            )
+        return w, k
+
+    def _conversation(self, name: str, title: Any = None) -> _Conversation:
+        """A conversation's write state (created if new, titled by the first message that carries a
+        `title`: input/converters.py keeps a ChatGPT or Claude chat's in each message's extra)."""
+        conv = self._conversations.get(name)
+        if conv is None:
+            cid = self.store.conversation_id(name, create=True)
+            conv = _Conversation(cid, self.store.next_position(cid))
+            self._conversations[name] = conv
+        if not conv.titled and isinstance(title, str) and title.strip():
+            self.store.set_title(conv.id, title.strip())
+            conv.titled = True
+        return conv
+
+    def _neighbours(self) -> NeighbourIndex:
+        """The memory's cue vectors, for semantic edges. Called under the write lock before any row of a
+        batch is written, so an index (re)loaded here holds exactly the cues stored before the batch;
+        kept between batches (and runs of a long-lived writer) until another process writes."""
+        if self._index is None:
+            self._index = NeighbourIndex.load(self.store, self.embedder.dim)
+        return self._index
+
+    def _circles(self, batch: set[int]) -> dict[int, tuple[int, ...]]:
+        """Each conversation of the batch that shares its set of speakers with some other conversations but
+        not with all of them → those conversations, itself included (graph.semantic_edges)."""
+        if self._people is None:
+            self._people = self.store.speaker_sets()
+        self._people.update(self.store.speaker_sets(list(batch)))  # the batch may have brought a new speaker in
+        same: dict[frozenset[str], list[int]] = {}
+        for cid, people in self._people.items():
+            same.setdefault(people, []).append(cid)
+        return {cid: tuple(sorted(same[self._people[cid]])) for cid in batch
+                if 1 < len(same[self._people[cid]]) < len(self._people)}
+
+    def run(self, messages: Iterable[Message], report: IngestReport,
+            progress: Callable[[int, int, int], None] | None = None, batch_turns: int | None = None,
+            workers: Workers | None = None) -> IngestReport:
+        """Store `messages` a batch at a time, as a pipeline: while one batch is stored, the next ones are
+        prepared (ingest/prepare.py). Without `workers`, the next batch is parsed here (spaCy, one core) while the
+        one before it is embedded in a thread (onnxruntime's threads leave the GIL); with them, each batch is
+        parsed and embedded in a worker process, as many batches at once as there are workers, and stored
+        here in input order: the same rows as one process makes (tests/test_prepare.py)."""
+        started = time.perf_counter()
+        self.store.bind_embedder(self.embedder.model_id, self.embedder.dim, self.embedder.name)
+        background = ThreadPoolExecutor(1, thread_name_prefix="cuemem-embed") if workers is None else None
+        ahead = 1 if workers is None else workers.count + 1  # batches prepared while one is stored
+        queue: deque[_Batch] = deque()
+        self._dispatched.clear()
+        languages = LanguageWatch()
+        report.embedder = self.embedder.model_id
+        batch_turns = batch_turns or BATCH_TURNS
+        if progress:  # the bar shows the whole input at once, not after the first batch
+            progress(0, 0, report.lines)
+        self._committed = before = report.turns_added
+        try:
+            batch: list[Message] = []
+            for message in messages:
+                batch.append(message)
+                if len(batch) >= batch_turns:
+                    self._next_batch(batch, queue, background, workers, report, languages)
+                    batch = []
+                    while len(queue) > ahead:
+                        self._store_next(queue, report, progress)
+            if batch:
+                self._next_batch(batch, queue, background, workers, report, languages)
+            while queue:
+                self._store_next(queue, report, progress)
+        except StoreError as exc:  # a full disk, a lost server: say what the batches before it stored
+            stored = self._committed - before
+            if not stored:
+                raise
+            raise type(exc)(f"{exc.message}; {plural(stored, 'new turn')} of this input had been stored before "
+                            "it, in whole batches", f"{exc.hint or 'fix that'}; the same command run again skips "
+                            "what is stored") from exc
+        finally:
+            for pending in queue:
+                pending.prepared.cancel()
+            if background is not None:
+                background.shutdown(wait=True, cancel_futures=True)
+            self._dispatched.clear()
+        if progress:
+            progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+        report.extraction_failures = list(getattr(self.extractor, "failures", ()))
+        report.other_languages = languages.others()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _sort_out(self, items: list[_Fresh], report: IngestReport) -> list[_Fresh]:
+        """The messages to store, in input order. An id already stored (or repeated in the batch) with
+        the same text is skipped quietly; with another text it is a conflict, skipped and reported, or,
+        with `replace`, kept to replace the stored turn.
+
+        Runs before the expensive work (extraction, embedding) and again under the write lock, where
+        turns another process stored (or forgot, or replaced) meanwhile are sorted out anew.
+        """
+        by_conv: dict[str, list[_Fresh]] = {}
+        for item in items:
+            by_conv.setdefault(item.message.conversation, []).append(item)
+        kept: set[int] = set()
+        for name, group in by_conv.items():
+            cid = self.store.conversation_id(name)
+            stored = self.store.stored_texts(cid, [item.source_id for item in group]) if cid else {}
+            seen: set[str] = set()
+            for item in group:
+                if item.source_id in seen:
+                    report.turns_existing += 1
+                    continue
+                seen.add(item.source_id)
+                old = stored.get(item.source_id)
+                item.replaces = old is not None and old[2] != item.message.text and self.replace
+                if old is None or item.replaces:
+                    kept.add(id(item))
+                elif old[2] == item.message.text:
+                    report.turns_existing += 1
+                else:
+                    report.conflicts += 1
+                    if len(report.conflict_ids) < CONFLICT_IDS_SHOWN:
+                        report.conflict_ids.append(f"{name}/{item.source_id}")
+        return [item for item in items if id(item) in kept]
+
+    def _sync(self) -> None:
+        """Under the write lock: if another process committed since this ingestor last wrote, what it
+        remembers (conversation ids, next positions, cue indexes) may be stale, so it is read again."""
+        version = self.store.data_version()
+        if version != self._data_version:
+            self._conversations.clear()
+            self._index = None
+            self._people = None
+            self._data_version = version
+
+    def _next_batch(self, batch: list[Message], queue: deque[_Batch], background: ThreadPoolExecutor | None,
+                    workers: Workers | None, report: IngestReport, languages: LanguageWatch) -> None:
+        """Sort `batch` out and start preparing what is new in it. Preparation runs outside the write lock
+        (other processes keep writing meanwhile); under it the turns are sorted out again and stored: the
+        same rows as if the processes had run one by one. In this process the parse runs here while the
+        batch before is embedded, and a failed parse still stores the batch before it."""
+        fresh = self._sort_out([_Fresh(m, source_id_of(m), content_hash(m)) for m in batch], report)
+        if not fresh:
+            return
+        messages = [item.message for item in fresh]
+        for m in messages:
+            languages.see(m.conversation, m.role, m.text)
+        pairs = self._turn_pairs(fresh)
+        if workers is not None:
+            queue.append(_Batch(fresh, pairs, workers.submit(messages, pairs)))
+            return
+        assert background is not None
+        t0 = time.perf_counter()
+        try:
+            triples = self._cues(messages)
+        except BaseException:
+            while queue:
+                self._store_next(queue, report, None)
+            raise
+        extract_seconds = time.perf_counter() - t0
+
+        def embed() -> Prepared:
+            t1 = time.perf_counter()
+            cue_vectors, turn_vectors, passes = embed_cues(self.embedder, [m.speaker for m in messages], triples,
+                                                           pairs)
+            return Prepared(triples, cue_vectors, turn_vectors, passes, extract_seconds, time.perf_counter() - t1)
+
+        queue.append(_Batch(fresh, pairs, background.submit(embed)))
+
+    def _cues(self, turns: Sequence[Any]) -> list[list[Triple] | None]:
+        """The cues of these turns (prepare.cues_of); the import path stores recorded ones instead."""
+        return cues_of(self.extractor, turns)
+
+    def _store_next(self, queue: deque[_Batch], report: IngestReport,
+                    progress: Callable[[int, int, int], None] | None) -> None:
+        """Store the oldest batch in flight once its cues and vectors are ready."""
+        batch = queue.popleft()
+        prepared = batch.prepared.result()
+        report.add_time("extract", prepared.extract_seconds)
+        report.add_time("embed", prepared.embed_seconds)
+        report.texts_embedded += prepared.texts_embedded
+        for item, triples, cue_vectors, turn_vector, pair in zip(batch.fresh, prepared.triples, prepared.cue_vectors,
+                                                                 prepared.turn_vectors, batch.pairs, strict=True):
+            item.triples, item.cue_vectors, item.turn_vector, item.pair = triples, cue_vectors, turn_vector, pair
+        t0 = time.perf_counter()
+        with self.store.transaction():
+            self._sync()
+            self._store_batch(self._sort_out(batch.fresh, report), report)
+        self._committed = report.turns_added
+        report.add_time("store+graph", time.perf_counter() - t0)
+        if progress:
+            progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+
+    def _turn_pairs(self, items: list[_Fresh]) -> list[Pair]:
+        """(text, text of the turn before it in its session or None) for each new turn: the message before
+        it in its conversation that this run sent to be prepared, or else the conversation's latest stored
+        turn. A replacing turn gets its vector under the write lock (`_store_batch`), as does any turn whose
+        predecessor turned out otherwise when it is stored (`_store_turn_vectors`)."""
+        if self.store.turn_vector_text() == TURN_ALONE:  # a database from before m005 stays consistent
+            return [(item.message.text, None) for item in items]
+        last = self._dispatched
+        out: list[Pair] = []
+        for item in items:
+            m = item.message
+            if item.replaces:
+                out.append((m.text, None))
+                continue
+            if m.conversation not in last:
+                cid = self.store.conversation_id(m.conversation)
+                last[m.conversation] = self.store.last_turn(cid) if cid is not None else None
+            before = last[m.conversation]
+            out.append((m.text, before[1] if before is not None and before[0] == m.session else None))
+            last[m.conversation] = (m.session, m.text)
+        return out
+
+    def _store_batch(self, fresh: list[_Fresh], report: IngestReport) -> None:
+        """Write the sorted-out turns; call under the write lock. A replacing turn takes the position of
+        the turn it replaces, which goes first with all that is its (Store.delete_turns)."""
+        replaced: dict[int, int] = {}  # id(item) → position of the turn it replaces
+        index = self._neighbours()
+        if any(item.replaces for item in fresh):
+            old_ids = []
+            for item in fresh:
+                if item.replaces:
+                    cid = int(self.store.conversation_id(item.message.conversation) or 0)  # stored: it has this turn
+                    old_id, replaced[id(item)], _ = self.store.stored_texts(cid, [item.source_id])[item.source_id]
+                    old_ids.append(old_id)
+            self.store.delete_turns(old_ids, keep_conversations=True)
+            index.remove(set(old_ids))
+        staged = []
+        turn_ids = []
+        for item in fresh:
+            message, triples = item.message, item.triples
+            conv = self._conversation(message.conversation, message.extra.get("title"))
+            if message.conversation not in report.conversations:
+                report.conversations.append(message.conversation)
+            if item.replaces:
+                position = replaced[id(item)]
+                report.turns_replaced += 1
+            else:
+                position = conv.next_position
+                conv.next_position += 1
+            [turn_id] = self.store.insert_turns([NewTurn(
+                conv.id, position, item.source_id, message.text, item.digest, message.session, message.time,
+                message.speaker, message.role, message.extra, "pending" if triples is None else "done")])
+            turn_ids.append(turn_id)
+            report.turns_added += 1
+            if triples is None:
+                report.pending.append(f"{message.conversation}/{item.source_id}")
+            cue_ids = self._add_cues(conv, turn_id, triples or [], item.cue_vectors, report)
+            staged.append((conv, turn_id, position, cue_ids, item.cue_vectors, item.replaces))
+        self._link(staged, report, temporal=True)
+        self._store_turn_vectors(fresh, turn_ids)
+
+    def _store_turn_vectors(self, fresh: list[_Fresh], turn_ids: list[int]) -> None:
+        """Each new turn's vector, as embedded before the lock if the turn before it is still the one it was
+        read with; else (another process appended or forgot turns meanwhile, or the turn replaces one)
+        embedded again now, as are the turns right after a replaced one."""
+        now = dict((tid, (text, previous)) for tid, text, previous in self.store.texts_with_previous(turn_ids))
+        alone = self.store.turn_vector_text() == TURN_ALONE
+        ready, again = [], []
+        for item, tid in zip(fresh, turn_ids, strict=True):
+            pair = (now[tid][0], None) if alone else now[tid]
+            if pair == item.pair and not item.replaces:
+                ready.append((tid, item.turn_vector))
+            else:
+                again.append(tid)
+        self.store.insert_turn_vectors(ready)
+        replacing = [tid for item, tid in zip(fresh, turn_ids, strict=True) if item.replaces]
+        if replacing and not alone:
+            again += [tid for tid in self.store.turns_after(replacing) if tid not in again]
+        renew_turn_vectors(self.store, again, self.embedder)
+
+    def complete_pending(self, turns: list[Turn], results: list[list[Triple] | None], report: IngestReport) -> None:
+        """Give stored pending turns the cues a retry extracted, and link them semantically.
+
+        Their temporal edges exist already. Their semantic edges point, as always, to earlier turns;
+        later turns, ingested while these had no cues, do not link back to them.
+        """
+        results = self._with_statements(turns, results)
+        done = [(turn, triples) for turn, triples in zip(turns, results, strict=True) if triples is not None]
+        vectors, count = embed_distinct(self.embedder, [cue_text(t, turn.speaker) for turn, triples in done
+                                                        for t in triples])
+        report.texts_embedded += count
+        ends = np.cumsum([len(triples) for _, triples in done], dtype=np.int64)
+        with_vectors = [(turn, triples, vectors[end - len(triples) : end])
+                        for (turn, triples), end in zip(done, ends, strict=True)]
+        with self.store.transaction():
+            self._sync()
+            still = {turn.id for turn, _ in self.store.pending_turns()}  # another process may have done or forgot some
+            with_vectors = [item for item in with_vectors if item[0].id in still]
+            self._neighbours()
+            staged = []
+            for turn, triples, cue_vectors in with_vectors:
+                conv = self._conversation(turn.conversation)
+                cue_ids = self._add_cues(conv, turn.id, triples, cue_vectors, report)
+                staged.append((conv, turn.id, turn.position, cue_ids, cue_vectors, False))
+            self.store.set_status([turn.id for turn, _, _ in with_vectors], "done")
+            self._link(staged, report, temporal=False)
+
+    @staticmethod
+    def _with_statements(turns, results: list[list[Triple] | None]) -> list[list[Triple] | None]:
+        """Extracted triples plus one statement cue per sentence (see cues/statements.py); pending stays None."""
+        return [None if triples is None else triples + statement_cues(turn.speaker, turn.text)
+                for turn, triples in zip(turns, results, strict=True)]
+
+    def _add_cues(self, conv: _Conversation, turn_id: int, triples: list[Triple], vectors: np.ndarray,
+                  report: IngestReport) -> list[int]:
+        cue_ids = self.store.insert_cues(conv.id, [(turn_id, t.subject, t.relation, t.object, t.kind) for t in triples])
+        self.store.insert_vectors(conv.id, cue_ids, vectors)
+        report.cues += len(cue_ids)
+        return cue_ids
+
+    def _link(self, staged, report: IngestReport, temporal: bool) -> None:
+        """Temporal edges for the turns just written, per conversation, and semantic edges across the memory.
+
+        A turn that replaced one is linked, temporally, with the turns within the window after it too (the
+        old turn's edges went with it); its cues link to earlier turns as always, and later turns keep the
+        semantic edges they had (the graph is append-only: see ingest/graph.py)."""
+        if temporal:
+            by_conv: dict[int, list] = {}
+            for conv, turn_id, position, _, _, replaces in staged:
+                by_conv.setdefault(conv.id, []).append((turn_id, position, replaces))
+            for cid, items in by_conv.items():
+                new = [(tid, pos) for tid, pos, _ in items]
+                ids = {tid for tid, _ in new}
+                for _, pos, replaces in items:
+                    if replaces:  # the turns after it look back to it
+                        new += [(t, p) for t, p in self.store.turns_at_positions(cid, pos + 1, pos + self.window)
+                                if (t, p) not in new]
+                edges = [e for e in temporal_edges(self.store, cid, new, self.window) if e[0] in ids or e[1] in ids]
+                self.store.insert_edges(edges)
+                report.temporal_edges += len(edges)
+        turn_ids = np.array([tid for _, tid, _, _, v, _ in staged for _ in range(len(v))], dtype=np.int64)
+        conversations = np.array([conv.id for conv, _, _, _, v, _ in staged for _ in range(len(v))], dtype=np.int64)
+        vecs = [v for *_, v, _ in staged if len(v)]
+        matrix = (vecs[0] if len(vecs) == 1 else np.vstack(vecs)) if vecs else \
+            np.zeros((0, self.embedder.dim), dtype=np.float32)
+        index = self._neighbours()
+        semantic = semantic_edges(index, turn_ids, matrix, self.sem_k, conversations,
+                                  self._circles(set(conversations.tolist())))
+        self.store.insert_edges(semantic)
+        report.semantic_edges += len(semantic)
+        index.add(turn_ids, conversations, matrix)
