@@ -25,6 +25,17 @@ def test_command_reference_matches_the_cli():
     assert page == generator.render(), "docs/commands.md is stale: run python docs/generate_commands.py"
 
 
+def test_the_layout_drawing_matches_the_imports():
+    """docs/how-it-works.md draws the package's imports between steps; a new arrow in the code fails here until
+    the drawing is made again (python docs/generate_layout.py)."""
+    spec = importlib.util.spec_from_file_location("generate_layout", REPO / "docs" / "generate_layout.py")
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    page = (REPO / "docs" / "how-it-works.md").read_text(encoding="utf-8")
+    assert generator.updated(page) == page, "the drawing is stale: run python docs/generate_layout.py"
+    assert "    recall --> store" in page and "store -->" not in page  # the store imports no step
+
+
 def test_command_reference_covers_every_command_and_option():
     from typer.main import get_command
 
