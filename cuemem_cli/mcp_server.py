@@ -1,4 +1,5 @@
-"""`cuemem mcp`: one memory file served to agents as Model Context Protocol tools over stdio.
+"""`cuemem mcp`: one memory (a SQLite file or a PostgreSQL database) served to agents as Model Context
+Protocol tools over stdio.
 
 `MemoryTools` holds what each tool does, in plain synchronous code on a `Memory` (no MCP import, so
 programs and tests can call it directly); `build_server` wraps it in the official SDK's `MCPServer`.
@@ -18,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import orjson
@@ -72,12 +73,13 @@ class MessageIn(BaseModel):
 class MemoryTools:
     """The tools' behaviour on one database; each method returns JSON-ready data or raises CuememError."""
 
-    def __init__(self, path: str | Path, model: str | None = None, extractor: str = "spacy",
-                 extract_model: str | None = None, embedder: str | None = None):
-        """`model`: the litellm model `ask` answers with when the call names none (None: offline)."""
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str] | None = None, model: str | None = None,
+                 extractor: str = "spacy", extract_model: str | None = None, embedder: str | None = None):
+        """`path`: a SQLite file or a `postgresql://` URL, resolved as by every interface (Memory; None:
+        $CUEMEM_DB, else the per-user default). `model`: the litellm model `ask` answers with when the call
+        names none (None: offline)."""
         self.model = model
-        self.memory = Memory(self.path, embedder=embedder, extractor=extractor, extract_model=extract_model,
+        self.memory = Memory(path, embedder=embedder, extractor=extractor, extract_model=extract_model,
                              create=True)
         self._writer: Ingestor | None = None  # kept between remember calls (Memory.writer)
         self._used: dict[str, dict[str, str]] = {}  # conversation → source id → when it was last used
@@ -90,8 +92,8 @@ class MemoryTools:
             self.memory.close()
 
     def _exists(self) -> bool:
-        """Reading tools never create the file: only `remember` does (as only `ingest` does on the CLI)."""
-        return self.path.exists() and self.path.stat().st_size > 0
+        """Reading tools never create the memory: only `remember` does (as only `ingest` does on the CLI)."""
+        return self.memory.exists()
 
     # ------------------------------------------------------------------ tools
     def remember(self, conversation: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -363,8 +365,8 @@ def argument_errors(tool: str, error: Any) -> str:
     return f"Error executing tool {tool}: invalid arguments: {'; '.join(problems)}"
 
 
-def serve(path: str | Path, allow_forget: bool = False, model: str | None = None, extractor: str = "spacy",
-          extract_model: str | None = None) -> None:
+def serve(path: str | os.PathLike[str] | None, allow_forget: bool = False, model: str | None = None,
+          extractor: str = "spacy", extract_model: str | None = None) -> None:
     """Serve until the client closes stdin; the database is closed on the worker thread that opened it."""
     tools = MemoryTools(path, model=model, extractor=extractor, extract_model=extract_model)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuemem")

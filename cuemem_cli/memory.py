@@ -18,8 +18,7 @@ from typing import Any
 
 import orjson
 
-from .config import is_postgres_url
-from .errors import CuememError, DiskFull, ReadOnlyStore, StoreBusy, StoreError
+from .errors import CuememError, DiskFull, NoDatabase, ReadOnlyStore, StoreBusy
 from .ingest.pipeline import Ingestor, IngestReport
 from .ingest.prepare import Workers, worker_count
 from .input.converters import converted_input
@@ -30,7 +29,7 @@ from .recall.settings import Settings
 from .records import Answer, Context, Message
 from .registry import bind_extractor, make_answerer, make_extractor
 from .store.base import Store, now_iso
-from .store.open import open_store
+from .store.open import open_store, resolve_target
 from .timeparse import parse_time
 
 
@@ -44,12 +43,15 @@ class Memory:
     """One cuemem database: a SQLite file, or a `postgresql://` URL (store/postgres.py). Heavy parts (spaCy,
     the embedder, litellm) load on first use."""
 
-    def __init__(self, path: str | Path, embedder: str | Any | None = None, extractor: str = "spacy",
-                 extract_model: str | None = None, create: bool = True, mix_extractors: bool = False):
-        """`create=False` for readers: a mistyped path is an error naming it, not a new empty file.
+    def __init__(self, path: str | os.PathLike[str] | None = None, embedder: str | Any | None = None,
+                 extractor: str = "spacy", extract_model: str | None = None, create: bool = True,
+                 mix_extractors: bool = False):
+        """`path` (a SQLite file or a `postgresql://` URL) is resolved as every interface resolves its database
+        (store/open.py: else $CUEMEM_DB, else the per-user default). `create=False` for readers: a mistyped
+        path is an error naming it, not a new empty file.
         `extractor` and `embedder` are names from cuemem_cli.registry; `mix_extractors` lets this
         extractor add cues to a database built with another (registry.bind_extractor)."""
-        self.path = path if is_postgres_url(path) else Path(path)
+        self.path = resolve_target(path)
         self._create = create
         self._embedder_spec = embedder
         self._embedder = None if embedder is None or isinstance(embedder, str) else embedder
@@ -75,29 +77,30 @@ class Memory:
             from .models.embedders import get_embedder, spec_for
 
             spec = self._embedder_spec
-            if spec is None and self._exists():
+            if spec is None and self.exists():
                 spec = spec_for(self.store.get_meta("embedding_model"))
             self._embedder = get_embedder(spec, quick_start=quick_start)
             self._embedder_made_from = (spec,)
         return self._embedder
 
-    def _exists(self) -> bool:
+    def exists(self) -> bool:
         """Whether the memory exists already: a new one is not created only to read its embedding model
-        (what can refuse a run is checked first, `_ingestor`). A PostgreSQL database is asked by opening
-        it without creating the schema."""
-        if not isinstance(self.path, str):
-            return self.path.exists()
+        (what can refuse a run is checked first, `_ingestor`), nor by a reader (the MCP server's). A file
+        that exists but is empty holds no memory yet; a PostgreSQL database is asked by opening it without
+        creating the schema (a server that cannot be reached is an error, not an empty memory)."""
+        if isinstance(self.path, Path):
+            return self.path.exists() and self.path.stat().st_size > 0
         if self._store is None:
             try:
                 self._store = open_store(self.path, create=False)
-            except StoreError:
+            except NoDatabase:
                 return False
         return True
 
     def check_writable(self) -> None:
         """Raise now the error a write would meet (ReadOnlyStore, DiskFull), before models load and input is
         read for nothing; a memory not created yet has nothing to refuse."""
-        if self._exists():
+        if self.exists():
             self.store.check_writable()
 
     def close(self) -> None:

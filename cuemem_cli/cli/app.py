@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -104,27 +105,18 @@ def _show_warnings() -> None:
 
 
 def _memory(create: bool = False, **kwargs):
-    """Only the commands that store turns (ingest, import) create the database file."""
+    """The memory --db names (resolved as Memory resolves it: store/open.py). Only the commands that store
+    turns (ingest, import) create the database."""
     from ..memory import Memory
 
-    url = config.db_url(state.db)
-    if url is not None:  # PostgreSQL (store/postgres.py)
-        return Memory(url, create=create, **kwargs)
-    path = config.db_path(state.db)
-    if path.is_dir():
-        raise CuememError(f"{path} is a directory, not a database file",
-                          f"name a file, e.g. --db {path / 'memory.db'}")
-    return Memory(path, create=create, **kwargs)
+    return Memory(state.db, create=create, **kwargs)
 
 
 def _db_shown() -> str:
     """The database as reports name it: its path, or its URL without the password."""
-    url = config.db_url(state.db)
-    if url is None:
-        return str(config.db_path(state.db))
-    from ..store.postgres import redacted
+    from ..store.open import resolve_target, shown
 
-    return redacted(url)
+    return shown(resolve_target(state.db))
 
 
 def _version(value: bool) -> None:
@@ -581,8 +573,8 @@ def forget(
         err.print(f"forgot {plain(report.summary())}" + ("; file scrubbed" if report.vacuumed else ""))
     else:
         err.print("nothing matches: nothing forgotten" + ("; file scrubbed" if report.vacuumed else ""))
-    if report.vacuumed and config.db_url(state.db) is None:
-        db = config.db_path(state.db)
+    db = memory.path
+    if report.vacuumed and isinstance(db, Path):  # SQLite
         backups = sorted(str(p) for p in db.parent.glob(f"{db.name}.bak-schema*"))
         if backups:
             err.print(f"[yellow]note:[/yellow] backups made before schema upgrades still hold old data: "
@@ -658,12 +650,8 @@ def mcp(
                                "pip install 'cuemem[mcp]'")) from None
     from ..mcp_server import serve
 
-    path = config.db_path(state.db)
-    if path.is_dir():
-        raise fail(CuememError(f"{path} is a directory, not a database file",
-                               f"name a file, e.g. --db {path / 'memory.db'}"))
     try:
-        serve(path, allow_forget=allow_forget, model=config.answer_model(model), extractor=extractor,
+        serve(state.db, allow_forget=allow_forget, model=config.answer_model(model), extractor=extractor,
               extract_model=extract_model)
     except CuememError as exc:
         raise fail(exc) from exc

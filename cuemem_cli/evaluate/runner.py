@@ -115,9 +115,9 @@ def check(config: EvalConfig) -> None:
         if config.dataset == "longmemeval" and config.setting == "as-exports":
             raise CuememError("LongMemEval as exports makes a memory of each question's haystack, and --store is one",
                               "leave --store out: each memory is then a SQLite database in the cache")
-        from ..config import is_postgres_url
+        from ..store.open import resolve_target
 
-        if not is_postgres_url(config.store_url):
+        if not config.store_url or not isinstance(resolve_target(config.store_url), str):  # a SQLite path
             raise CuememError(f"--store {config.store_url!r} is not a postgresql:// URL",
                               "leave --store out to evaluate on the SQLite cache (--cache-dir)")
         alone = [s for s in config.systems if s in TURN_ALONE_SYSTEMS]
@@ -131,10 +131,10 @@ def check(config: EvalConfig) -> None:
 def open_postgres(config: EvalConfig, lineage: str) -> Store:
     """The PostgreSQL store an eval runs on: empty, or holding this same eval (its lineage in meta), so an
     eval never mixes its conversations into someone's memory nor reads another build's."""
-    from ..store.open import open_store
+    from ..store.open import open_store, resolve_target
 
-    assert config.store_url is not None
-    store = open_store(config.store_url)
+    assert config.store_url  # check() made sure it is a PostgreSQL URL
+    store = open_store(resolve_target(config.store_url))
     try:
         stored = store.get_meta("eval_lineage")
         if stored is None and store.turn_count():

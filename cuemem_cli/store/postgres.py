@@ -51,7 +51,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 
-from ..errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
+from ..errors import DiskFull, NoDatabase, ReadOnlyStore, StoreBusy, StoreError
 from ..records import Cue
 from .sql import Dialect, SQLStore
 from .migrations import TEXT_SEARCH
@@ -319,7 +319,7 @@ class PostgresStore(SQLStore):
         named = path[0] if path and path[0] != "$user" else None
         if named is not None and self._one("SELECT 1 FROM pg_namespace WHERE nspname = :n", n=named) is None:
             if not create:
-                raise StoreError(f"no cuemem database at {self.path} (no schema {named})",
+                raise NoDatabase(f"no cuemem database at {self.path} (no schema {named})",
                                  "ingest something first: cuemem ingest FILE")
             try:
                 with suppress(psycopg.errors.UniqueViolation):  # another process created it after the check
@@ -363,7 +363,7 @@ class PostgresStore(SQLStore):
                 raise StoreError(f"{self.path} holds tables but no cuemem schema; cuemem left it untouched",
                                  "point --db (or CUEMEM_DB) at a database (or schema) of its own")
             if not others and not create:
-                raise StoreError(f"no cuemem database at {self.path}", "ingest something first: cuemem ingest FILE")
+                raise NoDatabase(f"no cuemem database at {self.path}", "ingest something first: cuemem ingest FILE")
         applied = self._recorded()
         pending = self._pending(applied, self._dimension())
         if pending and self.read_only is not None:

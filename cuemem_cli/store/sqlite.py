@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from ..errors import DiskFull, ReadOnlyStore, StoreBusy, StoreError
+from ..errors import DiskFull, NoDatabase, ReadOnlyStore, StoreBusy, StoreError
 from ..files import private_dir
 from ..records import Cue
 from . import vectors as vec
@@ -203,7 +203,7 @@ class SQLiteStore(SQLStore):
         reason = "it was opened for reading only, as asked" if readonly else _unwritable(path)
         if not exists:
             if not create:
-                raise StoreError(f"no cuemem database at {path}", "ingest something first: cuemem ingest FILE")
+                raise NoDatabase(f"no cuemem database at {path}", "ingest something first: cuemem ingest FILE")
             if reason is not None:
                 raise ReadOnlyStore(f"cannot create {path}: {reason}",
                                     "name a file in a folder you may write: --db PATH (or CUEMEM_DB)")
