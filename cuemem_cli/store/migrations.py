@@ -141,8 +141,9 @@ def sqlite_m002_turn_vectors(conn: Connection) -> None:
 
 
 def sqlite_m003_cells(conn: Connection) -> None:
-    """Coarse cells (an inverted-file index) for conversations too large for vec0's full scan (cells.py).
-    A cell's id is its row id here and its partition in the vec0 table `cue_cells` (m008)."""
+    """Coarse cells (an inverted-file index) for conversations too large for vec0's full scan (the cells.py
+    of that time, removed with them by m013). A cell's id is its row id here and its partition in the vec0
+    table `cue_cells` (m008)."""
     _run(
         conn,
         """CREATE TABLE cell_centroids (
@@ -198,8 +199,9 @@ def sqlite_m007_cue_vectors(conn: Connection, dim: int) -> None:
 
 
 def sqlite_m008_cue_cells(conn: Connection, dim: int) -> None:
-    """The cue vectors of a conversation that has cells (cells.py), again, partitioned by cell. Empty
-    until a conversation grows past cells.MIN_CUES; before this migration it was created at that point."""
+    """The cue vectors of a conversation that has cells (the cells.py of that time, m003), again, partitioned
+    by cell. Empty until a conversation grew past cells.MIN_CUES; before this migration it was created at that
+    point. m013 drops it."""
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS cue_cells USING vec0(cue_id INTEGER PRIMARY KEY,"
         f" cell INTEGER PARTITION KEY, embedding float[{int(dim)}] distance_metric=cosine)")
@@ -453,8 +455,8 @@ def postgres_m007_cue_vectors(conn: Connection, dim: int) -> None:
 
 
 def postgres_m008_cue_cells(conn: Connection, dim: int) -> None:
-    """The cue vectors of a conversation that has cells (cells.py), again, by cell; as m007, bind_embedder
-    created it in databases bound before the shared list."""
+    """The cue vectors of a conversation that has cells (the cells.py of that time, m003), again, by cell; as
+    m007, bind_embedder created it in databases bound before the shared list."""
     conn.execute("CREATE TABLE IF NOT EXISTS cue_cells (cue_id bigint PRIMARY KEY REFERENCES cues(id),"
                  f" cell bigint NOT NULL, embedding vector({int(dim)}) NOT NULL)")
     conn.execute("CREATE INDEX IF NOT EXISTS cue_cells_cell ON cue_cells(cell)")
