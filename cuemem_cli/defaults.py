@@ -24,7 +24,7 @@ def _spacy_extractor(**_: Any) -> Any:
 
 def _llm_extractor(model: str | None = None, store: Any = None, **_: Any) -> Any:
     if not model:
-        raise CuememError("--extractor llm needs a model", "pass --extract-model MODEL (any litellm model)")
+        raise CuememError("the llm extractor needs a model", "name one (any litellm model)", fields=("extract_model",))
     from .cues.llm import LLMExtractor
 
     return LLMExtractor(model, store=store)
@@ -32,7 +32,8 @@ def _llm_extractor(model: str | None = None, store: Any = None, **_: Any) -> Any
 
 def _no_argument(name: str, argument: str | None) -> None:
     if argument:
-        raise CuememError(f"the {name} embedder takes no argument (got {name}:{argument})", f"use --embedder {name}")
+        raise CuememError(f"the {name} embedder takes no argument (got {name}:{argument})", f"name it {name} alone",
+                          fields=("embedder",))
 
 
 def _onnx_int8(argument: str | None = None, quick_start: bool = False, **_: Any) -> Embedder:
@@ -71,8 +72,7 @@ def _extractive(embedder: Callable[[], Any], **_: Any) -> Callable[[Any], Any]:
 def _llm_answerer(model: str | None = None, priority: bool = True, on_token: Callable[[str], None] | None = None,
                   **_: Any) -> Callable[[Any], Any]:
     if not model:
-        raise CuememError("the llm answerer needs a model",
-                          "pass --model MODEL (any litellm model) or set CUEMEM_MODEL")
+        raise CuememError("the llm answerer needs a model", "name one (any litellm model)", fields=("model",))
     from .answer.prompt import answer_with_model
 
     return lambda context: answer_with_model(context, model, priority=priority, on_token=on_token)

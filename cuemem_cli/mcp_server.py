@@ -110,7 +110,7 @@ class MemoryTools:
                 message = parse_line(orjson.dumps(item), "messages", index, conversation)
             except InputError as exc:
                 problems.append(f"messages[{index}]: {exc.message.removeprefix(f'messages:{index}: ')}")
-                hints.append(exc.hint or "")
+                hints.append(tool_hint("remember", exc) or "")
                 continue
             if message is None:  # an empty object
                 problems.append(f"messages[{index}]: missing or empty 'text'")
@@ -118,9 +118,8 @@ class MemoryTools:
                 parsed.append(message)
         if problems:
             shown = "; ".join(problems[:10]) + (f"; … and {len(problems) - 10} more" if len(problems) > 10 else "")
-            # the hints of the problems found (a date format, how to split a long text), not those of others;
-            # the command line's (--skip-invalid …) mean nothing to an agent
-            said = "; ".join(dict.fromkeys(h for h in hints if h and "--" not in h))
+            # the hints of the problems found (a date format, how to split a long text), not those of others
+            said = "; ".join(dict.fromkeys(h for h in hints if h))
             raise CuememError(f"{plural(len(problems), 'invalid message')}, nothing stored: {shown}",
                               said or "each message needs a non-empty 'text'")
         self.flush_used()
@@ -268,6 +267,22 @@ NARROWING = ("Search only these conversations (names, or titles naming one chat:
              "leave out to search every conversation in memory.")
 
 
+# Each tool's words for what an error's hint is about (CuememError.fields): its parameters, where the command
+# line has flags. A field a tool has no parameter for adds nothing to the hint, which is in the library's words.
+PARAMETERS: dict[str, dict[str, str]] = {
+    "remember": {"conversation": "conversation"},
+    "recall": {"conversation": "conversations", "budget": "budget", "as_of": "as_of"},
+    "ask": {"conversation": "conversations", "model": "model"},
+    "forget": {"conversation": "conversation", "turns": "turn_ids"},
+}
+
+
+def tool_hint(tool: str, exc: CuememError) -> str | None:
+    """`exc`'s hint as `tool`'s caller reads it: "choose one by its name or title: the conversations argument"."""
+    names = {field: f"the {parameter} argument" for field, parameter in PARAMETERS.get(tool, {}).items()}
+    return exc.hint_in({"add": "the remember tool", **names})
+
+
 def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: bool = False):
     """The MCP server: each tool runs `tools`' method on `worker` (one thread); a CuememError becomes a
     tool error (the model reads its message and hint) and leaves the server running."""
@@ -278,7 +293,8 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
         try:
             return await asyncio.get_running_loop().run_in_executor(worker, functools.partial(method, *args))
         except CuememError as exc:
-            raise ToolError(f"{exc.message} (hint: {exc.hint})" if exc.hint else exc.message) from None
+            hint = tool_hint(method.__name__, exc)
+            raise ToolError(f"{exc.message} (hint: {hint})" if hint else exc.message) from None
 
     server = _server_class()(SERVER_NAME, instructions=INSTRUCTIONS)
     reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)

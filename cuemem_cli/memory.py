@@ -70,7 +70,7 @@ class Memory:
         return self._store
 
     def embedder(self, quick_start: bool = False):
-        """The embedder asked for; else the one this database was built with (`embed.spec_for`), so that a
+        """The embedder asked for; else the one this database was built with (`models/embedders.spec_for`), so that a
         database ingested with `--embedder onnx` or `sentence-transformers:MODEL` is read with that model
         without naming it again."""
         if self._embedder is None:
@@ -176,7 +176,7 @@ class Memory:
         """What can refuse the run (options, extractor, embedder) is checked before the database file is
         created; the database's settings are then recorded in one write transaction: all, or none."""
         if (window is not None and window < 0) or (sem_k is not None and sem_k < 0):
-            raise CuememError("--window and --sem-k must be ≥ 0")
+            raise CuememError("window and sem_k must be ≥ 0", "give 0 or more", fields=("window", "sem_k"))
         self.check_writable()
         embedder = self.embedder()
         extractor = make_extractor(self._extractor_name, self._extract_model, _StoreWhenUsed(self))
@@ -238,8 +238,8 @@ class Memory:
             if not self._told_unrecorded:
                 self._told_unrecorded = True
                 logging.getLogger(__name__).warning(
-                    "%s; answers still come, but the turns they use are not recorded as used (forget --lru and "
-                    "--decay go by that)", exc.message)
+                    "%s; answers still come, but the turns they use are not recorded as used (forgetting the least "
+                    "recently used or decayed turns goes by that)", exc.message)
 
     def conversations(self) -> list[str]:
         return self.store.conversation_names()
@@ -288,7 +288,8 @@ class Memory:
         if not pending:
             return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0, "extraction_failures": []}
         if not chosen:
-            raise CuememError("no extraction model recorded for these turns", "pass --extract-model MODEL")
+            raise CuememError("no extraction model recorded for these turns", "name the extraction model",
+                              fields=("extract_model",))
         store.check_writable()  # before any model is paid for results that could not be stored
         extractor = LLMExtractor(chosen, store=store)
         results = extractor.extract(pending)
@@ -328,5 +329,5 @@ def _as_of(value: str | None) -> str:
     try:
         return parse_time(value)
     except ValueError as exc:
-        raise CuememError(f"--as-of: cannot read time {value!r}: {exc}",
-                          "use ISO 8601 (2023-05-08T13:56:00) or e.g. '8 May 2023'") from None
+        raise CuememError(f"as_of: cannot read time {value!r}: {exc}",
+                          "use ISO 8601 (2023-05-08T13:56:00) or e.g. '8 May 2023'", fields=("as_of",)) from None

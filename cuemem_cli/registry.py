@@ -24,7 +24,7 @@ name is asked for (a plugin costs nothing otherwise):
 
 What each factory is called with (keywords; accept `**_` for options added later) and must return:
 - extractor: `factory(model=None | str, store=Store | None)` → an object with `name` and `extract(turns)`
-  (extract.Extractor). `model` is `--extract-model`; `store` lets it cache results in the database.
+  (cues/rules.Extractor). `model` is `--extract-model`; `store` lets it cache results in the database.
 - embedder: `factory(argument=None | str, quick_start=bool)` → an embed.Embedder. The spec
   `NAME:ARGUMENT` passes what follows the first colon (`sentence-transformers:/path/to/model`).
 - answerer: `factory(model=None | str, embedder=<function returning the database's embedder>,
@@ -32,7 +32,7 @@ What each factory is called with (keywords; accept `**_` for options added later
 
 A database records the embedder's model id and the extractor's name (`bind_extractor`) and refuses to
 mix either with another. An embedder whose `model_id` is the name it is registered under is found again
-for the databases it built: `ask` reads them without `--embedder` (embed.spec_for).
+for the databases it built: `ask` reads them without `--embedder` (models/embedders.spec_for).
 """
 
 from __future__ import annotations
@@ -131,7 +131,8 @@ def bind_extractor(store: Any, name: str, allow_mixed: bool = False) -> None:
         raise CuememError(
             f"{store.path} holds cues from the {' and '.join(used)} extractor; ingesting with {name!r} "
             "would mix two kinds of cues in one memory",
-            f"use --extractor {used[0]}, ingest into a new --db, or pass --mix-extractors to mix them on purpose",
+            f"use the {used[0]} extractor, add to a new database, or allow mixed extractors on purpose",
+            fields=("extractor", "db", "mix_extractors"),
         )
     value = ",".join(sorted({*used, name}))
     if value != store.get_meta(EXTRACTOR_META):

@@ -85,7 +85,8 @@ def test_a_cache_that_cannot_hold_the_int8_model_says_what_to_do(tmp_path):
     (tmp_path / "not-a-dir").write_text("")
     with pytest.raises(CuememError) as caught:
         quantised_model(tmp_path / "not-a-dir" / "models")
-    assert "not-a-dir" in str(caught.value) and "--embedder onnx" in caught.value.hint
+    assert "not-a-dir" in str(caught.value) and "use the onnx embedder" in caught.value.hint
+    assert caught.value.fields == ("embedder",)
 
 
 def test_ingest_embeds_each_distinct_text_once(tmp_path):

@@ -304,8 +304,8 @@ def test_a_memory_on_a_read_only_mount_is_read_and_writes_are_refused(cli, memor
         clean(result)
         assert lines(result.stderr, "error:") == refused, command
         assert lines(result.stderr, "hint:") == [
-            "hint: to change it, copy it (with its -wal file, if any) to a folder you may write and use --db COPY, "
-            "or make it writable"]
+            "hint: to change it, make it writable, or copy it (with its -wal file, if any) to a folder you may write "
+            "and open the copy: --db PATH (or $CUEMEM_DB)"]
 
     result = cli("--db", str(db.parent / "new.db"), "ingest", str(OTHER))
     assert result.exit_code == 1
@@ -463,8 +463,8 @@ def test_a_damaged_memory_is_named_with_what_to_do(cli, memory_file, tmp_path):
     [error] = lines(result.stderr, "error:")
     assert error.startswith(f"error: {db} is damaged (SQLite: ")
     assert lines(result.stderr, "hint:") == [
-        "hint: restore it from a copy: a .bak-schemaN file beside it (made before each upgrade), or your `cuemem "
-        "export`, re-imported with `cuemem import`"]
+        "hint: restore it from a copy: a .bak-schemaN file beside it (made before each upgrade), or an export of "
+        "it, imported again: cuemem export, then cuemem import"]
 
 
 # ---------------------------------------------------------------- PostgreSQL

@@ -246,7 +246,7 @@ def test_a_chat_export_zip_without_from_says_to_use_from(cli, db_path, tmp_path)
     result = cli("--db", str(db_path), "ingest", str(archive))
     assert result.exit_code == 1
     assert f"{archive}: a zip archive without .jsonl files (it holds conversations.json, chat.html)" in result.stderr
-    assert "--from chatgpt" in result.stderr and not db_path.exists()
+    assert "read as the chatgpt or claude format: --from FORMAT" in result.stderr and not db_path.exists()
 
 
 def _sqlite_file(path):

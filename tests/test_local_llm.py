@@ -106,7 +106,7 @@ def test_stream_chunks_end_with_finish_reason_and_usage():
 
 
 def test_runtime_errors_are_raised_with_a_budget_hint():
-    with pytest.raises(RuntimeError, match="smaller --budget"):
+    with pytest.raises(RuntimeError, match="smaller budget"):
         local_llm._raise_for_error({"error": {"code": 400,
                                                "message": "the request exceeds the available context size"}})
     local_llm._raise_for_error({"choices": []})

@@ -127,9 +127,11 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
             answered = await call(session, "ask", {"question": "Where does Leo work?"})
             listed = await call(session, "list_conversations")
             unknown = await refused(session, "recall", {"question": "x", "conversations": ["nobody"]})
-        return stored, again, recalled, answered, listed, unknown, wide, titled, alone
+            await call(session, "remember", {"conversation": "c-2b7", "messages": [{**LISBON[0], "id": "l3"}]})
+            ambiguous = await refused(session, "recall", {"question": "x", "conversations": ["Lisbon trip"]})
+        return stored, again, recalled, answered, listed, unknown, wide, titled, alone, ambiguous
 
-    stored, again, recalled, answered, listed, unknown, wide, titled, alone = asyncio.run(scenario())
+    stored, again, recalled, answered, listed, unknown, wide, titled, alone, ambiguous = asyncio.run(scenario())
     assert stored["turns_added"] == 30 and stored["conflicts"] == 0 and stored["cues"] > 30
     assert stored["temporal_edges"] > 0 and stored["semantic_edges"] > 0
     assert (again["turns_added"], again["turns_existing"]) == (0, 5), "remembering the same ids again is a no-op"
@@ -171,6 +173,9 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
                                    "last_time": messages[-1]["time"]}
     assert [(r["conversation"], r["title"], r["turns"]) for r in listed["result"][1:]] == [("c-9f1", "Lisbon trip", 2)]
     assert "no conversation named 'nobody'" in unknown and "maya-and-leo" in unknown
+    # the library's hint, with the tool's argument where the command line would name its flag
+    assert "the title 'Lisbon trip' names 2 conversations" in ambiguous
+    assert ambiguous.endswith("(hint: name the one you mean by its name: the conversations argument)")
 
 
 BAD_CALLS = [
@@ -237,6 +242,28 @@ def test_refusals_say_what_is_wrong_in_the_agents_terms(tmp_path):
                            "characters long")
     assert "(hint: split it into several messages" in size and "date" not in size
     assert not db.exists()
+
+
+@pytest.mark.subprocess  # a real server process (no model loads: the call is refused before one is needed)
+def test_refusals_name_the_tools_arguments_not_the_command_lines_flags(tmp_path):
+    """A library error says what to do in its own words; the server adds the argument it is about
+    (CuememError.fields), where the CLI adds a flag (--as-of)."""
+    from cuemem_cli import Memory
+
+    from conftest import stand_in_models
+
+    db = tmp_path / "m.db"
+    with stand_in_models(), Memory(db) as memory:  # a memory to ask, built with the stand-in models
+        memory.add(maya(2), conversation="maya-and-leo")
+
+    async def scenario():
+        async with server(db) as session:
+            return await refused(session, "recall", {"question": "Where?", "as_of": "the day after"})
+
+    when = asyncio.run(scenario())
+    assert "as_of: cannot read time 'the day after'" in when
+    assert when.endswith("or e.g. '8 May 2023': the as_of argument)")
+    assert "--" not in when
 
 
 @pytest.mark.slow

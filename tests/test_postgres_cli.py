@@ -271,7 +271,7 @@ def test_longmemeval_on_postgresql_is_one_memory_of_every_haystack(cli, tmp_path
     found = {(r["question_id"], r["system"]): r["retrieval"] for r in records}
     assert found[("lme_user_01", "cuemem")]["all_evidence"] is True
     refused = cli(*args, "--store", pg_url, "--setting", "as-exports")
-    assert refused.exit_code == 1 and "leave --store out" in refused.stderr
+    assert refused.exit_code == 1 and "evaluate without a store" in refused.stderr
 
 
 def test_eval_refuses_a_postgresql_memory_it_did_not_fill(cli, pg_url, locomo_path):

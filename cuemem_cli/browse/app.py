@@ -104,6 +104,15 @@ class Guard:
         return None
 
 
+# The page's words for what an error's hint is about (CuememError.fields): its question form's menu, and the
+# command that adds dialogue (the page itself only reads).
+FORM = {"conversation": "the conversation menu beside the question", "add": "cuemem ingest FILE"}
+
+
+def form_hint(error: CuememError) -> str | None:
+    return error.hint_in(FORM)
+
+
 class BadRequest(CuememError):
     """A malformed query parameter: HTTP 400."""
 
@@ -123,6 +132,7 @@ class Browser:
                                             autoescape=True, undefined=jinja2.StrictUndefined,
                                             trim_blocks=True, lstrip_blocks=True)
         self.templates.filters.update(when=_when, highlight=_highlight, blocks=text_blocks)
+        self.templates.globals["hint"] = form_hint
 
     def routes(self) -> list[Route]:
         return [
@@ -238,7 +248,7 @@ class Browser:
     def _json(self, build: Callable[[], dict[str, Any]]) -> Response:
         data, error, status = self._read(build)
         if error is not None:
-            data = {"error": error.message, "hint": error.hint}
+            data = {"error": error.message, "hint": form_hint(error)}
         else:
             data = {k: v for k, v in (data or {}).items() if k != "picture"}
         return Response(orjson.dumps(data), status, media_type="application/json")

@@ -204,4 +204,4 @@ def _titled(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unknown(exc: UnknownConversation) -> NotFound:
-    return NotFound(exc.message, exc.hint)
+    return NotFound(exc.message, exc.hint, exc.fields)

@@ -60,7 +60,7 @@ def bind(port: int) -> socket.socket:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
             raise CuememError(f"port {port} on {HOST} is in use",
-                              "choose another --port, or leave --port out for a free one") from None
+                              "choose another port, or let cuemem pick a free one", fields=("port",)) from None
         raise CuememError(f"cannot listen on {HOST}:{port}: {exc.strerror or exc}") from None
     sock.listen(128)
     sock.set_inheritable(False)

@@ -104,28 +104,33 @@ def check(config: EvalConfig) -> None:
     if unknown or not config.systems:
         raise CuememError(f"unknown system {', '.join(unknown) or '(none given)'}", f"choose from {', '.join(SYSTEMS)}")
     if any(b < 1 for b in config.budgets):
-        raise CuememError("--budget must be a positive number of tokens")
+        raise CuememError("a budget must be a positive number of tokens", "give budgets of 1 token or more",
+                          fields=("budget",))
     if config.judge_model and not config.model:
-        raise CuememError("--judge-model needs an answerer", "pass --model MODEL as well")
+        raise CuememError("a judge model needs an answer model to judge", "name an answer model as well",
+                          fields=("model",))
     if config.dataset not in ("locomo", "longmemeval"):
         raise CuememError(f"unknown dataset {config.dataset!r}")
     if config.setting not in SETTINGS:
         raise CuememError(f"unknown setting {config.setting!r}", f"choose from {', '.join(SETTINGS)}")
     if config.store_url is not None:
         if config.dataset == "longmemeval" and config.setting == "as-exports":
-            raise CuememError("LongMemEval as exports makes a memory of each question's haystack, and --store is one",
-                              "leave --store out: each memory is then a SQLite database in the cache")
+            raise CuememError("LongMemEval as exports makes a memory of each question's haystack, and a PostgreSQL "
+                              "store is one memory", "evaluate without a store (each memory is then a SQLite "
+                              "database in the cache)", fields=("store",))
         from ..store.open import resolve_target
 
         if not config.store_url or not isinstance(resolve_target(config.store_url), str):  # a SQLite path
-            raise CuememError(f"--store {config.store_url!r} is not a postgresql:// URL",
-                              "leave --store out to evaluate on the SQLite cache (--cache-dir)")
+            raise CuememError(f"the store {config.store_url!r} is not a postgresql:// URL",
+                              "name a PostgreSQL database, or evaluate without a store on the SQLite cache",
+                              fields=("store",))
         alone = [s for s in config.systems if s in TURN_ALONE_SYSTEMS]
         if alone:
             raise CuememError(f"{', '.join(alone)} need a copy of the SQLite database and cannot run on PostgreSQL",
-                              "run them without --store")
+                              "run them without a store", fields=("store",))
         if config.rebuild:
-            raise CuememError("--rebuild does not empty a PostgreSQL database", "give --store a new, empty database")
+            raise CuememError("rebuilding does not empty a PostgreSQL database",
+                              "name a new, empty database as the store", fields=("store",))
 
 
 def open_postgres(config: EvalConfig, lineage: str) -> Store:
@@ -139,10 +144,11 @@ def open_postgres(config: EvalConfig, lineage: str) -> Store:
         stored = store.get_meta("eval_lineage")
         if stored is None and store.turn_count():
             raise CuememError(f"{store.path} holds conversations that no eval put there",
-                              "give --store an empty database: an eval ingests its benchmark into it")
+                              "name an empty database as the store (an eval adds its benchmark to it)",
+                              fields=("store",))
         if stored is not None and stored != lineage:
             raise CuememError(f"{store.path} holds an eval built from other data or settings ({stored})",
-                              "give --store a new, empty database for this one")
+                              "name a new, empty database as the store of this one", fields=("store",))
         if stored is None:
             with store.transaction():
                 store.set_meta("eval_lineage", lineage)

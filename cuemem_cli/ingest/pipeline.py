@@ -133,7 +133,7 @@ class Ingestor:
             w = BUILD_WINDOW if window is None else window
             k = BUILD_SEM_K if sem_k is None else sem_k
             if w < 0 or k < 0:
-                raise CuememError("--window and --sem-k must be ≥ 0")
+                raise CuememError("window and sem_k must be ≥ 0", "give 0 or more", fields=("window", "sem_k"))
             with self.store.transaction():
                 stored_w = self.store.get_meta("graph_window")  # again under the lock: another process may have
                 if stored_w is None:
@@ -145,7 +145,8 @@ class Ingestor:
         if (window is not None and window != w) or (sem_k is not None and sem_k != k):
             raise CuememError(
                 f"this database's graph was built with window={w}, sem_k={k}; edges of one graph must agree",
-                "leave --window/--sem-k out (ask accepts smaller values per question), or use a new --db",
+                "leave the window and sem_k out (a question may follow fewer edges), or add to a new database",
+                fields=("window", "sem_k", "db"),
             )
         return w, k
 
@@ -221,7 +222,7 @@ class Ingestor:
                 raise
             raise type(exc)(f"{exc.message}; {plural(stored, 'new turn')} of this input had been stored before "
                             "it, in whole batches", f"{exc.hint or 'fix that'}; the same command run again skips "
-                            "what is stored") from exc
+                            "what is stored", exc.fields) from exc
         finally:
             for pending in queue:
                 pending.prepared.cancel()

@@ -438,7 +438,7 @@ def claude_code(data: Any, options: Options = Options()) -> Iterator[Message]:
             yield from _claude_code_event(event, where)
         except CuememError as exc:
             problem = exc.message.removeprefix(f"claude-code: {where}: ")
-            raise InputError(options.source, line, problem, exc.hint) from None
+            raise InputError(options.source, line, problem, exc.hint, exc.fields) from None
 
 
 def _claude_code_event(event: Any, where: str) -> Iterator[Message]:
@@ -536,8 +536,7 @@ def _expect_list(fmt: str, where: str, value: Any, what: str) -> list[Any]:
 
 
 def _shape_error(fmt: str, where: str, problem: str) -> CuememError:
-    hint = f"is this really a {fmt} file? `cuemem convert --help` lists the formats"
-    return CuememError(f"{fmt}: {where}: {problem}", hint=hint)
+    return CuememError(f"{fmt}: {where}: {problem}", f"check that it is a {fmt} file", fields=("formats",))
 
 
 CONVERTERS: dict[str, Converter] = {
@@ -581,7 +580,7 @@ def convert_files(fmt: str, paths: list[str], all_branches: bool = False,
                 except InputError:
                     raise
                 except CuememError as exc:
-                    raise CuememError(f"{part.name}: {exc.message}", exc.hint) from None
+                    raise CuememError(f"{part.name}: {exc.message}", exc.hint, exc.fields) from None
 
 
 def converted_input(fmt: str, paths: list[str], all_branches: bool = False,
@@ -603,5 +602,6 @@ def converted_input(fmt: str, paths: list[str], all_branches: bool = False,
     if count == 0:
         spool.close()
         raise CuememError(f"{name}: no messages: the export holds no message with text",
-                          "system, tool and empty messages are skipped; is it the right file and --from format?")
+                          "system, tool and empty messages are skipped; check the file and its format",
+                          fields=("from_format",))
     return Input.of_spool(spool, name)

@@ -85,7 +85,7 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     if text is None or is_blank(text):
         problem = ("missing or empty 'text' (or 'content')" if not text or not text.strip()
                    else f"'{key}' is invisible (zero-width characters only): a message needs text")
-        raise InputError(path, line, problem, "every message needs its text; use --skip-invalid to skip such lines")
+        raise InputError(path, line, problem, "every message needs its text", fields=("skip_invalid",))
     if len(text) > MAX_TURN_CHARS:
         raise InputError(path, line,
                          f"'{key}' is {len(text):,} characters long; a turn holds at most {MAX_TURN_CHARS:,}",
@@ -101,7 +101,7 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     conv = conversation or own
     if not conv:
         raise InputError(path, line, "no conversation: the line has no 'conversation' field",
-                         "add one, or pass --conversation NAME")
+                         "add one, or name one conversation for every line", fields=("conversation",))
     if conversation and own and own != conversation and fields["id"] is not None:
         fields["id"] = f"{own}/{fields['id']}"
     key, raw_time = _pick(record, "time")
@@ -188,11 +188,11 @@ def validate(source: Input, conversation: str | None, skip_invalid: bool) -> Che
     if first is not None and (not skip_invalid or report.lines == 0):
         shown = "; ".join(report.invalid[:SHOWN_INVALID])
         more = f"; … and {count - SHOWN_INVALID} more" if count > SHOWN_INVALID else ""
-        hint = first.hint if count == 1 and first.hint else \
-            "fix them, or pass --skip-invalid to store the valid lines and list the others"
+        hint, fields = (first.hint, first.fields) if count == 1 and first.hint else ("fix them", ("skip_invalid",))
         if report.lines == 0 and skip_invalid:
-            hint = f"no line is a message cuemem can store; {FORMAT_HINT}"
-        raise CuememError(f"{source.name}: {plural(count, 'invalid line')} (nothing stored): {shown}{more}", hint)
+            hint, fields = f"no line is a message cuemem can store; {FORMAT_HINT}", ()
+        raise CuememError(f"{source.name}: {plural(count, 'invalid line')} (nothing stored): {shown}{more}", hint,
+                          fields)
     if report.lines == 0:
         raise CuememError(f"{source.name}: no messages: the input is empty or holds only blank lines",
                           'give one JSON object per line, e.g. {"conversation": "notes", "text": "I moved to '

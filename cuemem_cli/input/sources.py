@@ -186,9 +186,11 @@ def _zip_members(opener: Opener, name: str, members: Sequence[str], what: str) -
                     key=lambda entry: PurePosixPath(entry).parts)  # as a folder's files: name by name
     if not chosen:
         held = ", ".join(entries[:5]) + (", …" if len(entries) > 5 else "")
-        hint = ("a ChatGPT or Claude.ai export: ingest it with --from chatgpt or --from claude"
-                if any(Path(entry).name == "conversations.json" for entry in entries) else f"it should hold {what}")
-        raise CuememError(f"{name}: a zip archive without {what} (it holds {held or 'nothing'})", hint)
+        export = any(Path(entry).name == "conversations.json" for entry in entries)
+        hint = "it looks like a ChatGPT or Claude.ai export, read as the chatgpt or claude format" if export \
+            else f"it should hold {what}"
+        raise CuememError(f"{name}: a zip archive without {what} (it holds {held or 'nothing'})", hint,
+                          fields=("from_format",) if export else ())
     return [part for entry in chosen
             for part in _decoded(_member_opener(opener, entry, f"{name}/{entry}"), f"{name}/{entry}", members, what)]
 
@@ -262,6 +264,7 @@ def _matches(filename: str, members: Sequence[str]) -> bool:
 
 
 # What the first bytes say a file is, and what to do about it.
+_SQLITE = b"SQLite format 3\x00"
 _DECOMPRESS = "decompress it first, e.g. `{tool} -dk FILE` (cuemem reads gzip and zip itself)"
 _UNPACK = "unpack it (e.g. `{tool} FILE`) and give the folder, or repack it as .zip"
 _NOT_TEXT: list[tuple[bytes, str, str]] = [
@@ -270,9 +273,9 @@ _NOT_TEXT: list[tuple[bytes, str, str]] = [
     (b"\x28\xb5\x2f\xfd", "a zstd-compressed file", _DECOMPRESS.format(tool="zstd")),
     (b"7z\xbc\xaf\x27\x1c", "a 7z archive", _UNPACK.format(tool="7z x")),
     (b"Rar!\x1a\x07", "a RAR archive", _UNPACK.format(tool="unrar x")),
-    (b"SQLite format 3\x00", "a SQLite database, not input text",
-     "a cuemem memory is opened with --db FILE; to copy one into another: "
-     "cuemem --db FILE export -o - | cuemem --db OTHER import -"),
+    (_SQLITE, "a SQLite database, not input text",
+     "if it is a cuemem memory, open FILE as the database instead; to copy one memory into another, export it "
+     "and import the export"),
     (b"%PDF-", "a PDF document, not input text", "cuemem reads chat messages as JSONL: see docs/input-formats.md"),
     (b"\xff\xfe", "UTF-16 text; cuemem reads UTF-8", "convert it: iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"),
     (b"\xfe\xff", "UTF-16 text; cuemem reads UTF-8", "convert it: iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8"),
@@ -282,7 +285,8 @@ _NOT_TEXT: list[tuple[bytes, str, str]] = [
 def _refuse_non_text(head: bytes, name: str) -> None:
     for magic, what, hint in _NOT_TEXT:
         if head.startswith(magic):
-            raise CuememError(f"{name}: {what}", hint if name == STDIN_NAME else hint.replace("FILE", name))
+            raise CuememError(f"{name}: {what}", hint if name == STDIN_NAME else hint.replace("FILE", name),
+                              fields=("db", "copy") if magic == _SQLITE else ())
     if head[257:262] == b"ustar":
         raise CuememError(f"{name}: a tar archive", f"unpack it (tar -xf {name}) and give the folder")
     if b"\x00" in head and not head.lstrip(_BOM + b" \t\r\n").startswith((b"{", b"[")):

@@ -77,7 +77,7 @@ def open_private_output(path: str) -> IO[bytes]:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         raise CuememError(f"{path} exists; cuemem does not overwrite files",
-                          "choose another --output path, or remove the file first") from None
+                          "choose another path, or remove the file first", fields=("output",)) from None
     except OSError as exc:
         raise CuememError(f"cannot create {path}: {exc.strerror}") from None
     os.fchmod(fd, 0o600)
@@ -107,7 +107,8 @@ def read_export(source: Input, on_cues: Callable[[Message, list[Triple] | None],
         for message in read_messages(Input([part], part.name), None):
             if CUES not in message.extra:
                 raise InputError(part.name, message.line, "no 'cues' field: this is not a cuemem export",
-                                 "import reads what `cuemem export` writes; ingest message JSONL with `cuemem ingest`")
+                                 "import reads what an export writes; plain message JSONL is added as dialogue "
+                                 "instead", fields=("add",))
             triples = parse_cues(message.extra[CUES], part.name, message.line)
             stripped = replace(message, extra={k: v for k, v in message.extra.items() if k != CUES})
             if on_cues is not None:
@@ -147,7 +148,7 @@ def import_file(memory, path: str, progress: Callable[[int, int, int], None] | N
             report.lines += 1
         if report.lines == 0:
             raise CuememError(f"{source.name}: no turns: the export is empty",
-                              "import reads what `cuemem export` writes: one turn per line")
+                              "import reads what an export writes, one turn per line")
         cues = StoredCues()
         messages = read_export(source, cues.remember)
         return _ImportIngestor(memory.store, cues, memory.embedder()).run(messages, report, progress)

@@ -116,19 +116,21 @@ def selection_from(conversation: str | None = None, session: str | None = None, 
                    as_of: str | None = None) -> Selection:
     """Validate and normalise the user's selectors (times to ISO 8601)."""
     if decay_days is not None and decay_days < 0:
-        raise CuememError("--decay must be a number of days ≥ 0")
+        raise CuememError("decay_days must be a number of days ≥ 0", "give an age in days, e.g. 30",
+                          fields=("decay_days",))
     if lru is not None and lru < 0:
-        raise CuememError("--lru must be ≥ 0 (the number of turns to keep per conversation)")
-    return Selection(conversation, session, tuple(turns), _iso(before, "--before") if before else None, decay_days,
-                     lru, _iso(as_of, "--as-of") if as_of else None)
+        raise CuememError("lru must be ≥ 0 (the number of turns to keep per conversation)", "give 0 or more",
+                          fields=("lru",))
+    return Selection(conversation, session, tuple(turns), _iso(before, "before") if before else None, decay_days,
+                     lru, _iso(as_of, "as_of") if as_of else None)
 
 
-def _iso(value: str, option: str) -> str:
+def _iso(value: str, field: str) -> str:
     try:
         return parse_time(value)
     except ValueError as exc:
-        raise CuememError(f"{option}: cannot read time {value!r}: {exc}",
-                          "use ISO 8601 (2023-05-08T13:56:00) or e.g. '8 May 2023'") from None
+        raise CuememError(f"{field}: cannot read time {value!r}: {exc}",
+                          "use ISO 8601 (2023-05-08T13:56:00) or e.g. '8 May 2023'", fields=(field,)) from None
 
 
 def _decay_cutoff(selection: Selection) -> str | None:
@@ -146,9 +148,9 @@ def _scope(store: Store, selection: Selection) -> int | None:
             labels = conversation_labels(store)
             if len(labels) > 1:
                 raise CuememError(
-                    f"--session and --turn name ids that several conversations may share; this memory holds "
+                    f"session and turn ids may be shared by several conversations; this memory holds "
                     f"{len(labels)}: {', '.join(labels[:20])}" + (", …" if len(labels) > 20 else ""),
-                    "say which one with --conversation NAME (or its title)",
+                    "say which conversation, by its name or title", fields=("conversation",),
                 )
         return None
     return resolve_one(store, selection.conversation)[0]
@@ -191,11 +193,13 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
     Only turns that were both planned (and confirmed) and still match the selection at delete time
     are removed, so a concurrent change can never widen what was agreed to. `embedder()` gives the
     database's embedder when a kept turn's vector must be embedded again (default: the one recorded
-    in the database, `embed.spec_for`); it is loaded before the write transaction begins.
+    in the database, `models/embedders.spec_for`); it is loaded before the write transaction begins.
     """
     if selection.is_empty() and not vacuum:
         raise CuememError("nothing selected to forget",
-                          "pass --conversation, --session, --turn, --before, --decay or --lru (see --help)")
+                          "say what to forget: a conversation, a session, turns, a time before which, an age or a "
+                          "number of turns to keep",
+                          fields=("conversation", "session", "turns", "before", "decay_days", "lru"))
     if not dry_run:  # a memory that cannot be written says so before anyone is asked to confirm
         store.check_writable()
     ids: list[int]

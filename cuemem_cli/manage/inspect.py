@@ -85,11 +85,11 @@ def find_turn(store: Store, conversation: str | None, source_id: str) -> tuple[s
     if not found:
         raise CuememError(f"conversation {name!r} has no turn {source_id!r}" if name is not None
                           else f"no turn {source_id!r} in any conversation of this memory",
-                          "source ids are the input's `id` values; see cuemem inspect-graph --format json")
+                          "source ids are the input's `id` values; the graph lists them", fields=("graph",))
     if len(found) > 1:
         names = ", ".join(t.conversation for t in found)
         raise CuememError(f"{len(found)} conversations have a turn {source_id!r}: {names}",
-                          "choose one with --conversation NAME (or its title)")
+                          "choose one by its name or title", fields=("conversation",))
     return found[0].conversation, found[0]
 
 

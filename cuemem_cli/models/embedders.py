@@ -344,7 +344,8 @@ def quantised_model(folder: Path | None = None) -> Path:
     try:
         versions = f"ort{version('onnxruntime')}-onnx{version('onnx')}"
     except PackageNotFoundError as exc:  # pragma: no cover - dependencies of the package
-        raise CuememError(f"the default embedder needs {exc.name}", "reinstall cuemem, or use --embedder onnx") from exc
+        raise CuememError(f"the default embedder needs {exc.name}", "reinstall cuemem, or use the onnx embedder",
+                          fields=("embedder",)) from exc
     if folder is None:
         from platformdirs import user_cache_dir
 
@@ -357,7 +358,8 @@ def quantised_model(folder: Path | None = None) -> Path:
         _build_quantised(folder, target)
     except OSError as exc:
         raise CuememError(f"cannot build the int8 model in {folder}: {exc.strerror or exc}",
-                          "make the cache writable (or set XDG_CACHE_HOME), or use --embedder onnx") from exc
+                          "make the cache writable (or set XDG_CACHE_HOME), or use the onnx embedder",
+                          fields=("embedder",)) from exc
     return target
 
 

@@ -86,7 +86,7 @@ def complete(model: str, messages: list[dict[str, str]], *, temperature: float =
                 time.sleep(backoff * 2 ** (attempt - 1))
                 continue
             raise LLMError(f"model {model} failed: {type(exc).__name__}: {str(exc)[:300]}",
-                           _hint_for(exc, model)) from exc
+                           *_hint_for(exc, model)) from exc
     raise AssertionError("unreachable")
 
 
@@ -119,7 +119,7 @@ def _check_key(lib, model: str, kwargs: dict[str, Any]) -> None:
     if keys and all(k.endswith("_API_KEY") for k in keys) and not found.get("keys_in_environment") \
             and model.split("/", 1)[0] not in _KEYLESS_POSSIBLE:
         raise LLMError(f"model {model} needs {' or '.join(keys)} in the environment, and it is not set",
-                       f"export {keys[0]}=…, or leave --model out (and CUEMEM_MODEL unset) for the offline answer")
+                       f"export {keys[0]}=…, or answer offline, without a model", fields=("model",))
 
 
 def _stream(lib, model, messages, temperature, max_tokens, timeout, on_token, started, kwargs):
@@ -142,11 +142,12 @@ def _usage(usage: Any) -> dict[str, int]:
     return {k: int(getattr(usage, k, 0) or 0) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
 
 
-def _hint_for(exc: Exception, model: str) -> str:
+def _hint_for(exc: Exception, model: str) -> tuple[str, tuple[str, ...]]:
+    """What to do about a failed call, and the fields (CuememError.fields) that hint names."""
     name = type(exc).__name__
     if "Authentication" in name:
-        return ("set the provider's API key in the environment (e.g. OPENAI_API_KEY), or leave --model out for the "
-                "offline answer")
+        return ("set the provider's API key in the environment (e.g. OPENAI_API_KEY), or answer offline, without "
+                "a model", ("model",))
     if "NotFound" in name or "BadRequest" in name:
-        return f"check the model name {model!r} (litellm's provider/model form, e.g. openai/gpt-4o-mini)"
-    return "check the network and the provider's status, then try again"
+        return f"check the model name {model!r} (litellm's provider/model form, e.g. openai/gpt-4o-mini)", ("model",)
+    return "check the network and the provider's status, then try again", ()

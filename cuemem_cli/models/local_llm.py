@@ -248,7 +248,7 @@ def _raise_for_error(reply: Any) -> None:
     if error is not None:
         message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
         if "context" in message and ("exceed" in message or "size" in message):
-            message += f" (the local model reads at most {CONTEXT_TOKENS:,} tokens: use a smaller --budget)"
+            message += f" (the local model reads at most {CONTEXT_TOKENS:,} tokens: use a smaller budget)"
         raise RuntimeError(f"local model: {message}")
 
 

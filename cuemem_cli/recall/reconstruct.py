@@ -44,7 +44,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     or graph neighbours (`ask --as-of`). A narrowed question never reaches past its conversations, not
     even over a semantic edge into another one."""
     if not question.strip():
-        raise CuememError("the question is empty", 'ask something, e.g. cuemem ask "Where does Maya live now?"')
+        raise CuememError("the question is empty", 'ask something, e.g. "Where does Maya live now?"')
     scope = resolve_scope(store, conversations)
     _check_memory(store, embedder, settings)
     clock = _Clock()
@@ -101,14 +101,14 @@ def _check_memory(store: Store, embedder, settings: Settings) -> None:
     """Refuse a memory this question cannot be asked of: no cue vectors, another embedding model, or a graph
     built narrower than the settings follow."""
     if not store.has_vectors():
-        raise CuememError("this memory holds no cue vectors yet", "ingest a dialogue first: cuemem ingest FILE")
+        raise CuememError("this memory holds no cue vectors yet", "add a dialogue first", fields=("add",))
     store.check_embedder(embedder.model_id, embedder.dim)
     built_w = int(store.get_meta("graph_window") or 0)
     built_k = int(store.get_meta("graph_sem_k") or 0)
     if settings.window > built_w or settings.sem_k > built_k:
         raise CuememError(
-            f"this graph was built with window={built_w}, sem_k={built_k}; ask cannot use more",
-            f"pass --window ≤ {built_w} and --sem-k ≤ {built_k}",
+            f"this graph was built with window={built_w}, sem_k={built_k}; a question cannot follow more",
+            f"ask with a window of at most {built_w} and a sem_k of at most {built_k}", fields=("window", "sem_k"),
         )
 
 

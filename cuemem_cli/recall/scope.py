@@ -29,7 +29,7 @@ def resolve_scope(store: Store, conversations: str | Sequence[str] | None) -> Sc
     An unknown name lists the conversations there are; an ambiguous title lists the ones it names."""
     rows = store.conversations()
     if not rows:
-        raise CuememError("this memory is empty", "ingest a dialogue first: cuemem ingest FILE")
+        raise CuememError("this memory is empty", "add a dialogue first", fields=("add",))
     wanted = [conversations] if isinstance(conversations, str) else list(conversations or [])
     if not wanted:
         return Scope(held=len(rows))
@@ -50,7 +50,7 @@ def resolve_scope(store: Store, conversations: str | Sequence[str] | None) -> Sc
             listed = ", ".join(f"{name} ({title})" for _, name, title in titled[:20])
             raise CuememError(f"the title {item!r} names {len(titled)} conversations: {listed}"
                               + (", …" if len(titled) > 20 else ""),
-                              "name the one you mean by its name: --conversation NAME")
+                              "name the one you mean by its name", fields=("conversation",))
         chosen[titled[0][0]] = titled[0][1]
     return Scope(tuple(chosen), tuple(chosen.values()), len(chosen))
 
@@ -64,9 +64,9 @@ def resolve_one(store: Store, conversation: str | None) -> tuple[int, str]:
             labels = conversation_labels(store)
             listed = ", ".join(labels[:20]) + (f", … ({len(labels)} in all)" if len(labels) > 20 else "")
             raise CuememError(f"this memory holds {len(rows)} conversations: {listed}",
-                              "choose one with --conversation NAME (or its title)")
+                              "choose one by its name or title", fields=("conversation",))
         if not rows:
-            raise CuememError("this memory is empty", "ingest a dialogue first: cuemem ingest FILE")
+            raise CuememError("this memory is empty", "add a dialogue first", fields=("add",))
         return rows[0][0], rows[0][1]
     scope = resolve_scope(store, conversation)
     assert scope.ids is not None  # a name was given

@@ -38,8 +38,8 @@ def resolve_target(named: str | os.PathLike[str] | None = None) -> Target:
         return chosen
     path = Path(chosen).expanduser() if chosen else default_db_path()
     if path.is_dir():
-        raise StoreError(f"{path} is a directory, not a database file",
-                         f"name a file, e.g. --db {path / 'memory.db'}")
+        raise StoreError(f"{path} is a directory, not a database file", f"name a file, e.g. {path / 'memory.db'}",
+                         fields=("db",))
     return path
 
 

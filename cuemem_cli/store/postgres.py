@@ -1,7 +1,7 @@
 """The store on PostgreSQL + pgvector: what only PostgreSQL does (the queries both backends share are
 store.SQLStore; the schema, both backends' bodies of each migration, is store/migrations.py).
 
-Chosen by a `postgresql://` (or `postgres://`) URL as --db or $CUEMEM_DB (stores.open_store). The
+Chosen by a `postgresql://` (or `postgres://`) URL as --db or $CUEMEM_DB (store/open.py). The
 pipeline above never knows which store it has: both satisfy the `store.Store` Protocol.
 
 What differs here, and why:
@@ -320,7 +320,7 @@ class PostgresStore(SQLStore):
         if named is not None and self._one("SELECT 1 FROM pg_namespace WHERE nspname = :n", n=named) is None:
             if not create:
                 raise NoDatabase(f"no cuemem database at {self.path} (no schema {named})",
-                                 "ingest something first: cuemem ingest FILE")
+                                 "add a dialogue first", fields=("add",))
             try:
                 with suppress(psycopg.errors.UniqueViolation):  # another process created it after the check
                     self.conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(named)))
@@ -361,16 +361,16 @@ class PostgresStore(SQLStore):
             # another process may have committed the schema between the two reads
             if others and not self._has_table("_migrations"):
                 raise StoreError(f"{self.path} holds tables but no cuemem schema; cuemem left it untouched",
-                                 "point --db (or CUEMEM_DB) at a database (or schema) of its own")
+                                 "name a database (or schema) of its own", fields=("db",))
             if not others and not create:
-                raise NoDatabase(f"no cuemem database at {self.path}", "ingest something first: cuemem ingest FILE")
+                raise NoDatabase(f"no cuemem database at {self.path}", "add a dialogue first", fields=("add",))
         applied = self._recorded()
         pending = self._pending(applied, self._dimension())
         if pending and self.read_only is not None:
             what = ("was written by an older cuemem and must be upgraded before it can be read" if applied
                     else "has no cuemem schema yet, and creating it")
             raise ReadOnlyStore(f"{self.path} {what}, which writes to it; but {self.read_only}",
-                                self.read_only_hint)
+                                self.read_only_hint, fields=("db",))
         if pending:
             self._migrate(seen=None)
 
@@ -428,14 +428,14 @@ class PostgresStore(SQLStore):
             return self._read_only_error()
         if state == "25006":
             return ReadOnlyStore(f"{self.path} cannot be written: the server ran this transaction read-only ({said})",
-                                 self.read_only_hint)
+                                 self.read_only_hint, fields=("db",))
         if state == "42501":
             return StoreError(f"{self.path}: this role is not allowed to do that ({said})",
                               "grant it SELECT, INSERT, UPDATE and DELETE on cuemem's tables, or use the role that "
                               "created them")
         if state == "55P03":  # lock_not_available: the write lock, after lock_timeout
             return StoreBusy(f"{self.path} is busy: another process held its write lock for over {LOCK_TIMEOUT}",
-                             "let the other cuemem command finish, then run this one again")
+                             "let the other cuemem process finish, then run this one again")
         if state == "57014":  # query_canceled
             return StoreError(f"{self.path}: the server cancelled a statement ({said})",
                               "a statement_timeout or an administrator stopped it: run the command again, or raise "
@@ -445,8 +445,8 @@ class PostgresStore(SQLStore):
                               "run the command again later, or ask the server's administrator")
         if state in ("XX001", "XX002"):
             return StoreError(f"{self.path} is damaged ({said})",
-                              "ask the server's administrator to restore it; your `cuemem export` re-imports with "
-                              "`cuemem import`")
+                              "ask the server's administrator to restore it, or import an export of it again",
+                              fields=("export",))
         if state.startswith(("08", "57", "58")) or (isinstance(exc, psycopg.OperationalError) and not state):
             return StoreError(f"{self.path}: the connection to the server failed ({said})",
                               "check that the server is running and reachable, then run the command again")

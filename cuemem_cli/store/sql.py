@@ -92,7 +92,7 @@ class SQLStore(ABC):
 
     def _read_only_error(self) -> StoreError:
         return ReadOnlyStore(f"{self.path} is read-only: {self.read_only}; cuemem can read it but not change it",
-                             self.read_only_hint)
+                             self.read_only_hint, fields=("db",))
 
     # ------------------------------------------------------- what a backend gives
     @abstractmethod
@@ -272,7 +272,7 @@ class SQLStore(ABC):
             raise ModelMismatch(
                 f"{self.path} was built with the embedding model {stored} ({stored_dim}-d); "
                 f"this run uses {model_id} ({dim}-d), whose vectors are not comparable",
-                f"use an embedder for {stored}, or ingest into a new database with --db",
+                f"use an embedder for {stored}, or add to a new database", fields=("embedder", "db"),
             )
 
     def has_vectors(self) -> bool:

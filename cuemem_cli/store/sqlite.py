@@ -174,8 +174,8 @@ class SQLiteStore(SQLStore):
 
     dialect = SQLiteDialect()
     max_k = VEC0_MAX_K
-    read_only_hint = ("to change it, copy it (with its -wal file, if any) to a folder you may write and use "
-                      "--db COPY, or make it writable")
+    read_only_hint = ("to change it, make it writable, or copy it (with its -wal file, if any) to a folder you "
+                      "may write and open the copy")
 
     def __init__(self, conn, path: str, existed: bool = True):
         super().__init__(conn, path)
@@ -198,20 +198,20 @@ class SQLiteStore(SQLStore):
         if exists and header != SQLITE_HEADER:
             raise StoreError(
                 f"{path} is not a SQLite database; cuemem left it untouched",
-                "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
+                "name a cuemem database or a new file instead", fields=("db",),
             )
         reason = "it was opened for reading only, as asked" if readonly else _unwritable(path)
         if not exists:
             if not create:
-                raise NoDatabase(f"no cuemem database at {path}", "ingest something first: cuemem ingest FILE")
+                raise NoDatabase(f"no cuemem database at {path}", "add a dialogue first", fields=("add",))
             if reason is not None:
                 raise ReadOnlyStore(f"cannot create {path}: {reason}",
-                                    "name a file in a folder you may write: --db PATH (or CUEMEM_DB)")
+                                    "name a file in a folder you may write", fields=("db",))
             try:
                 _create_private_file(path)
             except OSError as exc:
                 raise StoreError(f"cannot create {path}: {exc.strerror}",
-                                 "name a file in a folder you may write: --db PATH (or CUEMEM_DB)") from exc
+                                 "name a file in a folder you may write", fields=("db",)) from exc
         conn, reason = _connect(path, reason)
         try:
             conn.enable_load_extension(True)
@@ -252,7 +252,7 @@ class SQLiteStore(SQLStore):
         if app_id != APPLICATION_ID and self._existed and tables:
             raise StoreError(
                 f"{self.path} is a SQLite database but not a cuemem one; cuemem left it untouched",
-                "point --db (or CUEMEM_DB) at a cuemem database or at a new file",
+                "name a cuemem database or a new file instead", fields=("db",),
             )
         return app_id
 
@@ -520,7 +520,7 @@ class SQLiteStore(SQLStore):
             raise StoreError(
                 f"the forgotten data is deleted, but another process has {self.path} open, so its write-ahead "
                 "log could not be emptied and may still hold old bytes",
-                "close other cuemem processes using this database, then run: cuemem forget --vacuum --yes",
+                "close other cuemem processes using this database, then scrub it again", fields=("vacuum",),
             )
 
     def copy_to(self, path: str | os.PathLike) -> None:
@@ -563,11 +563,11 @@ def _translated(exc: Exception, path: str) -> StoreError | None:
                         "was stored before is intact")
     if code in (_BUSY, _LOCKED):
         return StoreBusy(f"{path} is busy: another process held its write lock for over {BUSY_TIMEOUT:g} s",
-                         "let the other cuemem command finish, then run this one again")
+                         "let the other cuemem process finish, then run this one again")
     if code in (_CORRUPT, _NOTADB):
         return StoreError(f"{path} is damaged ({said})",
                           "restore it from a copy: a .bak-schemaN file beside it (made before each upgrade), or "
-                          "your `cuemem export`, re-imported with `cuemem import`")
+                          "an export of it, imported again", fields=("export",))
     if code == _IOERR:
         return StoreError(f"{path}: the disk reported an input/output error ({said})",
                           "check that the disk or share holding it is still there and healthy, then run the "
