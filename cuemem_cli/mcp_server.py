@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 import orjson
@@ -33,10 +33,11 @@ from .config import DEFAULT_BUDGET
 from .errors import CuememError, InputError, UnknownConversation
 from .ingest.pipeline import Ingestor, IngestReport
 from .input.jsonl import parse_line
-from .memory import Memory
+from .memory import Memory, Result
+from .recall.evidence import evidence_lines
 from .recall.scope import conversation_labels
 from .recall.settings import Settings
-from .records import Context, Message, context_json
+from .records import Context, Message, chat_label
 from .store.base import now_iso
 from .text import plural
 
@@ -70,8 +71,18 @@ class MessageIn(BaseModel):
     session: str | None = Field(None, description="A session within the conversation (a day, a chat window).")
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A tool's result in two forms: `text` for the agent's model (MCP clients hand their model a result's
+    text), `data` for programs (the structured content)."""
+
+    text: str
+    data: dict[str, Any]
+
+
 class MemoryTools:
-    """The tools' behaviour on one database; each method returns JSON-ready data or raises CuememError."""
+    """The tools' behaviour on one database; each method returns JSON-ready data or a Reply, or raises
+    CuememError."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, model: str | None = None,
                  extractor: str = "spacy", extract_model: str | None = None, embedder: str | None = None):
@@ -148,29 +159,29 @@ class MemoryTools:
         return result
 
     def recall(self, question: str, conversations: list[str] | None = None, budget: int = DEFAULT_BUDGET,
-               as_of: str | None = None) -> dict[str, Any]:
-        """The evidence `cuemem ask --context-only --json` gives, from every conversation or those named;
-        its turns count as used (forget's decay and LRU policies), as after an `ask`."""
+               as_of: str | None = None) -> Reply:
+        """The evidence `cuemem ask --context-only` gives, from every conversation or those named, as text
+        (`recall_text`) and as `ask --context-only --json`'s object; its turns count as used (forget's decay
+        and LRU policies), as after an `ask`."""
         context = self._context(question, conversations, Settings(budget=budget), as_of)
         self._note_used(context)
-        return _context_json(context)
+        return Reply(recall_text(context), context.to_json())
 
-    def ask(self, question: str, conversations: list[str] | None = None, model: str | None = None) -> dict[str, Any]:
+    def ask(self, question: str, conversations: list[str] | None = None, model: str | None = None) -> Reply:
         """An answer from `model`, else the server's model; with neither, cuemem's offline extractive
-        answer (the evidence sentences nearest the question) and a note saying no model is configured."""
-
+        answer (the evidence sentences nearest the question) and a note saying no model is configured.
+        As text (`answer_text`) and as `ask --json`'s object."""
         question = _text(question, "question")
         chosen = model or self.model
         self._require()
         result = self.memory.ask(question, _names(conversations), Settings(), model=chosen, record_retrieval=False)
         self._note_used(result.context)
-        data = context_json(result.context, result.answer)
-        del data["cues"]
+        data = result.to_json()
         if chosen is None:
             data["note"] = ("no answer model is configured (start the server with --model MODEL or set "
                             "CUEMEM_MODEL, or pass model): this is cuemem's offline extractive answer, the "
                             "evidence sentences nearest the question; read the evidence yourself")
-        return data
+        return Reply(answer_text(result, data.get("note")), data)
 
     def list_conversations(self) -> list[dict[str, Any]]:
         if not self._exists():
@@ -248,16 +259,36 @@ def _names(conversations: list[str] | str | None) -> list[str] | None:
     return [_name(c) for c in conversations] if conversations else None
 
 
-def _context_json(context: Context) -> dict[str, Any]:
-    """`ask --context-only --json` without the cue list (up to top-m rows an agent need not read)."""
-    return {
-        "question": context.question,
-        "conversations": list(context.conversations),
-        "as_of": context.as_of,
-        "evidence": [asdict(e) for e in context.evidence],
-        "tokens": context.tokens,
-        "timings_ms": context.timings_ms,
-    }
+def recall_text(context: Context) -> str:
+    """What an agent's model reads of a recall (MCP clients hand their model a result's text): the evidence
+    as cuemem's answer model reads it (recall/evidence.py's `evidence_lines`: a header per chat and day,
+    `speaker: text`, relative dates resolved), under one line saying where it comes from. The fields of
+    every turn (ids, scores, how it came in) are in the structured content, for programs: as JSON text
+    they cost an agent about five times the evidence itself."""
+    evidence = context.evidence
+    if not evidence:
+        return "Nothing in memory matches this question."
+    chats = {ev.conversation: chat_label(ev) for ev in evidence}
+    where = next(iter(chats.values())) if len(chats) == 1 else f"{len(chats)} conversations"
+    head = f"Evidence from {where}, oldest first ({plural(len(evidence), 'turn')}):"
+    return "\n".join([head, *evidence_lines(evidence)])
+
+
+def answer_text(result: Result, note: str | None) -> str:
+    """What an agent's model reads of an answer: the answer (or that there is none), the note, the evidence."""
+    answer = result.answer
+    said = (f"Answer ({answer.model}): " if answer.kind == "llm" else "Offline answer (extractive): ") + \
+        (answer.text or "none: no evidence answers it")
+    return "\n\n".join(part for part in (said, note and f"Note: {note}", recall_text(result.context)) if part)
+
+
+def _result(reply: Reply) -> Any:
+    """A tool result whose text (what a client hands its model) is the reply's text and whose structured
+    content (for programs) is its data. The SDK passes a CallToolResult through as it is, checking the data
+    against the tool's declared output (a JSON object), so the tool keeps its output schema."""
+    from mcp.types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=reply.text)], structured_content=reply.data)
 
 
 # ------------------------------------------------------------------ server
@@ -317,11 +348,11 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
         = DEFAULT_BUDGET,
         as_of: Annotated[str | None, Field(description="Recall as of this time: later turns are left out.")] = None,
     ) -> dict[str, Any]:
-        """The turns of memory that bear on a question, from every conversation (or those named),
-        chronological, within a token budget: each with conversation, title, source_id, time, speaker,
-        text and via (anchor: matched the question; temporal/semantic: its neighbour). Use it before
-        answering from memory."""
-        return await run(tools.recall, question, conversations, budget, as_of)
+        """The turns of memory that bear on a question, from every conversation (or those named), in the
+        order they were said, within a token budget, as a transcript: a header per chat and day, then
+        `speaker: text`. Use it before answering from memory. The structured content has each turn's
+        fields (conversation, title, source_id, time, speaker, text, via, score)."""
+        return _result(await run(tools.recall, question, conversations, budget, as_of))
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
     async def ask(
@@ -331,7 +362,7 @@ def build_server(tools: MemoryTools, worker: ThreadPoolExecutor, allow_forget: b
     ) -> dict[str, Any]:
         """Answer a question from memory with the configured model, with the evidence it used. Without a
         configured model the answer is extractive and a note says so: prefer recall then."""
-        return await run(tools.ask, question, conversations, model)
+        return _result(await run(tools.ask, question, conversations, model))
 
     @server.tool(annotations=reading)
     async def list_conversations() -> list[dict[str, Any]]:

@@ -38,6 +38,10 @@ class Result:
     context: Context
     answer: Answer
 
+    def to_json(self) -> dict[str, Any]:
+        """What `cuemem ask --json` prints for this question (Context.to_json)."""
+        return self.context.to_json(self.answer)
+
 
 class Memory:
     """One cuemem database: a SQLite file, or a `postgresql://` URL (store/postgres.py). Heavy parts (spaCy,

@@ -151,6 +151,26 @@ class Context:
     tokens: int
     timings_ms: dict[str, float]
 
+    def to_json(self, answer: Answer | None = None) -> dict[str, Any]:
+        """The one JSON shape of a context and its answer, whoever asks: `ask --json` (`--context-only`:
+        no answer), MCP `recall`'s and `ask`'s structured content, the browse page's /api/context and
+        /api/ask, `Result.to_json()` (docs/usage.md, "The JSON of a question"). The answer's fields are
+        null (usage empty) when there is none, so a reader never has to ask whether a key exists."""
+        data = asdict(self)
+        return {
+            "question": self.question,
+            "conversations": list(self.conversations),
+            "as_of": self.as_of,
+            "answer": answer.text if answer else None,
+            "answer_kind": answer.kind if answer else None,
+            "model": answer.model if answer else None,
+            "usage": answer.usage if answer else {},
+            "cues": list(data["cues"]),
+            "evidence": list(data["evidence"]),
+            "tokens": self.tokens,
+            "timings_ms": {**self.timings_ms, **({"answer": answer.timing_ms} if answer and answer.timing_ms else {})},
+        }
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -160,21 +180,3 @@ class Answer:
     usage: dict[str, int] = field(default_factory=dict)
     timing_ms: float = 0.0
 
-
-
-def context_json(context: Context, answer: Answer | None) -> dict[str, Any]:
-    """A context (and its answer) as `ask --json` prints it and the browse page's JSON serves it."""
-    data = asdict(context)
-    return {
-        "question": context.question,
-        "conversations": list(context.conversations),
-        "as_of": context.as_of,
-        "answer": answer.text if answer else None,
-        "answer_kind": answer.kind if answer else None,
-        "model": answer.model if answer else None,
-        "usage": answer.usage if answer else {},
-        "cues": data["cues"],
-        "evidence": data["evidence"],
-        "tokens": context.tokens,
-        "timings_ms": {**context.timings_ms, **({"answer": answer.timing_ms} if answer and answer.timing_ms else {})},
-    }

@@ -323,8 +323,8 @@ def test_the_mcp_server_reads_a_read_only_memory_and_refuses_to_remember(memory_
     backup.mkdir()
     copy_of(memory_file, backup)
     tools = MemoryTools(read_only_view(backup) / "memory.db")
-    assert tools.recall(QUESTION, "maya-and-leo")["evidence"]
-    assert tools.ask(QUESTION, "maya-and-leo")["answer"]
+    assert tools.recall(QUESTION, "maya-and-leo").data["evidence"]
+    assert tools.ask(QUESTION, "maya-and-leo").data["answer"]
     with pytest.raises(ReadOnlyStore, match="is read-only"):
         tools.remember("maya-and-leo", [{"text": "I moved again."}])
     tools.close()  # its record of used turns cannot be written: dropped, said once

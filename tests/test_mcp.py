@@ -119,8 +119,9 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
             alone = contents(db)  # maya-and-leo only, to compare with `cuemem ingest` below
             # a second chat, titled: questions range over both unless `conversations` narrows them
             await call(session, "remember", {"conversation": "c-9f1", "messages": LISBON})
-            recalled = await call(session, "recall", {"question": "Where does Leo work?",
-                                                      "conversations": ["maya-and-leo"], "budget": 300})
+            raw_recall = await session.call_tool("recall", {"question": "Where does Leo work?",
+                                                             "conversations": ["maya-and-leo"], "budget": 300})
+            recalled = raw_recall.structured_content
             wide = await call(session, "recall", {"question": "Where does Leo work, and where is the guesthouse?"})
             titled = await call(session, "recall", {"question": "Where is the guesthouse?",
                                                     "conversations": ["lisbon TRIP"]})
@@ -129,9 +130,10 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
             unknown = await refused(session, "recall", {"question": "x", "conversations": ["nobody"]})
             await call(session, "remember", {"conversation": "c-2b7", "messages": [{**LISBON[0], "id": "l3"}]})
             ambiguous = await refused(session, "recall", {"question": "x", "conversations": ["Lisbon trip"]})
-        return stored, again, recalled, answered, listed, unknown, wide, titled, alone, ambiguous
+        return stored, again, raw_recall, recalled, answered, listed, unknown, wide, titled, alone, ambiguous
 
-    stored, again, recalled, answered, listed, unknown, wide, titled, alone, ambiguous = asyncio.run(scenario())
+    stored, again, raw_recall, recalled, answered, listed, unknown, wide, titled, alone, ambiguous = \
+        asyncio.run(scenario())
     assert stored["turns_added"] == 30 and stored["conflicts"] == 0 and stored["cues"] > 30
     assert stored["temporal_edges"] > 0 and stored["semantic_edges"] > 0
     assert (again["turns_added"], again["turns_existing"]) == (0, 5), "remembering the same ids again is a no-op"
@@ -156,6 +158,10 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
     assert {e["title"] for e in wide["evidence"] if e["conversation"] == "c-9f1"} == {"Lisbon trip"}
     assert titled["conversations"] == ["c-9f1"] and "Alfama" in titled["evidence"][0]["text"]
     assert 0 < recalled["tokens"] <= 300
+    # what the client hands its model: the transcript, not the JSON (that is the structured content)
+    [block] = raw_recall.content
+    assert block.text.startswith("Evidence from maya-and-leo, oldest first") and "\nLeo: " in block.text
+    assert len(block.text) <= 1.5 * sum(len(e["text"]) for e in recalled["evidence"])
     positions = [e["position"] for e in recalled["evidence"]]
     assert positions == sorted(positions), "evidence is chronological"
     conn = raw(db)
@@ -420,6 +426,112 @@ def test_used_turns_are_recorded_in_batches_so_warm_recalls_keep_the_view(tmp_pa
         assert isinstance(_views[tools.memory.store][1], MemoryView), "the third recall was answered from the view"
         monkeypatch.setattr(mcp_server, "USED_FLUSH_SECONDS", 0.0)
         recalled = tools.recall("Where does Leo work?", ["maya-and-leo"])
-        assert used(db) == {e["source_id"] for e in recalled["evidence"]}
+        assert used(db) == {e["source_id"] for e in recalled.data["evidence"]}
     finally:
         tools.close()
+
+
+SAMPLE_QUESTION = "What breed is the dog Maya adopted, and when?"
+
+
+@pytest.fixture
+def two_chats(cli, tmp_path, stub_models) -> Path:
+    """The two sample dialogues in one memory, with the stand-in models (what is laid out, not what is found)."""
+    db = tmp_path / "two.db"
+    for name in ("maya_and_leo.jsonl", "assistant_chat.jsonl"):
+        result = cli("--db", str(db), "ingest", str(SAMPLES / name), "--json")
+        assert result.exit_code == 0, result.stderr
+    return db
+
+
+def dialogue_block(context) -> list[str]:
+    """The lines of the answer model's <dialogue> block, unescaped."""
+    import html
+
+    from cuemem_cli.answer.prompt import build_messages
+
+    user = build_messages(context)[1]["content"]
+    return html.unescape(user.split("<dialogue>\n", 1)[1].split("\n</dialogue>", 1)[0]).splitlines()
+
+
+def test_recall_text_is_the_transcript_the_answer_model_reads(two_chats):
+    """What an agent's model reads of `recall` (clients hand it the text): the answer model's evidence block,
+    under one line saying where it is from, within 1.5× the evidence's own text; before, it was the
+    pretty-printed JSON of every field, 5.5× the evidence."""
+    from cuemem_cli import Memory
+    from cuemem_cli.mcp_server import MemoryTools
+
+    tools = MemoryTools(two_chats)
+    try:
+        wide = tools.recall(SAMPLE_QUESTION)
+        narrow = tools.recall(SAMPLE_QUESTION, ["maya-and-leo"], budget=400)
+    finally:
+        tools.close()
+    with Memory(two_chats) as memory:
+        context = memory.context(SAMPLE_QUESTION)
+    evidence = wide.data["evidence"]
+    assert [e["source_id"] for e in evidence] == [e.source_id for e in context.evidence]
+    head, *block = wide.text.splitlines()
+    assert head == f"Evidence from 2 conversations, oldest first ({len(evidence)} turns):"
+    assert block == dialogue_block(context)
+    assert "— 〃 · 14 May 2023 —" in block  # a header per chat and day, the chat named (〃: as above)
+    assert {"— maya-and-leo · 4 March 2023 —", "— assistant-chat · 3 February 2024 —"} <= set(block)
+    assert "Maya: Leo!! I have news. I adopted a dog last weekend [weekend of 6 May 2023]!" in block  # dates resolved
+    assert not any(e["source_id"] in wide.text for e in evidence if ":" in e["source_id"])  # no ids, no scores
+    assert "score" not in wide.text and "{" not in wide.text
+    assert len(wide.text) <= 1.5 * sum(len(e["text"]) for e in evidence)
+
+    head, *block = narrow.text.splitlines()
+    chosen = narrow.data["evidence"]
+    assert head == f"Evidence from maya-and-leo, oldest first ({len(chosen)} turns):"
+    assert block[0].startswith("— ") and "maya-and-leo" not in block[0]  # one chat: the headers give the day only
+    assert len(narrow.text) <= 1.5 * sum(len(e["text"]) for e in chosen)
+
+
+def test_a_question_has_one_json_shape_everywhere(cli, two_chats):
+    """`ask --json` (and `--context-only`), MCP recall's and ask's structured content, the browse page's
+    /api/context and the Python API's `to_json()` give one object with the same fields."""
+    from cuemem_cli import Memory
+    from cuemem_cli.browse import pages
+    from cuemem_cli.mcp_server import MemoryTools
+
+    def printed(*args: str) -> dict:
+        result = cli("--db", str(two_chats), "ask", SAMPLE_QUESTION, "--json", *args)
+        assert result.exit_code == 0, result.stderr
+        return orjson.loads(result.stdout)
+
+    only, answered = printed("--context-only"), printed()
+    tools = MemoryTools(two_chats)
+    try:
+        recalled, asked = tools.recall(SAMPLE_QUESTION).data, tools.ask(SAMPLE_QUESTION).data
+    finally:
+        tools.close()
+    with Memory(two_chats, create=False) as memory:
+        api = memory.ask(SAMPLE_QUESTION).to_json()
+        context = memory.context(SAMPLE_QUESTION).to_json()
+        browsed = pages.question(memory, SAMPLE_QUESTION, None, None, answer=False)["context"]
+    keys = set(only)
+    assert keys == {"question", "conversations", "as_of", "answer", "answer_kind", "model", "usage", "cues",
+                    "evidence", "tokens", "timings_ms"}
+    for shape in (answered, recalled, api, context, browsed):
+        assert set(shape) == keys
+    assert set(asked) == keys | {"note"}  # no model configured: said so
+    for shape in (answered, recalled, asked, api, context, browsed):
+        assert shape["evidence"] == only["evidence"] and shape["cues"] == only["cues"]
+    assert recalled["answer"] is None and asked["answer_kind"] == answered["answer_kind"] == "extractive"
+    assert asked["answer"] == answered["answer"] == api["answer"]
+
+
+def test_ask_text_gives_the_answer_then_the_evidence(two_chats):
+    from cuemem_cli.mcp_server import MemoryTools
+
+    tools = MemoryTools(two_chats)
+    try:
+        reply = tools.ask(SAMPLE_QUESTION)
+        recalled = tools.recall(SAMPLE_QUESTION)
+    finally:
+        tools.close()
+    answer, note, evidence = reply.text.split("\n\n", 2)
+    assert answer == f"Offline answer (extractive): {reply.data['answer']}"
+    assert note.startswith("Note: no answer model is configured")
+    assert evidence == recalled.text

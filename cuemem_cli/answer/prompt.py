@@ -11,8 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
-from ..recall.evidence import dialogue_lines
-from ..recall.lines import evidence_line, shown_text
+from ..recall.evidence import evidence_lines
 from ..records import Answer, Context
 from ..timeparse import format_human
 
@@ -53,8 +52,7 @@ def build_messages(context: Context, priority: bool = True) -> list[dict[str, st
     """The exact chat messages the answer model receives."""
     system = system_prompt(priority)
     when = format_human(context.as_of) if context.as_of else "unknown"
-    lines = dialogue_lines((ev, evidence_line(escape(ev.speaker or "unknown"), escape(shown_text(ev.text, ev.time))))
-                           for ev in context.evidence)
+    lines = evidence_lines(context.evidence, escape)
     dialogue = "\n".join(lines) if lines else "(no excerpts found)"
     user = (
         f"Question time: {when}\n"

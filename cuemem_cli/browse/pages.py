@@ -2,7 +2,7 @@
 the JSON endpoints, no HTTP and no HTML (app.py renders it). Every page costs a fixed number of queries,
 whatever the memory holds: a page of conversations, a page of turns, one turn's edges.
 
-The question page shows `context_json` of the same `Memory.context` / `Memory.ask` call the CLI makes, so
+The question page shows `Context.to_json` of the same `Memory.context` / `Memory.ask` call the CLI makes, so
 the evidence is exactly what `cuemem ask --context-only --json` prints for the same question. The browser
 never writes: answers are asked with `record_retrieval=False` (`ask` records which turns it used, for
 `forget --lru`; looking at memory should not count as using it).
@@ -20,7 +20,6 @@ from typing import Any
 from ..errors import CuememError, LLMError, UnknownConversation
 from ..memory import Memory
 from ..recall.settings import Settings
-from ..records import context_json
 from .picture import Picture, draw
 
 PAGE_CONVERSATIONS = 50  # conversations per page of the list
@@ -151,7 +150,7 @@ def question(memory: Memory, text: str, conversation: str | None, model: str | N
             context, reply = memory.context(text, conversation, settings), None
     else:
         context, reply = memory.context(text, conversation, settings), None
-    data = context_json(context, reply)
+    data = context.to_json(reply)
     store = memory.store
     with store.snapshot():
         ids = _evidence_ids(memory, data)

@@ -282,7 +282,6 @@ def ask(
     """
     from ..errors import LLMError
     from ..recall.settings import Settings
-    from ..records import context_json
     from .render import captured, render_answer, render_evidence, render_timings, show, visible, write_json
 
     top = _evidence_shown(evidence, context_only)
@@ -327,7 +326,7 @@ def ask(
     except CuememError as exc:
         raise fail(exc) from exc
     if json_out:
-        data = context_json(context, answer)
+        data = context.to_json(answer)
         if failure is not None:
             data["error"] = failure.message
         write_json(data)

@@ -17,10 +17,10 @@ from __future__ import annotations
 from bisect import bisect
 from collections.abc import Callable, Iterable, Sequence
 
-from ..records import Said, Turn, chat_label
+from ..records import Evidence, Said, Turn, chat_label
 from ..timeparse import day_of
 from .excerpt import GAP
-from .lines import estimate_tokens, turn_cost
+from .lines import estimate_tokens, evidence_line, shown_text, turn_cost
 
 
 def day_header(day: str, chat: str | None = None) -> str:
@@ -88,6 +88,14 @@ def dialogue_lines(items: Iterable[tuple[Said, str]]) -> list[str]:
         lines.append(line)
         previous = turn
     return lines
+
+
+def evidence_lines(evidence: Iterable[Evidence], quote: Callable[[str], str] = str) -> list[str]:
+    """The evidence block as the answer model reads it: `dialogue_lines` of each turn's `speaker: text`, its
+    relative dates resolved (lines.shown_text). `quote` makes stored text inert where the block is embedded
+    (the answer prompt escapes `<`, `>` and `&`); an agent's MCP `recall` gets the text as it is."""
+    return dialogue_lines((ev, evidence_line(quote(ev.speaker or "unknown"), quote(shown_text(ev.text, ev.time))))
+                          for ev in evidence)
 
 
 def break_lines(turns: Iterable[Turn]) -> list[str]:
