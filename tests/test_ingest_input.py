@@ -7,7 +7,7 @@ import json
 import orjson
 import pytest
 
-from conftest import raw
+from conftest import REPO, raw
 
 pytestmark = pytest.mark.usefixtures("stub_models")  # about the lines read, not their cues or vectors
 
@@ -184,10 +184,14 @@ def test_a_folder_is_its_jsonl_files_in_path_order(cli, db_path, tmp_path):
     result = cli("--db", str(db_path), "ingest", str(folder), "--json")
     assert result.exit_code == 0, result.stderr
     assert [sid for _, sid, _ in stored(db_path)] == ["mar", "jan", "feb"]  # name by name: "2024" < "2024-01.jsonl"
+    assert orjson.loads(result.stdout)["files_skipped"] == [
+        {"file": str(folder / ".draft.jsonl"), "why": "hidden"},
+        {"file": str(folder / "notes.txt"), "why": "text, not JSONL"}]
     empty = tmp_path / "empty"
     empty.mkdir()
     result = cli("--db", str(tmp_path / "e.db"), "ingest", str(empty))
-    assert result.exit_code == 1 and f"{empty}: no .jsonl files in this folder" in result.stderr
+    assert result.exit_code == 1
+    assert f"{empty}: no .jsonl files or chat exports in this folder: it is empty" in result.stderr
     assert not (tmp_path / "e.db").exists()
 
 
@@ -236,17 +240,24 @@ def test_a_pipe_given_as_a_file_is_read_whole(cli, db_path, tmp_path):
     assert [sid for _, sid, _ in stored(db_path)] == [str(i) for i in range(40)]
 
 
-def test_a_chat_export_zip_without_from_says_to_use_from(cli, db_path, tmp_path):
+def test_a_zip_holding_no_chat_says_what_it_holds(cli, db_path, tmp_path):
     import zipfile
 
-    archive = tmp_path / "export.zip"
+    archive = tmp_path / "site.zip"
     with zipfile.ZipFile(archive, "w") as z:
-        z.writestr("conversations.json", "[]")
-        z.writestr("chat.html", "<html>")
+        z.writestr("index.html", "<html>")
+        z.writestr("logo.png", b"\x89PNG")
     result = cli("--db", str(db_path), "ingest", str(archive))
     assert result.exit_code == 1
-    assert f"{archive}: a zip archive without .jsonl files (it holds conversations.json, chat.html)" in result.stderr
-    assert "read as the chatgpt or claude format: --from FORMAT" in result.stderr and not db_path.exists()
+    assert f"{archive}: a zip archive without .jsonl files or chat exports (it holds index.html, logo.png)" \
+        in result.stderr
+    assert not db_path.exists()
+    empty = tmp_path / "export.zip"
+    with zipfile.ZipFile(empty, "w") as z:
+        z.writestr("conversations.json", "[]")
+    result = cli("--db", str(db_path), "ingest", str(empty))
+    assert result.exit_code == 1 and f"{empty}/conversations.json: an empty list: no chats in it" in result.stderr
+    assert not db_path.exists()
 
 
 def _sqlite_file(path):
@@ -362,3 +373,91 @@ def test_a_malformed_line_points_at_the_input_formats_page(cli, db_path, tmp_pat
     assert result.exit_code == 1
     assert "hint: each line must be one JSON object with a 'text' (docs/input-formats.md)" in result.stderr
     assert "README" not in result.stderr and (REPO / "docs" / "input-formats.md").exists()
+
+
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def test_a_folder_reads_the_chat_exports_in_it_and_names_every_file_it_skips(cli, db_path, tmp_path):
+    """`cuemem ingest mixed/`: an unpacked ChatGPT export and a Claude.ai one beside JSONL files are read
+    as what they are, and every other file is named on stderr with why; before, the exports were skipped
+    without a word (exit 0) and so were a `.txt` and a `.png`."""
+    folder = tmp_path / "mixed"
+    (folder / "claude").mkdir(parents=True)
+    (folder / ".git").mkdir()
+    (folder / ".git" / "HEAD").write_text("ref: refs/heads/main")
+    (folder / "conversations.json").write_bytes((FIXTURES / "chatgpt_conversations.json").read_bytes())
+    (folder / "claude" / "conversations.json").write_bytes((FIXTURES / "claude_conversations.json").read_bytes())
+    (folder / "chat.jsonl").write_text(jsonl({"conversation": "notes", "id": "1", "text": "I adopted a beagle."}))
+    (folder / "notes.txt").write_text("buy dog food")
+    (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+    (folder / "user.json").write_text('{"email": "me@example.com"}')
+    result = cli("--db", str(db_path), "ingest", str(folder), "--json")
+    assert result.exit_code == 0, result.stderr
+    report = orjson.loads(result.stdout)
+    assert report["exports"] == {str(folder / "claude" / "conversations.json"): "claude",
+                                 str(folder / "conversations.json"): "chatgpt"}
+    names = {name for name, _, _ in stored(db_path)}
+    assert "notes" in names and len(names) == 1 + 2 + 2  # the JSONL's chat, ChatGPT's two, Claude's two
+    assert report["files_skipped"] == [
+        {"file": str(folder / ".git") + "/", "why": "hidden"},
+        {"file": str(folder / "notes.txt"), "why": "text, not JSONL"},
+        {"file": str(folder / "photo.png"), "why": "an image"},
+        {"file": str(folder / "user.json"), "why": "JSON, not a chat export cuemem recognises (another format is read "
+                                                   "when named)"}]
+    said = cli("--db", str(tmp_path / "again.db"), "ingest", str(folder))
+    assert said.exit_code == 0, said.stderr
+    assert f"read {folder / 'conversations.json'} as a ChatGPT export" in said.stderr
+    assert (f"skipped 4 files: {folder / '.git'}/ (hidden), {folder / 'notes.txt'} (text, not JSONL), "
+            f"{folder / 'photo.png'} (an image), {folder / 'user.json'} (JSON, not a chat export") in said.stderr
+
+
+def test_a_chat_export_is_recognised_without_from_as_a_zip_or_a_file(cli, db_path, tmp_path):
+    import zipfile
+
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("conversations.json", (FIXTURES / "chatgpt_conversations.json").read_bytes())
+        z.writestr("chat.html", "<html>")
+    named = cli("--db", str(tmp_path / "named.db"), "ingest", "--from", "chatgpt", str(archive))
+    assert named.exit_code == 0, named.stderr
+    result = cli("--db", str(db_path), "ingest", str(archive), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert stored(db_path) == stored(tmp_path / "named.db")  # as --from chatgpt stores it
+    assert orjson.loads(result.stdout)["files_skipped"] == [{"file": f"{archive}/chat.html", "why": "HTML"}]
+    claude = cli("--db", str(tmp_path / "c.db"), "ingest", str(FIXTURES / "claude_conversations.json"), "--json")
+    assert claude.exit_code == 0, claude.stderr
+    assert orjson.loads(claude.stdout)["exports"] == {str(FIXTURES / "claude_conversations.json"): "claude"}
+
+
+def test_a_json_file_of_another_format_is_refused_with_the_from_that_reads_it(cli, db_path, tmp_path):
+    locomo = tmp_path / "bench.json"
+    locomo.write_text(json.dumps([{"sample_id": "conv-1", "conversation": {"speaker_a": "A", "session_1": []}}],
+                                 indent=2))
+    result = cli("--db", str(db_path), "ingest", str(locomo))
+    assert result.exit_code == 1
+    assert result.stderr == (f"error: {locomo}: a LoCoMo file, not message JSONL\n"
+                             "hint: read it as the locomo format: --from FORMAT\n")
+    document = tmp_path / "settings.json"
+    document.write_text(json.dumps({"theme": "dark", "font": 12}, indent=2))
+    result = cli("--db", str(db_path), "ingest", str(document))
+    assert result.exit_code == 1
+    assert f"{document}: one JSON document of no shape cuemem knows, not message JSONL" in result.stderr
+    assert not db_path.exists()
+
+
+def test_a_text_file_is_said_not_to_be_a_dialogue_in_one_line(cli, db_path, tmp_path):
+    """`cuemem ingest README.md`: before, "92 invalid lines (nothing stored)" quoting ten of them and a hint
+    to pass --skip-invalid; a file that is no dialogue at all is said to be so once, with the formats there are."""
+    readme = REPO / "README.md"
+    result = cli("--db", str(db_path), "ingest", str(readme))
+    assert result.exit_code == 1
+    error, hint = result.stderr.splitlines()
+    assert error == f"error: {readme}: not a dialogue: no line of it is JSON"
+    assert hint.startswith("hint: cuemem reads chats as message JSONL") and "docs/input-formats.md" in hint
+    assert hint.endswith(": --from FORMAT")  # the CLI's name for the format
+    assert "--skip-invalid" not in result.stderr and not db_path.exists()
+    with_chat = cli("--db", str(db_path), "ingest", str(REPO / "sample_dialogues" / "maya_and_leo.jsonl"), str(readme))
+    assert with_chat.exit_code == 1
+    assert with_chat.stderr.splitlines()[0] == f"error: {readme}: not a dialogue: no line of it is JSON"
+    assert not db_path.exists()

@@ -147,9 +147,10 @@ def main(
 @app.command()
 def ingest(
     files: list[str] = typer.Argument(..., help="Message JSONL files, read in the order given: - for standard "
-                                                "input, a folder for its *.jsonl files; gzip and zip are read "
-                                                "as they are. With --from, export files (or their folders or "
-                                                ".zip).",
+                                                "input, a folder for its *.jsonl files and chat exports (other "
+                                                "files are named, with why); gzip and zip are read as they are; "
+                                                "a ChatGPT or Claude.ai export is recognised. With --from, "
+                                                "export files (or their folders or .zip).",
                                       metavar="FILE"),
     from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
                                            help="Convert from this format first (as `cuemem convert FORMAT`): "

@@ -22,6 +22,8 @@ from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.table import Table
 
+from ..input.exports import RECOGNISED
+from ..input.sources import SHOWN_SKIPPED
 from ..records import Answer, Context, Evidence, Turn, chat_label
 from ..text import plural
 from ..timeparse import day_of, format_clock, format_human, parse_time
@@ -258,6 +260,14 @@ def render_ingest_report(report: dict[str, Any]) -> None:
         f"{plural(report['cues'], 'cue')}, {plural(report['temporal_edges'], 'temporal edge')} and "
         f"{plural(report['semantic_edges'], 'semantic edge')} in {report['seconds']:.1f} s"
     )
+    for name, fmt in report.get("exports", {}).items():
+        err.print(f"[dim]read {escape(name)} as {RECOGNISED.get(fmt, fmt)}[/dim]", soft_wrap=True)
+    skipped = report.get("files_skipped") or []
+    if skipped:
+        shown = ", ".join(f"{s['file']} ({s['why']})" for s in skipped[:SHOWN_SKIPPED])
+        left = len(skipped) - SHOWN_SKIPPED
+        more = f", … and {left} more (--json lists them)" if left > 0 else ""
+        err.print(f"[yellow]skipped {plural(len(skipped), 'file')}[/yellow]: {escape(shown)}{more}", soft_wrap=True)
     for line in report["invalid"][:20]:
         err.print(f"[yellow]skipped[/yellow] {escape(line)}")
     if len(report["invalid"]) > 20:

@@ -50,6 +50,8 @@ class IngestReport:
     extraction_failures: list[str] = field(default_factory=list)  # the extractor's errors (LLM calls), as said
     conversations: list[str] = field(default_factory=list)
     empty_conversations: list[str] = field(default_factory=list)  # chats of an export with nothing to store
+    exports: dict[str, str] = field(default_factory=dict)  # files read as a chat export → its format
+    files_skipped: list[dict[str, str]] = field(default_factory=list)  # {file, why}: in a folder or archive, not read
     other_languages: dict[str, str] = field(default_factory=dict)  # conversation → language, if not English
     embedder: str = ""  # the model id the vectors are in (the language notice suggests a multilingual one)
     seconds: float = 0.0

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -22,7 +22,7 @@ from ..errors import CuememError, InputError
 from ..records import Message
 from ..text import is_blank
 from ..timeparse import parse_time
-from .sources import STDIN, STDIN_NAME, Input, display_stem, open_input, read_all
+from .sources import STDIN, STDIN_NAME, Input, Skipped, display_stem, open_input, read_all
 
 
 @dataclass(frozen=True)
@@ -558,9 +558,10 @@ _MEMBERS = {
 
 
 def convert_files(fmt: str, paths: list[str], all_branches: bool = False,
-                  empty: list[str] | None = None) -> Iterator[Message]:
+                  empty: list[str] | None = None, skipped: list[Skipped] | None = None) -> Iterator[Message]:
     """Messages of every file, in order; `-` is standard input. A shape error names the file. `empty`
-    collects the conversations that had no message to store (Options.empty).
+    collects the conversations that had no message to store (Options.empty), `skipped` the files of its
+    folders and archives that were not read (sources.Input.skipped).
 
     A folder or a zip archive (the form ChatGPT and Claude.ai deliver their exports in) stands for its
     `conversations.json` (chatgpt, claude), its `*.jsonl` files (claude-code) or its JSON files (the
@@ -570,38 +571,55 @@ def convert_files(fmt: str, paths: list[str], all_branches: bool = False,
     members, what = _MEMBERS.get(fmt, _JSON_FILES)
     for path in paths:
         with open_input([path], members, what) as source:
+            if skipped is not None:
+                skipped += source.skipped
             for part in source.parts:
                 data = read_all(part)
-                options = Options(tag=source_tag(part.name, data), all_branches=all_branches, source=part.name,
-                                  empty=[] if empty is None else empty)
                 value = _numbered_lines(part.name, data) if fmt in _LINE_FORMATS else _parse_json(part.name, data)
-                try:
-                    yield from CONVERTERS[fmt](value, options)
-                except InputError:
-                    raise
-                except CuememError as exc:
-                    raise CuememError(f"{part.name}: {exc.message}", exc.hint, exc.fields) from None
+                yield from convert_part(fmt, part.name, data, value, all_branches, empty)
 
 
-def converted_input(fmt: str, paths: list[str], all_branches: bool = False,
-                    empty: list[str] | None = None) -> Input:
-    """The files converted to message JSONL in a temporary file: what `ingest --from` validates and
-    stores like any JSONL input. Converting everything first means a malformed file is refused before
-    anything is written; an export without a single message is refused too. `empty`: as in
-    `convert_files`."""
-    spool = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the Input returned
+def convert_part(fmt: str, name: str, data: bytes, value: Any, all_branches: bool = False,
+                 empty: list[str] | None = None) -> Iterator[Message]:
+    """The messages of one file in `fmt`: its bytes `data`, parsed as `value`; a shape error names the file."""
+    options = Options(tag=source_tag(name, data), all_branches=all_branches, source=name,
+                      empty=[] if empty is None else empty)
+    try:
+        yield from CONVERTERS[fmt](value, options)
+    except InputError:
+        raise
+    except CuememError as exc:
+        raise CuememError(f"{name}: {exc.message}", exc.hint, exc.fields) from None
+
+
+def spooled(messages: Iterable[Message]) -> tuple[IO[bytes], int]:
+    """The messages as cuemem's JSONL in a temporary file, and how many; converting everything first means a
+    malformed file is refused before anything is written."""
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it (with its Input)
     count = 0
     try:
-        for message in convert_files(fmt, paths, all_branches, empty):
+        for message in messages:
             spool.write(orjson.dumps(message.to_json()) + b"\n")
             count += 1
     except BaseException:
         spool.close()
         raise
+    return spool, count
+
+
+def converted_input(fmt: str, paths: list[str], all_branches: bool = False,
+                    empty: list[str] | None = None) -> Input:
+    """The files converted to message JSONL in a temporary file: what `ingest --from` validates and
+    stores like any JSONL input. An export without a single message is refused. `empty`: as in
+    `convert_files`; the files of its folders and archives not read are the Input's `skipped`."""
+    skipped: list[Skipped] = []
+    spool, count = spooled(convert_files(fmt, paths, all_branches, empty, skipped))
     name = f"{', '.join(STDIN_NAME if p == STDIN else p for p in paths)} (as {fmt})"
     if count == 0:
         spool.close()
         raise CuememError(f"{name}: no messages: the export holds no message with text",
                           "system, tool and empty messages are skipped; check the file and its format",
                           fields=("from_format",))
-    return Input.of_spool(spool, name)
+    source = Input.of_spool(spool, name)
+    source.skipped = skipped
+    return source

@@ -21,6 +21,8 @@ from .sources import Input, lines_of
 
 SHOWN_INVALID = 10  # bad lines listed in the error that rejects an input
 FORMAT_HINT = "each line must be one JSON object with a 'text' (docs/input-formats.md)"
+FORMATS_HINT = ("cuemem reads chats as message JSONL (one JSON object per line) and ChatGPT and Claude.ai exports, "
+                "and, named, the claude-code, openai, locomo and longmemeval formats (docs/input-formats.md)")
 
 FIELD_ALIASES = {
     "text": ("text", "content", "message", "utterance"),
@@ -121,6 +123,13 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
     )
 
 
+class NotJSON(InputError):
+    """A line that is not JSON at all; `braced`: it starts as a JSON object would (a JSONL line gone wrong).
+    A file of such lines, most of them not braced, is not a dialogue (`validate`): a README, notes."""
+
+    braced = False
+
+
 def _json_error(raw: bytes | str, exc: orjson.JSONDecodeError, path: str, line: int) -> InputError:
     """A line that is not JSON; one that stops inside its object (a file cut short, or one message spread
     over several lines) is said to be cut off, not reported by the parser's last complaint."""
@@ -130,29 +139,32 @@ def _json_error(raw: bytes | str, exc: orjson.JSONDecodeError, path: str, line: 
     except orjson.JSONDecodeError as bare:
         exc = bare
     if exc.msg.startswith("unexpected end of data"):
-        return InputError(path, line, "the line is cut off: its JSON object does not end on it",
-                          "was the file cut short, or is a message spread over several lines? Each message must"
-                          " be one whole JSON object on one line (docs/input-formats.md)")
-    return InputError(path, line, f"not valid JSON ({exc.msg})", FORMAT_HINT)
+        error = NotJSON(path, line, "the line is cut off: its JSON object does not end on it",
+                        "was the file cut short, or is a message spread over several lines? Each message must"
+                        " be one whole JSON object on one line (docs/input-formats.md)")
+    else:
+        error = NotJSON(path, line, f"not valid JSON ({exc.msg})", FORMAT_HINT)
+    error.braced = body.lstrip()[:1] in ("{", b"{")
+    return error
 
 
-def _parsed(source: Input, conversation: str | None) -> Iterator[Message | InputError]:
-    """Each non-blank line's Message, or its InputError, part after part."""
+def _parsed(source: Input, conversation: str | None) -> Iterator[tuple[str, Message | InputError]]:
+    """Each non-blank line's Message, or its InputError, part after part, with the part's name."""
     for part in source.parts:
         for number, raw in lines_of(part):
             try:
                 message = parse_line(raw, part.name, number, conversation)
             except InputError as exc:
-                yield exc
+                yield part.name, exc
                 continue
             if message is not None:
-                yield message
+                yield part.name, message
 
 
 def read_messages(source: Input, conversation: str | None, invalid: list[str] | None = None,
                   skip_invalid: bool = False) -> Iterator[Message]:
     """Messages in input order; with `skip_invalid`, bad lines are appended to `invalid` instead."""
-    for item in _parsed(source, conversation):
+    for _, item in _parsed(source, conversation):
         if isinstance(item, InputError):
             if not skip_invalid:
                 raise item
@@ -173,12 +185,18 @@ class Checked:
 def validate(source: Input, conversation: str | None, skip_invalid: bool) -> Checked:
     """First pass over the whole input: every bad line is found, not only the first. Without
     `skip_invalid` any bad line rejects the input with an error listing them (the first
-    `SHOWN_INVALID`, and how many more). An input without a single message (empty, blank lines only,
-    or, with `skip_invalid`, nothing but bad lines) is refused too: there is nothing to store, and a
-    new database file would be left behind empty."""
+    `SHOWN_INVALID`, and how many more), or, when a file of it has no JSON line at all (a README, notes),
+    with one line saying that file is not a dialogue. An input without a single message (empty, blank
+    lines only, or, with `skip_invalid`, nothing but bad lines) is refused too: there is nothing to store,
+    and a new database file would be left behind empty."""
     report = Checked()
     first: InputError | None = None
-    for item in _parsed(source, conversation):
+    lines: dict[str, list[int]] = {}  # per file: its lines that are JSON (messages or not), braced, in all
+    for name, item in _parsed(source, conversation):
+        counts = lines.setdefault(name, [0, 0, 0])
+        counts[0] += not isinstance(item, NotJSON)
+        counts[1] += isinstance(item, NotJSON) and item.braced
+        counts[2] += 1
         if isinstance(item, InputError):
             report.invalid.append(item.message)
             first = first or item
@@ -186,6 +204,11 @@ def validate(source: Input, conversation: str | None, skip_invalid: bool) -> Che
             report.lines += 1
     count = len(report.invalid)
     if first is not None and (not skip_invalid or report.lines == 0):
+        not_json = [name for name, (json, braced, total) in lines.items() if json == 0 and 2 * braced < total]
+        if not_json:
+            said = "not a dialogue: no line of it is JSON" if len(not_json) == 1 else \
+                "not dialogues: no line of them is JSON"
+            raise CuememError(f"{', '.join(not_json)}: {said}", FORMATS_HINT, fields=("from_format",))
         shown = "; ".join(report.invalid[:SHOWN_INVALID])
         more = f"; … and {count - SHOWN_INVALID} more" if count > SHOWN_INVALID else ""
         hint, fields = (first.hint, first.fields) if count == 1 and first.hint else ("fix them", ("skip_invalid",))
