@@ -78,6 +78,11 @@ class ReadOnlyStore(StoreError):
 class UnknownConversation(CuememError):
     """A conversation name the database does not hold; the hint lists the ones it does."""
 
-    def __init__(self, name: str, known: list[str]):
-        listed = ", ".join(known[:20]) + (f", … ({len(known)} in all)" if len(known) > 20 else "")
-        super().__init__(f"no conversation named {name!r}", f"known: {listed or 'none (this memory is empty)'}")
+    def __init__(self, name: str, known: list[str], held: int | None = None):
+        """`known`: the conversations to list; `held`: how many there are when `known` is the closest few."""
+        if held is not None and held > len(known):
+            hint = f"the closest of the {held} there are: {', '.join(known)}"
+        else:
+            listed = ", ".join(known[:20]) + (f", … ({len(known)} in all)" if len(known) > 20 else "")
+            hint = f"known: {listed or 'none (this memory is empty)'}"
+        super().__init__(f"no conversation named {name!r}", hint)

@@ -294,7 +294,8 @@ def _result(reply: Reply) -> Any:
 # ------------------------------------------------------------------ server
 # The tools' parameters are annotations, evaluated at module level (this module postpones them): the
 # description of `conversations`, shared by recall and ask, lives here rather than in build_server.
-NARROWING = ("Search only these conversations (names, or titles naming one chat: see list_conversations); "
+NARROWING = ("Search only these conversations (names, titles, or the start of one naming one chat: see "
+             "list_conversations); "
              "leave out to search every conversation in memory.")
 
 

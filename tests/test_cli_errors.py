@@ -195,3 +195,56 @@ def test_key_check_refuses_only_providers_that_need_nothing_but_a_key(monkeypatc
     _check_key(lib, "bedrock/anthropic.claude-v2", {})  # AWS profiles and roles need no key variable
     _check_key(lib, "ollama/llama3", {})  # a local server: no key at all
     _check_key(lib, "anthropic/claude-3-haiku", {"api_key": "sk-given"})
+
+
+@pytest.fixture
+def many_chats(cli, tmp_path, stub_models):
+    """Twenty-five chats, three of them titled about Lisbon and Porto, the rest 'New chat' (as an export has)."""
+    titles = ["Lisbon trip", "Lisbon flat hunt", "Porto weekend"] + ["New chat"] * 22
+    lines = [orjson.dumps({"conversation": f"c-{i:02d}", "title": title, "id": "1", "speaker": "Ana",
+                           "time": "2024-05-03T10:00:00", "text": f"Notes on {title}, number {i}."}).decode()
+             for i, title in enumerate(titles)]
+    source = tmp_path / "chats.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    db = tmp_path / "chats.db"
+    assert cli("--db", str(db), "ingest", str(source)).exit_code == 0
+    return db
+
+
+def test_a_conversation_is_named_by_the_unique_start_of_its_title(cli, many_chats):
+    """`-c "Lisbon"` for the only chat titled "Lisbon trip" was refused, its hint listing every chat."""
+    def narrowed(*names: str):
+        args = [arg for name in names for arg in ("-c", name)]
+        result = cli("--db", str(many_chats), "ask", "Where?", *args, "--context-only", "--json")
+        if result.exit_code:
+            return result.exit_code, result.stderr
+        return result.exit_code, orjson.loads(result.stdout)["conversations"]
+
+    assert narrowed("lisbon T") == (0, ["c-00"])
+    assert narrowed("  PORTO") == (0, ["c-02"])
+    code, said = narrowed("Lisbon")
+    assert code == 1
+    assert said.splitlines() == ["error: the start 'Lisbon' names 2 conversations: c-00 (Lisbon trip), "
+                                 "c-01 (Lisbon flat hunt)",
+                                 "hint: name the one you mean by its name (or a longer start of its title)"]
+    code, said = narrowed("c-0")
+    assert code == 1 and "names 10 conversations:" in said and said.count("(New chat)") <= 5 and "… (10 in all)" in said
+    code, said = narrowed("Lisbn trip")
+    assert code == 1 and "no conversation named 'Lisbn trip'" in said
+    hint = said.splitlines()[1]
+    assert hint.startswith("hint: the closest of the 25 there are: c-00 (Lisbon trip), c-01 (Lisbon flat hunt)")
+    assert hint.count("(") == 5  # the few closest, not all 25
+
+
+def test_a_title_start_works_wherever_a_conversation_is_named(cli, many_chats):
+    result = cli("--db", str(many_chats), "inspect-graph", "-c", "porto w", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert [c["conversation"] for c in orjson.loads(result.stdout)["conversations"]] == ["c-02"]
+
+
+def test_forget_wants_the_whole_name_or_title(cli, many_chats):
+    """Deleting is not reading: a start of a title that names one chat is not enough to forget it."""
+    result = cli("--db", str(many_chats), "forget", "--conversation", "porto", "--json")
+    assert result.exit_code == 1 and "no conversation named 'porto'" in result.stderr
+    listed = cli("--db", str(many_chats), "inspect-graph", "--json")
+    assert "c-02" in [c["conversation"] for c in orjson.loads(listed.stdout)["conversations"]]

@@ -247,8 +247,8 @@ def ask(
     question: str = typer.Argument(..., help="The question."),
     conversation: list[str] | None = typer.Option(
         None, "--conversation", "-c", metavar="NAME|TITLE",
-        help="Search only this conversation: its name, or its title when that names one chat; repeatable. "
-             "Default: every conversation in memory."),
+        help="Search only this conversation: its name, its title or their start, when that names one chat; "
+             "repeatable. Default: every conversation in memory."),
     top_m: int = typer.Option(DEFAULT_TOP_M, min=1, max=4096, help="Cues retrieved; their turns are the anchors."),
     window: int = typer.Option(ASK_WINDOW, min=0, help="Temporal neighbours per side (≤ the window built)."),
     sem_k: int = typer.Option(ASK_SEM_K, min=0, help="Semantic neighbours of rank ≤ k (≤ the k built)."),
@@ -363,7 +363,8 @@ def _evidence_shown(value: str | None, context_only: bool) -> int | None:
 @app.command("inspect-graph")
 def inspect_graph(
     conversation: str | None = typer.Option(None, "--conversation", "-c", metavar="NAME|TITLE",
-                                            help="Limit to one conversation (its name, or a title naming one)."),
+                                            help="Limit to one conversation (its name, its title or their start, "
+                                                 "naming one)."),
     turn: str | None = typer.Option(None, "--turn", help="Show one turn (by its source id, in whichever conversation "
                                                          "has it; -c when several do), its cues and neighbours "
                                                          "(with dot or graphml: its neighbourhood graph)."),
@@ -586,7 +587,7 @@ def forget(
 def export(
     conversation: str | None = typer.Option(
         None, "--conversation", "-c", metavar="NAME|TITLE",
-        help="Export one conversation, by its name or a title naming one (default: all)."),
+        help="Export one conversation, by its name, its title or their start, naming one (default: all)."),
     output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
                                       help="Write to a new file (created 0600) instead of stdout; - is stdout."),
 ) -> None:

@@ -153,7 +153,7 @@ def _scope(store: Store, selection: Selection) -> int | None:
                     "say which conversation, by its name or title", fields=("conversation",),
                 )
         return None
-    return resolve_one(store, selection.conversation)[0]
+    return resolve_one(store, selection.conversation, starts=False)[0]  # deleting: the whole name or title
 
 
 def _titles(store: Store, report: ForgetReport) -> dict[str, str]:
