@@ -56,7 +56,7 @@ def expected_ids(evidence, top):
 def test_ask_shows_the_strongest_turns_with_their_neighbours_and_the_answer_last(cli, maya_db):
     evidence = evidence_of(cli, maya_db)
     assert len(evidence) == 84  # the whole sample fits the budget: every turn is evidence
-    result = cli("--db", str(maya_db), "ask", QUESTION)
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--verbose")
     assert result.exit_code == 0, result.stderr
     ids = shown_ids(result.stdout)
     assert ids == expected_ids(evidence, 5)
@@ -71,12 +71,14 @@ def test_ask_shows_the_strongest_turns_with_their_neighbours_and_the_answer_last
     assert answer_top > last_turn  # the answer comes after every evidence turn ...
     assert lines[-1].startswith("╰")  # ... and its panel closes the output
     assert len(lines) < 70  # before: 219 lines with the answer on top
+    plain = cli("--db", str(maya_db), "ask", QUESTION)
+    assert len(plain.stdout.splitlines()) < len(lines) - 10  # without ids and cues: a line a turn, or its text's
 
 
 @pytest.mark.usefixtures("stub_models")
 def test_an_exports_uuid_ids_leave_the_text_its_width_at_80_columns(cli, db_path, tmp_path, monkeypatch):
     """A ChatGPT or Claude export's message ids are 36-character UUIDs: as a column of their own they left
-    the text ~25 of 80 columns. The id is whole on the turn's dim line below its text."""
+    the text ~25 of 80 columns. With --verbose the id is whole on the turn's dim line below its text."""
     from cuemem_cli.cli import render
 
     uuid = "1d9f6eb2-9aef-5c09-ad7e-f62d810480f9"
@@ -86,7 +88,7 @@ def test_an_exports_uuid_ids_leave_the_text_its_width_at_80_columns(cli, db_path
                                      "text": text}) + b"\n")
     assert cli("--db", str(db_path), "ingest", str(source)).exit_code == 0
     monkeypatch.setattr(render.out, "width", 80)
-    result = cli("--db", str(db_path), "ask", "What career did I decide on?", "--context-only")
+    result = cli("--db", str(db_path), "ask", "What career did I decide on?", "--context-only", "--verbose")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     first = next(line for line in lines if "I have decided" in line)
@@ -96,15 +98,16 @@ def test_an_exports_uuid_ids_leave_the_text_its_width_at_80_columns(cli, db_path
 
 def test_evidence_count_and_all(cli, maya_db):
     evidence = evidence_of(cli, maya_db)
-    every = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "all")
+    every = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "all", "-v")
     assert shown_ids(every.stdout) == [e["source_id"] for e in evidence]
     assert "not shown" not in every.stdout and "84 turns ·" in every.stdout
-    two = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "2")
+    two = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "2", "-v")
     assert shown_ids(two.stdout) == expected_ids(evidence, 2)
-    none = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "0")
+    none = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "0", "-v")
     assert shown_ids(none.stdout) == [] and "0 of 84 turns shown" in none.stdout and "Biscuit" in none.stdout
     # --context-only prints what the model would read: all of it unless told otherwise
-    assert shown_ids(cli("--db", str(maya_db), "ask", QUESTION, "--context-only").stdout) == shown_ids(every.stdout)
+    context_only = cli("--db", str(maya_db), "ask", QUESTION, "--context-only", "-v")
+    assert shown_ids(context_only.stdout) == shown_ids(every.stdout)
     # --json always carries every evidence turn, whatever --evidence says
     assert evidence_of(cli, maya_db, "--evidence", "1") == evidence
 
@@ -137,7 +140,7 @@ def test_a_bad_evidence_value_is_a_usage_error(cli, maya_db, value):
 
 def test_an_llm_answer_is_printed_after_the_evidence(cli, maya_db, fake_llm):
     fake_llm.default = lambda messages: "A beagle named Biscuit, adopted on 6 May 2023."
-    result = cli("--db", str(maya_db), "ask", QUESTION, "--model", "fake/answerer")
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--model", "fake/answerer", "-v")
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.rstrip("\n").splitlines()
     answer_at = next(i for i, line in enumerate(lines) if "A beagle named Biscuit" in line)
@@ -150,12 +153,12 @@ def test_no_pager_in_a_pipe(cli, maya_db, tmp_path, monkeypatch):
     marker = tmp_path / "paged"
     monkeypatch.setenv("PAGER", f"cat > {marker}")
     monkeypatch.setenv("LINES", "10")
-    result = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "all")
+    result = cli("--db", str(maya_db), "ask", QUESTION, "--evidence", "all", "-v")
     assert len(shown_ids(result.stdout)) == 84
     assert not marker.exists()
     env = {**os.environ, "PAGER": f"cat > {marker}", "LINES": "10"}
     proc = subprocess.run([*CUEMEM, "--db", str(maya_db), "ask", QUESTION,
-                           "--evidence", "all"], capture_output=True, text=True, env=env, timeout=120)
+                           "--evidence", "all", "-v"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert len(shown_ids(proc.stdout)) == 84 and "extractive" in proc.stdout
     assert not marker.exists()
@@ -198,7 +201,7 @@ def on_a_terminal(db, marker, *args) -> str:
 def test_on_a_terminal_long_evidence_goes_through_the_pager_and_the_answer_follows(maya_db, tmp_path):
     """The evidence (longer than 20 lines) goes to $PAGER, the answer to the terminal after the pager quits."""
     marker = tmp_path / "paged"
-    terminal = on_a_terminal(maya_db, marker)
+    terminal = on_a_terminal(maya_db, marker, "-v")
     paged = re.sub(r"\x1b\[[0-9;]*m", "", marker.read_text())
     assert "Evidence · maya-and-leo" in paged and "s2:9" in paged
     assert "Offline answer (extractive)" in terminal and "Evidence ·" not in terminal
@@ -226,3 +229,29 @@ def test_a_streamed_answer_comes_after_the_evidence(cli, maya_db, monkeypatch):
     assert result.stdout.count("ZEBRA-one") == 1
     assert result.stdout.index("Evidence ·") < result.stdout.index("ZEBRA-one")
     assert result.stdout.rstrip().endswith("three")  # the answer is the last thing printed
+
+
+@pytest.mark.usefixtures("stub_models")
+def test_at_80_columns_the_evidence_reads_like_a_transcript(cli, db_path, monkeypatch):
+    """By default a turn is its time, speaker and text: no line of ids and cues under each (which doubled the
+    lines and repeated the sentence) and no timing line on stderr; --verbose shows both, --json has them."""
+    from cuemem_cli.cli import render
+
+    assert cli("--db", str(db_path), "ingest", str(SAMPLES / "maya_and_leo.jsonl")).exit_code == 0
+    monkeypatch.setattr(render.out, "width", 80)
+    plain = cli("--db", str(db_path), "ask", QUESTION, "--context-only", "--evidence", "all")
+    verbose = cli("--db", str(db_path), "ask", QUESTION, "--context-only", "--evidence", "all", "--verbose")
+    assert plain.exit_code == verbose.exit_code == 0
+    evidence = evidence_of(cli, db_path, "--context-only")
+    assert plain.stderr == "" and "ms" not in plain.stderr
+    assert "embed_query" in verbose.stderr and "total" in verbose.stderr
+    assert shown_ids(plain.stdout) == [] and " · anchor" not in plain.stdout and "cue (" not in plain.stdout
+    assert shown_ids(verbose.stdout) == [e["source_id"] for e in evidence]
+    lines = plain.stdout.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    turns = [line for line in lines if re.match(r"^\d{1,2}:\d\d [ap]m ", line)]
+    assert len(turns) == len(evidence)  # each turn starts a line with its time and speaker
+    said = next(e for e in evidence if e["source_id"] == "s2:9")
+    first = next(line for line in turns if "His name is Biscuit" in line)
+    assert first.split()[2] == said["speaker"] == "Maya"
+    assert len(verbose.stdout.splitlines()) >= len(lines) + len(evidence)

@@ -113,7 +113,7 @@ def test_evidence_reads_by_day_in_an_80_column_terminal(cli, maya_db, monkeypatc
     question = "What happened with Biscuit and the vet?"
     evidence = ask_json(cli, maya_db, question, "--context-only")["evidence"]
     monkeypatch.setattr(render.out, "width", 80)
-    lines = cli("--db", str(maya_db), "ask", question, "--context-only").stdout.splitlines()
+    lines = cli("--db", str(maya_db), "ask", question, "--context-only", "--verbose").stdout.splitlines()
     assert max(map(len, lines)) <= 80
     days = list(dict.fromkeys(format_human(e["time"], with_time=False) for e in evidence))
     assert [line.split(" ─")[0] for line in lines if "───" in line] == days  # one rule per day, in order

@@ -58,6 +58,7 @@ def assert_safe(result) -> str:
 @pytest.mark.parametrize("args", [
     ["ask", "What dog did Leo adopt?", "-c", CONV],
     ["ask", "What dog did Leo adopt?", "-c", CONV, "--context-only"],
+    ["ask", "What dog did Leo adopt?", "-c", CONV, "--context-only", "--verbose"],  # ids and cues too
     ["inspect-graph", "--turn", "s1:1", "-c", CONV],
 ])
 def test_stored_control_characters_are_shown_escaped(cli, evil_db, args):

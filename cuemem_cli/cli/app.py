@@ -272,6 +272,9 @@ def ask(
         help=f"Evidence turns to show: the N highest-scoring, each with the turns said just before and after it, "
              f"or all (default {DEFAULT_EVIDENCE_SHOWN}; all with --context-only). The model reads all of them; "
              "--json has all."),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="Show each evidence turn's id, how it came in and its best cue, and the "
+                                      "timings (on stderr)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Answer a question from memory, showing the evidence turns it used.
@@ -304,8 +307,9 @@ def ask(
         all the evidence (render_evidence)."""
         if not shown["evidence"]:
             shown["evidence"] = True
-            show(lambda: render_evidence(context, top, reader), lines_after)
-            render_timings(context)
+            show(lambda: render_evidence(context, top, reader, verbose), lines_after)
+            if verbose:
+                render_timings(context)
 
     failure: LLMError | None = None
     try:

@@ -103,15 +103,17 @@ _READERS = {"model": "the model read all {n}", "offline": "the offline answer wa
             None: "{n} in the evidence"}
 
 
-def render_evidence(context: Context, top: int | None = None, reader: str | None = None) -> None:
-    """The evidence as the answer model reads it: a rule per run of turns of one conversation and day
-    (naming the conversation, by its title, when the turns come from several), then each turn's clock
-    time, speaker and text, with its id and how it came in (and its best cue) dimmed below; it stays
-    readable at 80 columns. The id is not a column of its own: a ChatGPT or Claude export's ids are
-    36-character UUIDs, which left the text ~25 columns at 80. With `top`, only `shown_evidence(…, top)`,
-    and a dim line wherever turns were left out, saying who read all of it: `reader` "model" (an LLM
-    answered), "offline" (the extractive answer) or None (no answer: --context-only, or a model that
-    failed)."""
+def render_evidence(context: Context, top: int | None = None, reader: str | None = None,
+                    verbose: bool = False) -> None:
+    """The evidence as the answer model reads it, a transcript: a rule per run of turns of one conversation
+    and day (naming the conversation, by its title, when the turns come from several), then each turn's
+    clock time, speaker and text. `verbose` adds, dimmed below each turn, its id, how it came in and its
+    best cue with its score: on every turn they doubled the lines and repeated the sentence (a statement
+    cue is the sentence), so they are for whoever asks (`--verbose`, and `--json` has them all). The id is
+    not a column of its own: a ChatGPT or Claude export's ids are 36-character UUIDs, which left the text
+    ~25 columns at 80. With `top`, only `shown_evidence(…, top)`, and a dim line wherever turns were left
+    out, saying who read all of it: `reader` "model" (an LLM answered), "offline" (the extractive answer)
+    or None (no answer: --context-only, or a model that failed)."""
     evidence = context.evidence
     shown = shown_evidence(evidence, top)
     count = plural(len(evidence), "turn") if len(shown) == len(evidence) else \
@@ -150,16 +152,22 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
             grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
             grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
             grid.add_column(ratio=1)
-        how = f"{escape(ev.source_id)} · [{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
-        if ev.cue:
-            how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
-        if ev.excerpt:
-            how += " · excerpt of a long turn"
-        grid.add_row(escape(stamps[i]), escape(ev.speaker or ""), f"{escape(ev.text)}\n[dim]{how}[/dim]")
+        said = escape(ev.text) + (f"\n[dim]{_how(ev)}[/dim]" if verbose else "")
+        grid.add_row(escape(stamps[i]), escape(ev.speaker or ""), said)
         previous = i
     flush()
     if shown and previous < len(evidence) - 1:
         out.print(f"[dim]  ⋯ {plural(len(evidence) - 1 - previous, 'turn')} not shown[/dim]")
+
+
+def _how(ev: Evidence) -> str:
+    """A turn's id, how it came into the evidence and its best cue (`render_evidence`'s verbose line)."""
+    how = f"{escape(ev.source_id)} · [{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
+    if ev.cue:
+        how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
+    if ev.excerpt:
+        how += " · excerpt of a long turn"
+    return how
 
 
 def render_timings(context: Context) -> None:
