@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -473,12 +474,12 @@ def test_hostile_text_is_shown_as_text_on_every_page(sqlite_served):
     for name, page in _hostile_pages(sqlite_served).items():
         lowered = page.lower()
         assert "<script" not in lowered, name  # the pages carry no script at all, so none may appear
-        assert "<img" not in lowered and "onerror=" not in lowered.replace("onerror=&#34;", ""), name
+        assert "<img" not in lowered and "onerror=" not in re.sub(r"onerror=&(#34|quot);", "", lowered), name
         assert "<svg onload" not in lowered and "<b>bold" not in lowered, name
         assert not re.search(r"""(href|src|action)\s*=\s*["']?\s*javascript:""", page, re.I), name
         assert "&lt;script&gt;" in page or name == "image", name
     pages = _hostile_pages(sqlite_served)
-    assert "&lt;img src=x onerror=&#34;window.__pwned = &#39;img&#39;&#34;&gt;" in pages["image"]
+    assert "&lt;img src=x onerror=&quot;window.__pwned = 'img'&quot;&gt; a picture of the beagle" in pages["image"]
     assert "Mischief &lt;script&gt;" in pages["list"] and "&#34;&gt;&lt;svg onload=alert(1)&gt;" in pages["list"]
     assert quote(HOSTILE, safe="") in pages["list"].replace("+", "%20")  # the name travels url-encoded
 
@@ -486,8 +487,8 @@ def test_hostile_text_is_shown_as_text_on_every_page(sqlite_served):
 def test_long_turns_and_code_render_whole_and_readable(sqlite_served):
     page = sqlite_served.html("conversation?" + urlencode({"name": HOSTILE}))
     assert LONG in page and '<div class="text long">' in page
-    code = re.search(r'<pre class="code"><code>(.*?)</code></pre>', page, re.S)
-    assert code and code.group(1) == "def f(x):\n    if x &lt; 3 and x &gt; 1:\n        return &#39;&lt;b&gt;&#39;"
+    code = re.search(r'<pre><code class="language-python">(.*?)</code></pre>', page, re.S)
+    assert code and code.group(1) == "def f(x):\n    if x &lt; 3 and x &gt; 1:\n        return '&lt;b&gt;'\n"
 
 
 # ------------------------------------------------------------------------------------- the command
@@ -542,11 +543,54 @@ def test_the_picture_lays_turns_out_by_time_and_edges_by_kind():
     control = lambda link: float(link.path.split()[5])  # noqa: E731  (M x y Q cx cy x y)
     assert control(links[(1, 3, "semantic")]) < AXIS < control(links[(1, 2, "temporal")])
     assert not any(e.aside for e in picture.links)  # every edge touches the centre
+    assert [(m.label, m.row) for m in picture.marks] == [("1 May 2023", 0), ("2 May 2023", 0)]  # a mark a day
 
 
-def test_fenced_code_becomes_its_own_block():
-    from cuemem_cli.browse.app import text_blocks
+def test_the_pictures_labels_say_when_and_which_chat_and_never_overlap():
+    """Labelled by the day (and the chat, once turns come from several), level, on two rows, a label that
+    has room on neither left out (its mark's tooltip still says it); not each turn's id, which for an export
+    is a 36-character UUID that the slanted labels ran over each other with."""
+    from cuemem_cli.browse.picture import CHAR, RADIUS, draw
+    from cuemem_cli.records import Turn
 
-    assert text_blocks("plain") == [("text", "plain")]
-    assert text_blocks("a\n```py\nx = 1\n```\nb") == [("text", "a"), ("code", "x = 1"), ("text", "b")]
-    assert text_blocks("open ```\nnever closed") == [("text", "open "), ("code", "never closed")]
+    uuid = "1d9f6eb2-9aef-5c09-ad7e-f62d810480f9"
+    turns = [Turn(i, f"chat-{i % 3}", i, f"{uuid}-{i}", "text", time=f"2023-05-{1 + i // 2:02d}T10:00:00",
+                  title=["Lisbon trip", "A very long title for a chat about nothing in particular", None][i % 3])
+             for i in range(40)]
+    picture = draw(turns, [], {t.id: "anchor" for t in turns})
+    labels = [m for m in picture.marks if m.label]
+    assert len(picture.marks) == 40 and 5 < len(labels) < 40  # a run per turn here: not all have room
+    assert not any(uuid in m.label or uuid in m.run for m in picture.marks)
+    assert labels[0].label == "Lisbon trip · 1 May 2023"
+    assert any(m.label.startswith("A very long title for a…") for m in labels)  # clipped; the tooltip has it whole
+    assert any(m.run.startswith("A very long title for a chat about nothing") for m in picture.marks)
+    assert {m.row for m in labels} == {0, 1}
+    for row in (0, 1):
+        spans = sorted((m.x - RADIUS, m.x - RADIUS + len(m.label) * CHAR) for m in labels if m.row == row)
+        assert all(left >= right for (_, right), (left, _) in pairwise(spans)), f"row {row} overlaps"
+        assert all(right <= picture.width for _, right in spans)
+    one_chat = draw(turns[::3], [], {})
+    shown = [m for m in one_chat.marks if m.label]
+    assert shown and all(m.label == m.run for m in shown)  # one chat: the day alone
+    assert all(m.label.endswith("2023") and "·" not in m.label for m in shown)
+
+
+def test_a_turns_markdown_is_rendered_without_its_html_links_or_images():
+    """Lists, code blocks, emphasis and tables as a chat app shows them; raw HTML escaped, and no link or
+    image made from stored text (no target it chose, nothing loaded)."""
+    from cuemem_cli.browse.app import markdown
+
+    assert markdown("plain") == "<p>plain</p>\n"
+    assert markdown("Steps:\n1. Collect\n2. **Sort**\n\n- a\n- `b`") == (
+        "<p>Steps:</p>\n<ol>\n<li>Collect</li>\n<li><strong>Sort</strong></li>\n</ol>\n"
+        "<ul>\n<li>a</li>\n<li><code>b</code></li>\n</ul>\n")
+    assert markdown("a\n```py\nx = 1 < 2\n```\nb") == (
+        '<p>a</p>\n<pre><code class="language-py">x = 1 &lt; 2\n</code></pre>\n<p>b</p>\n')
+    assert markdown("one\ntwo") == "<p>one<br />\ntwo</p>\n"  # a chat's line break is kept
+    assert "<table>" in markdown("| a | b |\n|---|---|\n| 1 | 2 |")
+    hostile = markdown('<script>alert(1)</script> <a href="javascript:x">y</a> [me](javascript:alert(1)) '
+                       '![i](http://example.com/i.png) <http://example.com>\n\n[ref]: http://example.com')
+    tags = re.findall(r"<([a-z]+)", hostile)
+    assert set(tags) == {"p"}, tags  # no a, img or script element: the rest is escaped text
+    assert "&lt;script&gt;" in hostile and "[me](javascript:alert(1))" in hostile
+    assert "[ref]: http://example.com" in hostile  # a reference definition stays text, not a hidden link

@@ -13,18 +13,21 @@ in docs/browse.md are made: `CUEMEM_SCREENSHOTS=docs/browse python -m pytest tes
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
+from itertools import combinations
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
-from conftest import REPO, tier
-from test_browse import (HOSTILE, IMAGE, LINK, PROBE, SCRIPT, TITLE, Server, build_memory, cli_json, start_server,
-                         stop)
+from conftest import REPO, SAMPLES, tier
+from test_browse import (HOSTILE, IMAGE, LINK, PROBE, SCRIPT, TITLE, Server, build_memory, cli_json, cuemem,
+                         start_server, stop)
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
@@ -78,16 +81,30 @@ def server(tmp_path_factory) -> Iterator[Server]:
         assert code == 0, stderr
 
 
-@pytest.fixture
-def page(browser):
-    """A fresh page that fails the test on any dialog (alert, confirm: stored text running as script)
-    and records the console."""
-    context = browser.new_context(viewport={"width": 1200, "height": 860})
+def _tab(browser, width: int, height: int):
+    context = browser.new_context(viewport={"width": width, "height": height})
     tab = context.new_page()
     tab.dialogs = []
     tab.console = []
     tab.on("dialog", lambda dialog: (tab.dialogs.append(dialog.message), dialog.dismiss()))
     tab.on("console", lambda message: tab.console.append(message.text))
+    return context, tab
+
+
+@pytest.fixture
+def page(browser):
+    """A fresh page that fails the test on any dialog (alert, confirm: stored text running as script)
+    and records the console."""
+    context, tab = _tab(browser, 1200, 860)
+    yield tab
+    context.close()
+    assert tab.dialogs == []
+
+
+@pytest.fixture
+def phone(browser):
+    """The same, 390 pixels wide: a phone held upright."""
+    context, tab = _tab(browser, 390, 844)
     yield tab
     context.close()
     assert tab.dialogs == []
@@ -206,3 +223,96 @@ def test_hostile_text_stays_inert(page, server):
     for shown in (SCRIPT, IMAGE, LINK, TITLE, HOSTILE):
         assert shown in text  # shown as the text it is
     assert page.dialogs == [] and not [m for m in page.console if "Content Security Policy" in m]
+
+
+# ------------------------------------------------------------------- real chats: exports, ids, markdown
+FIXTURES = REPO / "tests" / "fixtures"
+MARKDOWN = ("Here is the plan:\n\n1. **Pack** the cello\n2. Book the `7:40` train\n\n- sunscreen\n- tickets\n\n"
+            "```python\nprint('ready')\n```")
+
+
+@pytest.fixture(scope="module")
+@tier("slow", "subprocess")
+def exports(tmp_path_factory) -> Iterator[Server]:
+    """Chats shaped as real ones: a ChatGPT and a Claude.ai export (their ids UUIDs, their chats titled),
+    the sample dialogue and a turn written in markdown, stored by one `cuemem ingest` of their folder."""
+    folder = tmp_path_factory.mktemp("browse-exports")
+    chats = folder / "chats"
+    (chats / "claude").mkdir(parents=True)
+    shutil.copy(FIXTURES / "chatgpt_conversations.json", chats / "conversations.json")
+    shutil.copy(FIXTURES / "claude_conversations.json", chats / "claude" / "conversations.json")
+    shutil.copy(SAMPLES / "maya_and_leo.jsonl", chats)
+    (chats / "packing.jsonl").write_text(json.dumps(
+        {"conversation": "packing", "title": "Packing for Lisbon", "id": "p1", "speaker": "assistant",
+         "time": "2024-06-03T08:00:00", "text": MARKDOWN}) + "\n")
+    db = str(folder / "memory.db")
+    done = cuemem(db, "ingest", str(chats), "--json", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    running = start_server(db, folder)
+    try:
+        yield running
+    finally:
+        code, stderr = stop(running)
+        assert code == 0, stderr
+
+
+def graph_layout(tab) -> dict:
+    """Where the graph's card, drawing and labels are on the page, and whether the drawing scrolls."""
+    return tab.evaluate("""() => {
+        const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+        const scroll = document.querySelector('figure.graph .scroll');
+        return {figure: box(document.querySelector('figure.graph')), scroll: box(scroll),
+                svg: box(document.querySelector('figure.graph svg')),
+                scrolls: scroll.scrollWidth > scroll.clientWidth,
+                labels: [...document.querySelectorAll('figure.graph svg .run text')].map(t => [t.textContent, box(t)]),
+                page: document.documentElement.scrollWidth};
+    }""")
+
+
+def assert_readable(layout: dict, width: int, ids: set[str]) -> None:
+    """Labels by day (and chat), not by turn id, level, none over another or outside the drawing; the drawing
+    inside its card (scaled to fit, or scrolling inside it), the page no wider than the screen."""
+    labels = layout["labels"]
+    assert labels and all(re.search(r" 20\d\d$", text) for text, _ in labels)
+    assert not [text for text, _ in labels if any(i in text for i in ids)]
+    for (text, (left, top, right, bottom)), (other, (left2, top2, right2, bottom2)) in combinations(labels, 2):
+        assert right <= left2 or right2 <= left or bottom <= top2 or bottom2 <= top, (text, other)
+    svg = layout["svg"]
+    for text, (left, top, right, bottom) in labels:
+        assert svg[0] - 1 <= left and right <= svg[2] + 1 and bottom - top < 20, text  # level, inside
+    figure, scroll = layout["figure"], layout["scroll"]
+    assert figure[2] <= width and layout["page"] <= width
+    assert svg[2] <= scroll[2] + 1 or layout["scrolls"]
+
+
+def test_the_graph_is_labelled_by_day_and_chat_and_fits_its_card(page, phone, exports, shots):
+    """On export chats the graph's labels were the turns' UUIDs, slanted over each other and cut off, and the
+    drawing was wider than its card; on a phone the search box shrank to nothing beside the memory's path."""
+    question = "ask?" + urlencode({"q": "What did I plan for Lisbon, the cello and the balcony tomatoes?"})
+    lisbon = next(c["conversation"] for c in exports.json("api/conversations")["conversations"]
+                  if c["title"] == "Lisbon trip")
+    first = exports.json("api/conversation", name=lisbon)["turns"][0]["id"]
+    ids = {t["source_id"] for c in exports.json("api/conversations")["conversations"]
+           for t in exports.json("api/conversation", name=c["conversation"])["turns"] if len(t["source_id"]) > 5}
+    for tab, width in ((page, 1200), (phone, 390)):
+        for visit in (question, f"turn/{first}"):
+            tab.goto(exports.url + visit)
+            layout = graph_layout(tab)
+            assert_readable(layout, width, ids)
+            if visit == question:
+                assert any(" · " in text for text, _ in layout["labels"]), "several chats: labels name them"
+        box = tab.locator("header form.search input[type=search]").bounding_box()
+        assert box and box["width"] >= min(300, width - 60) and box["x"] + box["width"] <= width
+    phone.goto(exports.url + question)
+    phone.screenshot(path=shots / "phone.png")
+    page.goto(exports.url + f"turn/{first}")
+    page.locator("figure.graph").screenshot(path=shots / "graph.png")
+
+
+def test_a_turns_markdown_is_rendered(page, exports):
+    page.goto(exports.url + "conversation?" + urlencode({"name": "packing"}))
+    turn = page.locator("li.turn .text")
+    assert turn.locator("ol > li").all_inner_texts() == ["Pack the cello", "Book the 7:40 train"]
+    assert turn.locator("ol strong").inner_text() == "Pack" and turn.locator("ul > li").count() == 2
+    assert turn.locator("pre code").inner_text().strip() == "print('ready')"
+    assert "**" not in turn.inner_text() and "```" not in turn.inner_text()

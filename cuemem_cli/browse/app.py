@@ -10,7 +10,8 @@ Who may read: the server listens on 127.0.0.1 only, and `Guard` answers only req
   elsewhere cannot drive this one, and cannot frame it either.
 Every response forbids scripts altogether (Content-Security-Policy without script-src: the pages have
 none), framing and referrers, and is not cached. Stored text reaches HTML only through Jinja2's
-autoescaping, and never as a link target. Only GET (and HEAD) exist: nothing here writes.
+autoescaping, or a turn's text through its markdown rendered with raw HTML escaped (`markdown`), and never
+as a link target. Only GET (and HEAD) exist: nothing here writes.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from urllib.parse import urlencode
 
 import jinja2
 import orjson
+from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -131,7 +133,7 @@ class Browser:
         self.templates = jinja2.Environment(loader=jinja2.PackageLoader("cuemem_cli.browse", "templates"),
                                             autoescape=True, undefined=jinja2.StrictUndefined,
                                             trim_blocks=True, lstrip_blocks=True)
-        self.templates.filters.update(when=_when, highlight=_highlight, blocks=text_blocks)
+        self.templates.filters.update(when=_when, highlight=_highlight, markdown=markdown)
         self.templates.globals["hint"] = form_hint
 
     def routes(self) -> list[Route]:
@@ -306,17 +308,14 @@ def _highlight(text: str, words: list[str]) -> Markup:
     return Markup("").join(out)
 
 
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:```|\Z)", re.S)
+# A turn's markdown, safely: raw HTML in the text is escaped, not passed on (`html` off), and nothing becomes a
+# link or an image (those rules are off, reference definitions too), so stored text never sets a link target
+# or loads anything; a line break is a break, as in a chat.
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"]).disable(
+    ["link", "image", "autolink", "html_inline", "html_block", "reference"])
 
 
-def text_blocks(text: str) -> list[tuple[str, str]]:
-    """A turn as ("text", …) and ("code", …) blocks: fenced code (```) is shown in a monospaced box."""
-    blocks, last = [], 0
-    for match in _FENCE.finditer(text):
-        if text[last:match.start()].strip():
-            blocks.append(("text", text[last:match.start()].strip("\n")))
-        blocks.append(("code", match.group(1).rstrip("\n")))
-        last = match.end()
-    if text[last:].strip() or not blocks:
-        blocks.append(("text", text[last:].strip("\n")))
-    return blocks
+def markdown(text: str) -> Markup:
+    """A turn's text as the HTML of its markdown (lists, code blocks, emphasis, tables): what markdown-it
+    renders, from text it escaped itself."""
+    return Markup(_MARKDOWN.render(text))
