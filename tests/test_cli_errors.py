@@ -226,7 +226,7 @@ def test_a_conversation_is_named_by_the_unique_start_of_its_title(cli, many_chat
     assert code == 1
     assert said.splitlines() == ["error: the start 'Lisbon' names 2 conversations: c-00 (Lisbon trip), "
                                  "c-01 (Lisbon flat hunt)",
-                                 "hint: name the one you mean by its name (or a longer start of its title)"]
+                                 "hint: name the one you mean by its name, or more of its title: --conversation NAME"]
     code, said = narrowed("c-0")
     assert code == 1 and "names 10 conversations:" in said and said.count("(New chat)") <= 5 and "… (10 in all)" in said
     code, said = narrowed("Lisbn trip")
