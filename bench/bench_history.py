@@ -36,6 +36,7 @@ from typing import Any
 
 from corpus import FENCE, has_code, is_padding, prose
 from cuemem_cli.records import Cue, Turn
+from cuemem_cli.store.base import conversation_names
 from cuemem_cli.store.sqlite import SQLiteStore
 
 
@@ -68,7 +69,7 @@ def cue_sources(db: Path) -> dict[str, Any]:
     counts = {"turns": 0, "turns_with_code": 0, "padding_turns": 0, "turns_without_cues": 0, "cues": 0,
               "cues_from_code": 0, "cues_on_turns_with_code": 0, "cues_of_padding_turns": 0}
     try:
-        for name in store.conversation_names():
+        for name in conversation_names(store):
             turns = store.turns(store.conversation_id(name))  # type: ignore[arg-type]
             cues = store.cues_of_turns(t.id for t in turns)
             for turn in turns:

@@ -51,6 +51,7 @@ import numpy as np
 
 from cuemem_cli.models.embedders import embed_questions, get_embedder
 from cuemem_cli.recall.reconstruct import reconstruct
+from cuemem_cli.store.base import conversation_names
 from cuemem_cli.store.sqlite import SQLiteStore
 from cuemem_cli.store.vectors import decode, similarities
 from cuemem_cli.store.vectors import EXACT_CUES, PREFILTER_CANDIDATES, nearest_signs, signs
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.migrate:
             db, result["migration"] = copied(args.db, Path(tmp))
         store = SQLiteStore.open(db, create=False)
-        held = set(store.conversation_names())
+        held = set(conversation_names(store))
         result["memory"] = {"conversations": len(held), "turns": store.turn_count(), "cues": store.cue_count(),
                             "db_bytes": Path(db).stat().st_size}
         questions = held_out_questions(args.exports, held, args.questions)

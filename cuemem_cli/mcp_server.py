@@ -38,7 +38,7 @@ from .recall.evidence import evidence_lines
 from .recall.scope import conversation_labels
 from .recall.settings import Settings
 from .records import Context, Message, chat_label
-from .store.base import now_iso
+from .store.base import maintenance, now_iso
 from .text import plural
 
 SERVER_NAME = "cuemem"
@@ -187,7 +187,7 @@ class MemoryTools:
         if not self._exists():
             return []
         keys = ("conversation", "title", "turns", "cues", "pending_turns", "first_time", "last_time")
-        return [{key: row[key] for key in keys} for row in self.memory.store.conversation_stats()]
+        return [{key: row[key] for key in keys} for row in maintenance(self.memory.store).conversation_stats()]
 
     def forget(self, conversation: str, turn_ids: list[str] | None = None) -> dict[str, Any]:
         """The turns (their cues, vectors and edges with them), or the whole conversation without `turn_ids`."""

@@ -28,7 +28,7 @@ from .recall.reconstruct import reconstruct
 from .recall.settings import Settings
 from .records import Answer, Context, Message
 from .registry import bind_extractor, make_answerer, make_extractor
-from .store.base import Store, now_iso
+from .store.base import Store, conversation_names, extraction_records, now_iso
 from .store.open import open_store, resolve_target
 from .timeparse import parse_time
 
@@ -249,7 +249,7 @@ class Memory:
                     "recently used or decayed turns goes by that)", exc.message)
 
     def conversations(self) -> list[str]:
-        return self.store.conversation_names()
+        return conversation_names(self.store)
 
     # --------------------------------------------------------- maintenance
     def forget(self, conversation: str | None = None, session: str | None = None, turns: Iterable[str] = (),
@@ -289,8 +289,8 @@ class Memory:
         if conversation is not None:
             cid = store.conversation_id(conversation)
             if cid is None:
-                raise UnknownConversation(conversation, store.conversation_names())
-        pending = [turn for turn, _ in store.pending_turns(cid)]
+                raise UnknownConversation(conversation, conversation_names(store))
+        pending = [turn for turn, _ in extraction_records(store).pending_turns(cid)]
         chosen = model or store.get_meta("extract_model")
         if not pending:
             return {"completed": 0, "still_pending": [], "model": chosen, "calls": 0, "extraction_failures": []}

@@ -105,7 +105,8 @@ def test_ingest_embeds_each_distinct_text_once(tmp_path):
         turn_vectors = store.turn_vectors([t.id for t in turns])
         cue_ids, _, _, codes = store.cue_codes(384)
         matrix = decode(codes)
-        statements = [c.id for c in store.conversation_cues(cid) if c.kind == "statement"]
+        statements = [c.id for found in store.cues_of_turns([t.id for t in turns]).values() for c in found
+                      if c.kind == "statement"]
     # Two turns with the same text, each with the same one-sentence statement cue and the same triples:
     # each distinct text is embedded once, so there are as many distinct vectors as texts embedded.
     assert report.texts_embedded < (report.cues + report.turns_added) / 2

@@ -259,7 +259,7 @@ def test_a_long_answer_holding_the_evidence_comes_in_as_an_excerpt(cli, cache_di
 
 def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_dir, embedder):
     """`no-context` and `mixed-context` need vectors of each turn alone, which the database no longer holds."""
-    from cuemem_cli.store.base import TURN_ALONE, TURN_WITH_PREVIOUS
+    from cuemem_cli.store.base import TURN_ALONE, TURN_WITH_PREVIOUS, turn_vector_text
     from cuemem_cli.store.sqlite import SQLiteStore
 
     summary = eval_json(cli, "longmemeval", str(FIXTURE), "--budget", "60", "--systems",
@@ -271,7 +271,7 @@ def test_the_context_ablations_run_on_a_copy_with_turn_alone_vectors(cli, cache_
     original = SQLiteStore.open(database, create=False)
     copy = SQLiteStore.open(database.with_suffix(".turn-alone.db"), create=False)
     try:
-        assert (original.turn_vector_text(), copy.turn_vector_text()) == (TURN_WITH_PREVIOUS, TURN_ALONE)
+        assert (turn_vector_text(original), turn_vector_text(copy)) == (TURN_WITH_PREVIOUS, TURN_ALONE)
         assert original.all_turn_texts() == copy.all_turn_texts()
         ids, texts = zip(*copy.all_turn_texts(), strict=True)
         alone = embedder.embed(list(texts))

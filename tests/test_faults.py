@@ -371,11 +371,12 @@ def test_a_write_ahead_log_on_a_read_only_mount_is_read_or_the_refusal_says_why(
 def _read_and_try_to_write(db: Path) -> list[str]:
     """What a user sees opening `db`: why it is read-only, what it holds, and the refusal of a write."""
     from cuemem_cli.errors import ReadOnlyStore
+    from cuemem_cli.store.base import conversation_names
     from cuemem_cli.store.open import open_store
 
     store = open_store(db, create=False)
     try:
-        seen = [str(store.read_only), ",".join(store.conversation_names())]
+        seen = [str(store.read_only), ",".join(conversation_names(store))]
         try:
             with store.transaction():
                 store.set_meta("written", "yes")

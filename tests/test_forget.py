@@ -16,6 +16,7 @@ from cuemem_cli.ingest.pipeline import IngestReport, Ingestor
 from cuemem_cli.records import content_hash
 from cuemem_cli.input.jsonl import parse_line
 from cuemem_cli.records import Message
+from cuemem_cli.store.base import conversation_names
 from cuemem_cli.store.sqlite import SQLiteStore
 from cuemem_cli.store.vectors import roundtrip
 
@@ -560,7 +561,7 @@ def test_import_refuses_what_is_not_an_export(cli, db_path, tmp_path):
     bad.write_text('{"conversation": "x", "text": "hi", "cues": [["a", "b"]]}\n')
     result = cli("--db", str(db_path), "import", str(bad))
     assert result.exit_code == 1 and f"{bad}:1: cue 1 must be" in result.stderr
-    assert not db_path.exists() or SQLiteStore.open(db_path).conversation_names() == []
+    assert not db_path.exists() or conversation_names(SQLiteStore.open(db_path)) == []
 
 
 def test_forgotten_turns_come_back_only_by_ingesting_them_again(cli, db, embedder, spacy_extractor):

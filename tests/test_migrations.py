@@ -12,6 +12,7 @@ import pytest
 from cuemem_cli.store import migrations
 from cuemem_cli.errors import StoreError
 from cuemem_cli.store.migrations import MIGRATIONS, Migration, steps
+from cuemem_cli.store.base import conversation_names
 from cuemem_cli.store.sqlite import APPLICATION_ID, SQLiteStore
 
 from conftest import assert_whole, raw
@@ -539,7 +540,7 @@ def test_a_postgres_database_the_previous_code_wrote_migrates_in_place(pg_url, b
         assert (cue.turn_id, similarity) == (2, pytest.approx(1.0))
         assert [tid for tid, _ in store.search_turns_fts('"dog"', 10, [1])] == [1]
         assert sorted(store.turn_vectors([1, 2, 3])) == [1, 2, 3]
-        assert store.data_version() == 7  # the commit counter is kept, not restarted
+        assert store.version().others == 7  # the commit counter is kept, not restarted
         with store.transaction():  # written after the migration: codes, read back as names
             store.insert_edges([(1, 3, "semantic", 0.7, 2)])
         assert (1, 3, "semantic", 0.7, 2) in store.edges_of(1)
@@ -591,7 +592,7 @@ def test_a_database_of_per_conversation_vectors_migrates_to_one_memory(tmp_path)
         mem.ingest_file(samples / "assistant_chat.jsonl")
         mem.add(chat)
         store, embedder = mem.store, mem.embedder()
-        names = store.conversation_names()
+        names = conversation_names(store)
         counts = {t: store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                   for t in ("turns", "cues", "cue_vectors", "edges", "turn_vectors")}
         vectors = [embedder.embed([q])[0] for q in questions]

@@ -16,6 +16,7 @@ from conftest import SAMPLES
 
 from cuemem_cli.errors import StoreError
 from cuemem_cli.memory import Memory
+from cuemem_cli.store.base import has_vectors
 from cuemem_cli.store.postgres import PostgresStore, search_path_schemas, split_schema
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
@@ -115,7 +116,7 @@ def test_a_schema_memory_is_not_the_default_memory_in_public(cli, pg_url, memori
         memories(carol, create=False).store  # noqa: B018 (opening it is the test)
     fresh = memories(carol)
     assert fresh.conversations() == []
-    assert fresh.store.has_vectors() is False
+    assert has_vectors(fresh.store) is False
     fresh.ingest_file(MAYA)
     assert fresh.conversations() == ["maya-and-leo"]
     assert memories(pg_url).conversations() == ["assistant-chat"]

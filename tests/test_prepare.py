@@ -114,7 +114,8 @@ def test_a_short_turns_sentences_are_embedded_on_their_own(tmp_path, embedder):
         cid = store.conversation_id("c")
         ids, _, _, codes = store.cue_codes(embedder.dim)
         matrix = decode(codes)
-        [cue] = [c for c in store.conversation_cues(cid) if c.kind == "statement" and c.object == said]
+        cues = store.cues_of_turns([t.id for t in store.turns(cid)])
+        [cue] = [c for found in cues.values() for c in found if c.kind == "statement" and c.object == said]
     assert np.allclose(matrix[list(map(int, ids)).index(cue.id)], embedder.embed([said])[0], atol=0.01)
 
 

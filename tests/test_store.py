@@ -10,7 +10,7 @@ import pytest
 
 from cuemem_cli.errors import StoreError
 from cuemem_cli.store.migrations import MIGRATIONS, Migration
-from cuemem_cli.store.base import TURN_ALONE
+from cuemem_cli.store.base import TURN_ALONE, turn_vector_text
 from cuemem_cli.store.sqlite import SQLiteStore, sqlite3
 
 VECTOR_MIGRATIONS = [m for m in MIGRATIONS if m.needs_dim]
@@ -131,7 +131,7 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
     vectors = store.turn_vectors(ids)
     assert sorted(vectors) == ids
     assert all(abs(float(np.linalg.norm(v)) - 1.0) < 1e-5 for v in vectors.values())
-    assert store.turn_vector_text() == TURN_ALONE  # sentence means: read as vectors of the turn alone
+    assert turn_vector_text(store) == TURN_ALONE  # sentence means: read as vectors of the turn alone
     store.close()
     with Memory(path) as mem:
         assert [e.source_id for e in mem.context("Where did Ana move?", "c").evidence]

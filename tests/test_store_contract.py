@@ -1,19 +1,25 @@
 """The store contract: SQLite (store/sqlite.py) and PostgreSQL (store/postgres.py) answer every method of
-the `Store` Protocol (store/base.py) the same way. Behaviour tests run on each backend; comparison tests fill
+every store Protocol (store/base.py: the engine's `Store`, and `ExtractionRecords`, `Maintenance`,
+`BrowseQueries`, `EvalQueries`) the same way. Behaviour tests run on each backend; comparison tests fill
 both with the same rows and compare what each returns; a test fails when a Protocol method is called by
 none of them. Real SQLite + sqlite-vec, real PostgreSQL + pgvector (conftest)."""
 
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from cuemem_cli.errors import ModelMismatch, ReadOnlyStore, StoreError
 from cuemem_cli.store.migrations import MIGRATIONS
-from cuemem_cli.store.base import NewTurn, Store
+from cuemem_cli.ingest.pipeline import texts_with_previous
+from cuemem_cli.store import base
+from cuemem_cli.store.base import (NewTurn, browse_queries, check_embedder, conversation_names, extraction_records,
+                                   has_vectors, maintenance, turn_vector_text)
 from cuemem_cli.store.open import open_store
 
 TEXTS = [
@@ -105,7 +111,7 @@ def test_opens_migrated_and_reopens_without_migrating_again(backend_db):
     first.close()
     again = open_store(backend_db)
     assert again.schema_version() == version
-    assert again.conversation_names() == []
+    assert conversation_names(again) == []
     again.close()
 
 
@@ -128,7 +134,7 @@ def test_a_store_opened_read_only_reads_and_refuses_writes_before_they_start(bac
         turns = reader.turns(ids["a"])
         assert [t.source_id for t in turns] == [f"t{i}" for i in range(len(TEXTS))]
         with reader.snapshot():
-            assert reader.conversation_names() == ["a"]
+            assert conversation_names(reader) == ["a"]
         with pytest.raises(ReadOnlyStore, match="is read-only: it was opened for reading only, as asked"):
             reader.check_writable()
         with pytest.raises(ReadOnlyStore, match="cuemem can read it but not change it"), reader.transaction():
@@ -158,15 +164,15 @@ def test_a_memory_that_does_not_exist_is_not_created_read_only(backend_db):
 
 
 def test_embedding_model_is_recorded_and_guarded(any_store):
-    assert not any_store.has_vectors()
+    assert not has_vectors(any_store)
     any_store.bind_embedder("all-MiniLM-L6-v2", 384, "onnx")
     any_store.bind_embedder("all-MiniLM-L6-v2", 384, "sentence-transformers")  # same space: fine
     with pytest.raises(ModelMismatch, match="all-MiniLM-L6-v2"):
         any_store.bind_embedder("bge-small", 384, "onnx")
     with pytest.raises(ModelMismatch):
-        any_store.check_embedder("all-MiniLM-L6-v2", 768)
-    any_store.check_embedder("all-MiniLM-L6-v2", 384)
-    assert any_store.has_vectors()
+        check_embedder(any_store, "all-MiniLM-L6-v2", 768)
+    check_embedder(any_store, "all-MiniLM-L6-v2", 384)
+    assert has_vectors(any_store)
     assert any_store.meta()["embedding_dim"] == "384" and any_store.get_meta("embedding_backend") == "onnx"
     assert any_store.get_meta("nothing", "default") == "default"
 
@@ -175,7 +181,7 @@ def test_transaction_rolls_back_everything(any_store):
     with pytest.raises(RuntimeError), any_store.transaction():
         any_store.conversation_id("x", create=True)
         raise RuntimeError("boom")
-    assert any_store.conversation_names() == []
+    assert conversation_names(any_store) == []
 
 
 def test_search_ranges_over_the_memory_or_stays_inside_the_conversations_named(any_store):
@@ -206,17 +212,18 @@ def test_lexical_search_is_stemmed(any_store):
     assert found == {"t10"}  # a hyphenated word is indexed as its parts
 
 
-def test_another_connections_commit_changes_data_version_its_own_does_not(backend_db):
+def test_a_commit_changes_the_version_of_who_made_it(backend_db):
+    """`others` changes with another connection's commit, `own` with this connection's write."""
     mine, other = open_store(backend_db), open_store(backend_db)
     try:
-        before, seen = mine.data_version(), mine.version()
+        before = mine.version()
         with mine.transaction():
             mine.set_meta("k", "1")
-        assert mine.data_version() == before
-        assert mine.version() != seen
+        after = mine.version()
+        assert after.others == before.others and after.own != before.own
         with other.transaction():
             other.set_meta("k", "2")
-        assert mine.data_version() != before
+        assert mine.version().others != before.others and mine.version().own == after.own
         assert mine.get_meta("k") == "2"
     finally:
         mine.close()
@@ -227,11 +234,11 @@ def test_a_snapshot_does_not_see_a_later_commit(backend_db):
     reader, writer = open_store(backend_db), open_store(backend_db)
     try:
         with reader.snapshot():
-            assert reader.conversation_names() == []
+            assert conversation_names(reader) == []
             with writer.transaction():
                 writer.conversation_id("late", create=True)
-            assert reader.conversation_names() == []
-        assert reader.conversation_names() == ["late"]
+            assert conversation_names(reader) == []
+        assert conversation_names(reader) == ["late"]
     finally:
         reader.close()
         writer.close()
@@ -244,7 +251,7 @@ def test_delete_turns_takes_everything_of_theirs(any_store):
         counts = any_store.delete_turns([t.id for t in turns])
     assert counts["turns"] == len(TEXTS) and counts["cues"] == counts["vectors"] == 2 * len(TEXTS)
     assert counts["conversations_removed"] == ["a"]
-    assert any_store.conversation_names() == ["b"]
+    assert conversation_names(any_store) == ["b"]
     assert any_store.turn_vectors([t.id for t in turns]) == {}
     assert any_store.conversation_stats()[0]["turns"] == len(TEXTS)
 
@@ -281,10 +288,10 @@ def test_status_cache_and_counts(any_store):
         any_store.cache_triples("llm", "v2", "hash0", [])
     assert any_store.cached_triples("llm", "v1", "hash0") == [["Maya", "adopted", "Biscuit"]]
     assert any_store.cached_triples("llm", "v2", "hash0") == []
-    assert any_store.turn_vector_text() == "turn+previous"
+    assert turn_vector_text(any_store) == "turn+previous"
     with any_store.transaction():
         any_store.set_meta("turn_vectors", "turn")
-    assert any_store.turn_vector_text() == "turn"
+    assert turn_vector_text(any_store) == "turn"
 
 
 def test_the_memory_as_arrays_codes_and_edges(any_store):
@@ -295,7 +302,8 @@ def test_the_memory_as_arrays_codes_and_edges(any_store):
 
     ids = fill(any_store)
     cue_ids, turn_ids, conversation_ids, codes = any_store.cue_codes(DIM)
-    cues = {c.id: c for cid in ids.values() for c in any_store.conversation_cues(cid)}
+    turn_ids_of = [t.id for cid in ids.values() for t in any_store.turns(cid)]
+    cues = {c.id: c for found in any_store.cues_of_turns(turn_ids_of).values() for c in found}
     assert cue_ids.tolist() == sorted(cues) and codes.dtype == np.int8 and codes.shape == (len(cues), DIM)
     assert turn_ids.tolist() == [cues[c].turn_id for c in cue_ids.tolist()]
     assert conversation_ids.tolist() == [ids[any_store.turns_by_id([t])[t].conversation] for t in turn_ids.tolist()]
@@ -344,7 +352,6 @@ def test_each_backend_keeps_its_own_knn_limit(any_store):
         [tid] = any_store.insert_turns([NewTurn(cid, 0, "t0", "many cues", "h", None, None, None, None, {})])
         cue_ids = any_store.insert_cues(cid, [(tid, "s", "r", f"o{i}", "triple") for i in range(n)])
         any_store.insert_vectors(cid, cue_ids, unit(np.random.default_rng(3), n))
-    any_store.map_file()  # SQLite reads through mmap from here; a server has nothing to switch
     found = any_store.knn_cues(unit(np.random.default_rng(4), 1)[0], n)
     assert len(found) == (VEC0_MAX_K if sqlite else n)
     sims = [sim for _, sim in found]
@@ -358,7 +365,7 @@ def test_scrub_after_a_forget_keeps_what_remains(any_store):
         with pytest.raises(StoreError, match="inside a transaction"):
             any_store.scrub()
     any_store.scrub()
-    assert any_store.conversation_names() == ["b"]
+    assert conversation_names(any_store) == ["b"]
     assert len(any_store.knn_cues(unit(np.random.default_rng(1), 1)[0], 100)) == 2 * len(TEXTS)
     assert {t for t, _ in any_store.search_turns_fts('"dogs"', 10)} <= {t.id for t in any_store.turns(ids["b"])}
 
@@ -408,14 +415,38 @@ def test_browse_search_finds_turns_of_every_conversation_holding_every_word(any_
     assert found() == [] and found("dog", limit=0) == []
 
 
+def protocols() -> list[type]:
+    """Every Protocol store/base.py declares."""
+    return [value for value in vars(base).values() if isinstance(value, type) and value.__module__ == base.__name__
+            and typing.Protocol in value.__mro__[1:]]
+
+
 def test_every_protocol_method_has_a_contract_test():
-    """Each public member of the `Store` Protocol is called somewhere in this module, whose tests run on
-    both backends: a method added to the Protocol without a contract test fails here."""
-    members = {name for name in vars(Store) if not name.startswith("_")} | set(Store.__annotations__)
-    assert len(members) > 60 and {"knn_cues", "delete_turns", "max_k", "path"} <= members
+    """Each public member of every store Protocol is called somewhere in this module, whose tests run on
+    both backends: a method added to a Protocol (or a Protocol added) without a contract test fails here."""
+    members = {name for protocol in protocols() for name in {*vars(protocol), *protocol.__annotations__}
+               if not name.startswith("_")}
+    assert [p.__name__ for p in protocols()] == ["Store", "ExtractionRecords", "Maintenance", "BrowseQueries",
+                                                 "EvalQueries"]
+    assert len(members) > 60 and {"knn_cues", "delete_turns", "max_k", "path", "cached_triples", "forget_selection",
+                                  "browse_conversations", "all_turn_texts"} <= members
     used = {node.attr for node in ast.walk(ast.parse(Path(__file__).read_text(encoding="utf-8")))
             if isinstance(node, ast.Attribute)}
     assert sorted(members - used) == []
+
+
+def test_each_backend_is_every_protocol_and_a_backend_without_one_is_refused_by_name(any_store):
+    """Both backends pass as each tool's protocol; a store that lacks one (a third backend with only the
+    engine's `Store`, say) is refused naming what it lacks, before a tool calls a method it does not have."""
+    for narrow in (extraction_records, maintenance, browse_queries):
+        assert narrow(any_store) is any_store
+    engine_only = SimpleNamespace(path="elsewhere", read_only=None, max_k=None)
+    with pytest.raises(StoreError, match=r"elsewhere: its backend \(SimpleNamespace\) has no Maintenance"):
+        maintenance(engine_only)
+    with pytest.raises(StoreError, match="has no BrowseQueries"):
+        browse_queries(engine_only)
+    with pytest.raises(StoreError, match="has no ExtractionRecords"):
+        extraction_records(engine_only)
 
 
 # --------------------------------------------------- both backends, compared
@@ -423,7 +454,7 @@ def test_both_backends_return_the_same_rows(both):
     sqlite, postgres = both
     ids = _same(fill(sqlite), fill(postgres))
     cid = ids["a"]
-    _same(sqlite.conversation_names(), postgres.conversation_names())
+    _same(conversation_names(sqlite), conversation_names(postgres))
     turns = _same(sqlite.turns(cid), postgres.turns(cid))
     turn_ids = [t.id for t in turns]
     _same(sqlite.turns_by_id(turn_ids[2:5]), postgres.turns_by_id(turn_ids[2:5]))
@@ -454,9 +485,8 @@ def test_both_backends_return_the_same_rows(both):
     _same(sqlite.previous_turns(turn_ids), postgres.previous_turns(turn_ids))
     _same(sqlite.turns_after(turn_ids[4:7]), postgres.turns_after(turn_ids[4:7]))
     _same(sqlite.last_turn(cid), postgres.last_turn(cid))
-    _same(sqlite.texts_with_previous(turn_ids), postgres.texts_with_previous(turn_ids))
+    _same(texts_with_previous(sqlite, turn_ids), texts_with_previous(postgres, turn_ids))
     _same(sqlite.cues_of_turns(turn_ids), postgres.cues_of_turns(turn_ids))
-    _same(sqlite.conversation_cues(cid), postgres.conversation_cues(cid))
     _same(sqlite.cue_count(cid), postgres.cue_count(cid))
     _same(sqlite.all_edges(cid), postgres.all_edges(cid))
     _same(sqlite.all_edges(), postgres.all_edges())

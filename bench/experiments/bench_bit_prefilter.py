@@ -36,7 +36,7 @@ from cuemem_cli.store import vectors as vec
 from cuemem_cli.config import DEFAULT_TOP_M
 from cuemem_cli.models.embedders import get_embedder, spec_for
 from cuemem_cli.cues.statements import without_names
-from cuemem_cli.store.base import NewTurn
+from cuemem_cli.store.base import NewTurn, conversation_names
 from cuemem_cli.store.sqlite import SQLiteStore
 
 DIM = 384
@@ -63,7 +63,7 @@ def timed(fn):
 def main(db: str, locomo: str = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10.json"),
          n: str = "1000000", step: str = "16") -> dict:
     source = SQLiteStore.open(db, readonly=True)
-    names = source.conversation_names()
+    names = conversation_names(source)
     real = np.vstack([source.conversation_vectors(source.conversation_id(c), DIM)[3] for c in names])
     speakers = {s for c in names for s in source.speakers(source.conversation_id(c))}
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))

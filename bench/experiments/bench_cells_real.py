@@ -21,13 +21,13 @@ from cuemem_cli import cells
 from cuemem_cli.config import DEFAULT_TOP_M
 from cuemem_cli.models.embedders import get_embedder, spec_for
 from cuemem_cli.cues.statements import without_names
-from cuemem_cli.store.base import NewTurn
+from cuemem_cli.store.base import NewTurn, conversation_names
 from cuemem_cli.store.sqlite import SQLiteStore
 
 
 def main(db: str, locomo: str, probes: str = "8,16,32,64") -> dict:
     source = SQLiteStore.open(db, readonly=True)
-    ids = [cid for name in source.conversation_names() if (cid := source.conversation_id(name)) is not None]
+    ids = [cid for name in conversation_names(source) if (cid := source.conversation_id(name)) is not None]
     parts = [source.conversation_vectors(cid, 384)[3] for cid in ids]
     speakers = {s for cid in ids for s in source.speakers(cid)}
     embedder = get_embedder(spec_for(source.get_meta("embedding_model")))

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import CuememError, LLMError, UnknownConversation
 from ..memory import Memory
 from ..recall.settings import Settings
+from ..store.base import browse_queries, conversation_names, maintenance
 from .picture import Picture, draw
 
 PAGE_CONVERSATIONS = 50  # conversations per page of the list
@@ -42,7 +43,8 @@ def conversations(memory: Memory, search: str | None, page: int) -> dict[str, An
     store = memory.store
     search = (search or "").strip() or None
     with store.snapshot():
-        total, rows = store.browse_conversations(search, None, page * PAGE_CONVERSATIONS, PAGE_CONVERSATIONS)
+        total, rows = browse_queries(store).browse_conversations(search, None, page * PAGE_CONVERSATIONS,
+                                                                 PAGE_CONVERSATIONS)
         hits = _search_turns(memory, search) if search else []
     return {"search": search, "words": search_words(search) if search else [], "page": page,
             "pages": max(1, math.ceil(total / PAGE_CONVERSATIONS)), "total": total,
@@ -52,7 +54,7 @@ def conversations(memory: Memory, search: str | None, page: int) -> dict[str, An
 def _search_turns(memory: Memory, text: str) -> list[dict[str, Any]]:
     store = memory.store
     words = search_words(text)
-    hits = store.browse_search_turns(words, SEARCH_HITS)
+    hits = browse_queries(store).browse_search_turns(words, SEARCH_HITS)
     turns = store.turns_by_id([turn_id for turn_id, _ in hits])
     return [{**asdict(turns[turn_id]), "score": round(score, 4), "snippet": snippet(turns[turn_id].text, words)}
             for turn_id, score in hits if turn_id in turns]
@@ -80,7 +82,7 @@ def conversation(memory: Memory, name: str, page: int | None = None, at: int | N
     with store.snapshot():
         cid = store.conversation_id(name)
         if cid is None:
-            raise _unknown(UnknownConversation(name, store.conversation_names()))
+            raise _unknown(UnknownConversation(name, conversation_names(store)))
         if at is not None:
             found = store.turns_by_id([at]).get(at)
             if found is None or found.conversation != name:
@@ -91,8 +93,8 @@ def conversation(memory: Memory, name: str, page: int | None = None, at: int | N
         low = page * PAGE_TURNS
         ids = [turn_id for turn_id, _ in store.turns_at_positions(cid, low, low + PAGE_TURNS - 1)]
         turns = sorted(store.turns_by_id(ids).values(), key=lambda t: t.position)
-        cues = store.cues_of_turns(ids)
-        _, [summary] = store.browse_conversations(None, name, 0, 1)
+        cues = maintenance(store).cues_of_turns(ids)
+        _, [summary] = browse_queries(store).browse_conversations(None, name, 0, 1)
     return {"conversation": _titled(summary), "page": page, "pages": pages, "at": at,
             "turns": [{**asdict(t), "cues": [asdict(c) for c in cues.get(t.id, [])]} for t in turns]}
 
@@ -105,12 +107,13 @@ def turn(memory: Memory, turn_id: int) -> dict[str, Any]:
         found = store.turns_by_id([turn_id]).get(turn_id)
         if found is None:
             raise NotFound(f"this memory has no turn {turn_id}", "it may have been forgotten")
-        cues = store.cues_of_turns([turn_id]).get(turn_id, [])
+        reads = maintenance(store)
+        cues = reads.cues_of_turns([turn_id]).get(turn_id, [])
 
         def other(src: int, dst: int) -> int:
             return dst if src == turn_id else src
 
-        edges = store.edges_of(turn_id)
+        edges = reads.edges_of(turn_id)
         others = store.turns_by_id({other(src, dst) for src, dst, *_ in edges})
         edges = [e for e in edges if other(e[0], e[1]) in others]
         drawn: dict[int, str] = {turn_id: "center"}
@@ -166,6 +169,7 @@ def question(memory: Memory, text: str, conversation: str | None, model: str | N
 def _evidence_ids(memory: Memory, data: dict[str, Any]) -> list[int | None]:
     """The stored turn behind each evidence item: its conversation and source id."""
     store = memory.store
+    reads = maintenance(store)
     cids: dict[str, int | None] = {}
     ids: list[int | None] = []
     for ev in data["evidence"]:
@@ -173,7 +177,7 @@ def _evidence_ids(memory: Memory, data: dict[str, Any]) -> list[int | None]:
         if name not in cids:
             cids[name] = store.conversation_id(name)
         cid = cids[name]
-        found = store.turns_with_source_id(ev["source_id"], cid) if cid is not None else []
+        found = reads.turns_with_source_id(ev["source_id"], cid) if cid is not None else []
         ids.append(found[0].id if found else None)
     return ids
 
@@ -182,10 +186,11 @@ def scope(memory: Memory, chosen: str | None) -> dict[str, Any]:
     """The question box's conversation selector: the most recent conversations (and the chosen one), and
     which is selected: `chosen`, else "all" (a question ranges over the whole memory)."""
     store = memory.store
+    listing = browse_queries(store)
     with store.snapshot():
-        total, rows = store.browse_conversations(None, None, 0, SELECTOR_CONVERSATIONS)
+        total, rows = listing.browse_conversations(None, None, 0, SELECTOR_CONVERSATIONS)
         if chosen and chosen not in {r["conversation"] for r in rows}:
-            rows += store.browse_conversations(None, chosen, 0, 1)[1]
+            rows += listing.browse_conversations(None, chosen, 0, 1)[1]
     return {"chosen": chosen, "total": total, "options": [_titled(r) for r in rows]}
 
 

@@ -31,7 +31,7 @@ from ..recall.reconstruct import reconstruct
 from ..recall.scope import resolve_scope
 from ..recall.settings import Settings
 from ..records import Context, Evidence, Turn
-from ..store.base import Store
+from ..store.base import Store, maintenance
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -103,7 +103,8 @@ class ConversationView:
         self.name, self.scope, self.scope_name = name or "(memory)", scope.names or None, name
         self.ids = scope.ids
         cids = scope.ids if scope.ids is not None else [cid for cid, _, _ in store.conversations()]
-        self.turns = [t for cid in cids for t in store.turns(cid)]
+        reads = maintenance(store)  # conversations whole, as inspect reads them
+        self.turns = [t for cid in cids for t in reads.turns(cid)]
         self.by_id = {t.id: t for t in self.turns}
         self.qualified = name is None
         self.index = {self.key(t.conversation, t.source_id): i for i, t in enumerate(self.turns)}

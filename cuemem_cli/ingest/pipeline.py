@@ -27,7 +27,7 @@ from ..cues.language import LanguageWatch
 from ..cues.statements import cue_text, statement_cues
 from ..errors import CuememError, StoreError
 from ..records import Message, Triple, Turn, content_hash, source_id_of
-from ..store.base import TURN_ALONE, NewTurn, Store
+from ..store.base import TURN_ALONE, NewTurn, Store, extraction_records, turn_vector_text
 from ..text import plural
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .prepare import Pair, Prepared, Workers, cues_of, embed_cues, embed_distinct, embed_turns
@@ -101,14 +101,24 @@ class _Batch:
 def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:
     """Embed these stored turns again from their text and the turn now before them in their session
     (after a forget or a replace changed it); call inside the write transaction."""
-    rows = store.texts_with_previous(turn_ids)
+    rows = texts_with_previous(store, turn_ids)
     if not rows:
         return 0
-    if store.turn_vector_text() == TURN_ALONE:
+    if turn_vector_text(store) == TURN_ALONE:
         rows = [(tid, text, None) for tid, text, _ in rows]
     vectors = embed_turns(embedder, [(text, previous) for _, text, previous in rows])
     store.insert_turn_vectors(list(zip([tid for tid, _, _ in rows], vectors, strict=True)))
     return len(rows)
+
+
+def texts_with_previous(store: Store, turn_ids: Iterable[int]) -> list[tuple[int, str, str | None]]:
+    """(turn id, text, text of the turn before it in its session or None) for each stored turn: what its
+    turn vector is embedded from (embed_turns)."""
+    ids = list(turn_ids)
+    before = store.previous_turns(ids)
+    turns = store.turns_by_id([*ids, *before.values()])
+    return [(tid, turns[tid].text, turns[before[tid]].text if tid in before else None)
+            for tid in ids if tid in turns]
 
 
 class Ingestor:
@@ -126,7 +136,7 @@ class Ingestor:
         self._index: NeighbourIndex | None = None  # the memory's cue vectors; loaded when a batch needs them
         self._people: dict[int, frozenset[str]] | None = None  # conversation → its speakers; loaded with the index
         self._dispatched: dict[str, tuple[str | None, str] | None] = {}  # conversation → its last turn sent on
-        self._data_version: int | None = None  # the store's data_version when this ingestor last wrote
+        self._seen_others: int | None = None  # the commits of other processes (Store.version) as of its last write
         self._committed = 0  # report.turns_added as of the last batch committed
 
     def _graph_settings(self, window: int | None, sem_k: int | None) -> tuple[int, int]:
@@ -274,12 +284,12 @@ class Ingestor:
     def _sync(self) -> None:
         """Under the write lock: if another process committed since this ingestor last wrote, what it
         remembers (conversation ids, next positions, cue indexes) may be stale, so it is read again."""
-        version = self.store.data_version()
-        if version != self._data_version:
+        others = self.store.version().others
+        if others != self._seen_others:
             self._conversations.clear()
             self._index = None
             self._people = None
-            self._data_version = version
+            self._seen_others = others
 
     def _next_batch(self, batch: list[Message], queue: deque[_Batch], background: ThreadPoolExecutor | None,
                     workers: Workers | None, report: IngestReport, languages: LanguageWatch) -> None:
@@ -344,7 +354,7 @@ class Ingestor:
         it in its conversation that this run sent to be prepared, or else the conversation's latest stored
         turn. A replacing turn gets its vector under the write lock (`_store_batch`), as does any turn whose
         predecessor turned out otherwise when it is stored (`_store_turn_vectors`)."""
-        if self.store.turn_vector_text() == TURN_ALONE:  # a database from before m005 stays consistent
+        if turn_vector_text(self.store) == TURN_ALONE:  # a database from before m005 stays consistent
             return [(item.message.text, None) for item in items]
         last = self._dispatched
         out: list[Pair] = []
@@ -404,8 +414,8 @@ class Ingestor:
         """Each new turn's vector, as embedded before the lock if the turn before it is still the one it was
         read with; else (another process appended or forgot turns meanwhile, or the turn replaces one)
         embedded again now, as are the turns right after a replaced one."""
-        now = dict((tid, (text, previous)) for tid, text, previous in self.store.texts_with_previous(turn_ids))
-        alone = self.store.turn_vector_text() == TURN_ALONE
+        now = dict((tid, (text, previous)) for tid, text, previous in texts_with_previous(self.store, turn_ids))
+        alone = turn_vector_text(self.store) == TURN_ALONE
         ready, again = [], []
         for item, tid in zip(fresh, turn_ids, strict=True):
             pair = (now[tid][0], None) if alone else now[tid]
@@ -435,7 +445,8 @@ class Ingestor:
                         for (turn, triples), end in zip(done, ends, strict=True)]
         with self.store.transaction():
             self._sync()
-            still = {turn.id for turn, _ in self.store.pending_turns()}  # another process may have done or forgot some
+            records = extraction_records(self.store)
+            still = {turn.id for turn, _ in records.pending_turns()}  # another process may have done or forgot some
             with_vectors = [item for item in with_vectors if item[0].id in still]
             self._neighbours()
             staged = []
@@ -443,7 +454,7 @@ class Ingestor:
                 conv = self._conversation(turn.conversation)
                 cue_ids = self._add_cues(conv, turn.id, triples, cue_vectors, report)
                 staged.append((conv, turn.id, turn.position, cue_ids, cue_vectors, False))
-            self.store.set_status([turn.id for turn, _, _ in with_vectors], "done")
+            records.set_status([turn.id for turn, _, _ in with_vectors], "done")
             self._link(staged, report, temporal=False)
 
     @staticmethod

@@ -27,7 +27,7 @@ from ..input.jsonl import read_messages
 from ..input.sources import Input, open_input
 from ..recall.scope import resolve_one
 from ..records import Message, Triple, source_id_of
-from ..store.base import Store
+from ..store.base import Store, maintenance
 
 CUES = "cues"
 
@@ -45,10 +45,11 @@ def export_records(store: Store, conversation: str | None = None) -> Iterator[di
 
 
 def _records(store: Store, cid: int | None) -> Iterator[dict[str, Any]]:
+    turns = maintenance(store)
     with store.snapshot():
-        rows = store.export_turns(cid)
+        rows = turns.export_turns(cid)
         while chunk := list(islice(rows, 256)):
-            cues = store.cues_of_turns([row[0] for row in chunk])
+            cues = turns.cues_of_turns([row[0] for row in chunk])
             for row in chunk:
                 yield _record(row, cues.get(row[0], []))
 

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..errors import CuememError
 from ..recall.scope import conversation_labels, resolve_one
-from ..store.base import TURN_WITH_PREVIOUS, Store, now_iso
+from ..store.base import TURN_WITH_PREVIOUS, Store, check_embedder, maintenance, now_iso, turn_vector_text
 from ..text import plural
 from ..timeparse import parse_time
 
@@ -161,8 +161,9 @@ def _titles(store: Store, report: ForgetReport) -> dict[str, str]:
 
 
 def _select(store: Store, selection: Selection, cid: int | None) -> list[tuple[int, str]]:
-    return store.forget_selection(cid, selection.session, list(selection.turns) if selection.turns else None,
-                                  selection.before, _decay_cutoff(selection), selection.lru)
+    turns = list(selection.turns) if selection.turns else None
+    return maintenance(store).forget_selection(cid, selection.session, turns, selection.before,
+                                               _decay_cutoff(selection), selection.lru)
 
 
 def plan(store: Store, selection: Selection) -> tuple[list[int], ForgetReport]:
@@ -176,10 +177,10 @@ def plan(store: Store, selection: Selection) -> tuple[list[int], ForgetReport]:
         report.conversations = dict(Counter(name for _, name in chosen))
         report.turns = len(ids)
         if ids:
-            counts = store.forget_counts(ids)
+            counts = maintenance(store).forget_counts(ids)
             report.cues, report.vectors, report.edges, report.extraction_cache = (
                 counts["cues"], counts["vectors"], counts["edges"], counts["extraction_cache"])
-            totals = {row["conversation"]: row["turns"] for row in store.conversation_stats()}
+            totals = {row["conversation"]: row["turns"] for row in maintenance(store).conversation_stats()}
             report.conversations_removed = [name for name, n in report.conversations.items() if totals.get(name) == n]
             report.titles = _titles(store, report)
     return ids, report
@@ -215,7 +216,7 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
         return report
     if ids:
         cid = _scope(store, selection)
-        renew = store.turn_vector_text() == TURN_WITH_PREVIOUS
+        renew = turn_vector_text(store) == TURN_WITH_PREVIOUS
         model = _load(store, embedder) if renew and store.turns_after(ids) else None
         with store.transaction():
             titles = _titles(store, report)
@@ -235,7 +236,7 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
         report.titles = {name: title for name, title in titles.items() if name in report.conversations}
         report.applied = True
     if vacuum:
-        store.scrub()
+        maintenance(store).scrub()
         report.vacuumed = True
     return report
 
@@ -248,6 +249,6 @@ def _load(store: Store, embedder: Callable[[], Any] | None):
         model = get_embedder(spec_for(store.get_meta("embedding_model")))
     else:
         model = embedder()
-    store.check_embedder(model.model_id, model.dim)
+    check_embedder(store, model.model_id, model.dim)
     return model
 

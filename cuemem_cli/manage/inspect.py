@@ -13,41 +13,42 @@ from typing import Any
 from ..errors import CuememError
 from ..recall.scope import resolve_one
 from ..records import Turn
-from ..store.base import Store
+from ..store.base import Store, maintenance, turn_vector_text
 
 
 def summary(store: Store, conversation: str | None = None, graph: bool = False) -> dict[str, Any]:
     """Counts and settings; with `graph`, the nodes and edges too (`--format json`)."""
-    stats = store.conversation_stats()
+    reads = maintenance(store)
+    stats = reads.conversation_stats()
     if conversation is not None:
         _, name = resolve_one(store, conversation)
         stats = [s for s in stats if s["conversation"] == name]
     for s in stats:
-        s["degree"] = store.degree_stats(store.conversation_id(s["conversation"]))
-    meta = store.meta()
+        s["degree"] = reads.degree_stats(store.conversation_id(s["conversation"]))
+    meta = reads.meta()
     settings = {
         "db": store.path,
-        "schema_version": store.schema_version(),
+        "schema_version": reads.schema_version(),
         "embedding_model": meta.get("embedding_model"),
         "embedding_dim": int(meta["embedding_dim"]) if "embedding_dim" in meta else None,
         "embedding_backend": meta.get("embedding_backend"),
-        "turn_vectors": store.turn_vector_text(),  # what a turn's vector was embedded from
+        "turn_vectors": turn_vector_text(store),  # what a turn's vector was embedded from
         "graph_window": int(meta["graph_window"]) if "graph_window" in meta else None,
         "graph_sem_k": int(meta["graph_sem_k"]) if "graph_sem_k" in meta else None,
     }
     if not graph:
         return {"settings": settings, "conversations": stats}
     ids = [cid for s in stats if (cid := store.conversation_id(s["conversation"])) is not None]
-    turns = [t for cid in ids for t in store.turns(cid)]
-    edges = [e for cid in ids for e in store.all_edges(cid)]
+    turns = [t for cid in ids for t in reads.turns(cid)]
+    edges = [e for cid in ids for e in reads.all_edges(cid)]
     return {"settings": settings, "conversations": stats, **graph_json(store, with_far_ends(store, turns, edges),
                                                                         edges)}
 
 
 def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[str, Any]:
     name, turn = find_turn(store, conversation, source_id)
-    cues = store.cues_of_turns([turn.id]).get(turn.id, [])
-    edges = store.edges_of(turn.id)
+    cues = maintenance(store).cues_of_turns([turn.id]).get(turn.id, [])
+    edges = maintenance(store).edges_of(turn.id)
     others = store.turns_by_id({dst if src == turn.id else src for src, dst, *_ in edges})
     neighbours = []
     for src, dst, kind, weight, rank in edges:
@@ -62,14 +63,14 @@ def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[
 def neighbourhood(store: Store, conversation: str | None, source_id: str) -> tuple[str, list[Turn], list[tuple]]:
     """One turn, its one-hop neighbours and the edges between it and them (`--turn` with dot or graphml)."""
     name, turn = find_turn(store, conversation, source_id)
-    edges = store.edges_of(turn.id)
+    edges = maintenance(store).edges_of(turn.id)
     others = store.turns_by_id({dst if src == turn.id else src for src, dst, *_ in edges})
     return name, [turn, *sorted(others.values(), key=lambda t: t.position)], edges
 
 
 def graph_json(store: Store, turns: list[Turn], edges: list[tuple]) -> dict[str, list[dict[str, Any]]]:
     """The nodes and edges of `--format json` (their fields are documented in the module docstring)."""
-    cues = store.cues_of_turns([t.id for t in turns])
+    cues = maintenance(store).cues_of_turns([t.id for t in turns])
     nodes = [{"id": t.id, "conversation": t.conversation, "source_id": t.source_id, "time": t.time,
               "speaker": t.speaker, "cues": len(cues.get(t.id, []))} for t in turns]
     return {"nodes": nodes, "edges": [{"src": src, "dst": dst, "kind": kind, "weight": weight, "rank": rank}
@@ -81,7 +82,7 @@ def find_turn(store: Store, conversation: str | None, source_id: str) -> tuple[s
     wherever in the memory it is, when only one conversation has it. An id copied from `ask`'s evidence (a
     ChatGPT export's message UUID) then needs no --conversation; an id two conversations share ("1") does."""
     cid, name = resolve_one(store, conversation) if conversation is not None else (None, None)
-    found = store.turns_with_source_id(source_id, cid)
+    found = maintenance(store).turns_with_source_id(source_id, cid)
     if not found:
         raise CuememError(f"conversation {name!r} has no turn {source_id!r}" if name is not None
                           else f"no turn {source_id!r} in any conversation of this memory",
@@ -96,12 +97,13 @@ def find_turn(store: Store, conversation: str | None, source_id: str) -> tuple[s
 def graph_of(store: Store, conversation: str | None) -> tuple[str, list[Turn], list[tuple]]:
     """One conversation's turns and the edges leaving them, or (None, several conversations) the whole
     memory's, whose semantic edges cross conversations."""
+    reads = maintenance(store)
     rows = store.conversations()
     if conversation is None and len(rows) != 1:
-        return "memory", [t for cid, _, _ in rows for t in store.turns(cid)], store.all_edges()
+        return "memory", [t for cid, _, _ in rows for t in reads.turns(cid)], reads.all_edges()
     cid, name = resolve_one(store, conversation)
-    edges = store.all_edges(cid)
-    return name, with_far_ends(store, store.turns(cid), edges), edges
+    edges = reads.all_edges(cid)
+    return name, with_far_ends(store, reads.turns(cid), edges), edges
 
 
 def with_far_ends(store: Store, turns: list[Turn], edges: list[tuple]) -> list[Turn]:

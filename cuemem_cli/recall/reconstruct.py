@@ -24,7 +24,7 @@ from ..cues.statements import without_names
 from ..errors import CuememError
 from ..models.embedders import embed_questions
 from ..records import Context, Cue, Evidence, ScoredCue, Turn
-from ..store.base import TURN_ALONE, Store
+from ..store.base import TURN_ALONE, Store, check_embedder, has_vectors, turn_vector_text
 from .evidence import chronological, context_tokens, fill_budget
 from .excerpt import Excerpts
 from .lines import turn_cost
@@ -75,7 +75,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
         lift = np.float32(settings.circle_weight) * circle_strength(candidates.ids, candidates.turns, memory_hits,
                                                                     people)
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
-    mix = settings.context_weight if store.turn_vector_text() == TURN_ALONE else 0.0
+    mix = settings.context_weight if turn_vector_text(store) == TURN_ALONE else 0.0
     asked = Asked(frozenset(mentioned), frozenset(addressed_roles(question)), tuple(question_periods(question)),
                   frozenset(involved.values()))
     scores, via = score(candidates, source.turn_similarities(candidates.ids, vector, mix), lift, asked, settings)
@@ -100,9 +100,9 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
 def _check_memory(store: Store, embedder, settings: Settings) -> None:
     """Refuse a memory this question cannot be asked of: no cue vectors, another embedding model, or a graph
     built narrower than the settings follow."""
-    if not store.has_vectors():
+    if not has_vectors(store):
         raise CuememError("this memory holds no cue vectors yet", "add a dialogue first", fields=("add",))
-    store.check_embedder(embedder.model_id, embedder.dim)
+    check_embedder(store, embedder.model_id, embedder.dim)
     built_w = int(store.get_meta("graph_window") or 0)
     built_k = int(store.get_meta("graph_sem_k") or 0)
     if settings.window > built_w or settings.sem_k > built_k:

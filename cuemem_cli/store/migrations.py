@@ -352,7 +352,7 @@ _ASCII_PUNCTUATION = string.punctuation
 
 def postgres_m001_initial(conn: Connection) -> None:
     """The schema of SQLite's m001-m006 in one step (turn vectors, cells, stemmed full text, stored_at),
-    and `_writes`, the commit counter behind `data_version`.
+    and `_writes`, the commit counter behind `version`.
 
     Times are ISO text compared as text, so they are COLLATE "C" (byte order, as in SQLite) whatever
     the server's locale. `tokens` is a turn's length in indexed words, BM25's document length."""

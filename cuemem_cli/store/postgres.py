@@ -53,7 +53,9 @@ import numpy as np
 
 from ..errors import DiskFull, NoDatabase, ReadOnlyStore, StoreBusy, StoreError
 from ..records import Cue
-from .sql import Dialect, SQLStore
+from .base import Version, has_vectors
+from .sql import SQLStore
+from .sql.core import Dialect
 from .migrations import TEXT_SEARCH
 from .vectors import encode, roundtrip
 
@@ -251,7 +253,7 @@ class PostgresStore(SQLStore):
     """A cuemem memory in a PostgreSQL database. Open it with `PostgresStore.open(url)`; it migrates on open."""
 
     dialect = PostgresDialect()
-    max_k = None
+    max_k: int | None = None  # an exact scan: no limit on k
     read_only_hint = ("to change it, use a database this role may write: the primary server rather than a "
                       "standby, or ask the server's administrator")
 
@@ -260,7 +262,7 @@ class PostgresStore(SQLStore):
         self.url = url
         self.schema = ""  # the memory's schema (_place)
         self._lock_key = 0  # the schema's oid: the second key of the write lock
-        self._own_writes = 0  # write transactions this connection committed (see data_version)
+        self._own_writes = 0  # write transactions this connection committed (see version)
         self._cursors = itertools.count()
 
     # ----------------------------------------------------------------- opening
@@ -452,13 +454,10 @@ class PostgresStore(SQLStore):
                               "check that the server is running and reachable, then run the command again")
         return None
 
-    def data_version(self) -> int:
-        """Counts other connections' write transactions (SQLite's PRAGMA data_version): the commits on
-        record less this connection's own."""
-        return self._value("SELECT n FROM _writes") - self._own_writes
-
-    def version(self) -> tuple[int, int]:
-        return self._value("SELECT n FROM _writes"), 0
+    def version(self) -> Version:
+        """Other connections' write transactions (as SQLite's PRAGMA data_version counts them: the commits on
+        record less this connection's own), and this connection's own."""
+        return Version(self._value("SELECT n FROM _writes") - self._own_writes, self._own_writes)
 
     # ------------------------------------------------------------- statements
     def _execute(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -553,6 +552,6 @@ class PostgresStore(SQLStore):
         if self._in_transaction():
             raise StoreError("cannot vacuum the database inside a transaction")
         tables = ["turns", "cues", "edges", "turn_vectors", "extraction_cache", "conversations"]
-        if self.has_vectors():
+        if has_vectors(self):
             tables += ["cue_vectors"]
         self.conn.execute(f"VACUUM {', '.join(tables)}")

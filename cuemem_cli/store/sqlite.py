@@ -32,7 +32,9 @@ from ..errors import DiskFull, NoDatabase, ReadOnlyStore, StoreBusy, StoreError
 from ..files import private_dir
 from ..records import Cue
 from . import vectors as vec
-from .sql import Dialect, SQLStore
+from .base import Version
+from .sql import SQLStore
+from .sql.core import Dialect
 
 BUSY_TIMEOUT = 30.0  # seconds a process waits for another one's write lock before giving up
 APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
@@ -173,7 +175,7 @@ class SQLiteStore(SQLStore):
     """A cuemem SQLite file. Open it with `SQLiteStore.open(path)`; it migrates on open."""
 
     dialect = SQLiteDialect()
-    max_k = VEC0_MAX_K
+    max_k: int | None = VEC0_MAX_K
     read_only_hint = ("to change it, make it writable, or copy it (with its -wal file, if any) to a folder you "
                       "may write and open the copy")
 
@@ -353,11 +355,9 @@ class SQLiteStore(SQLStore):
                             f"free space on that disk (df -h {_folder(self.path)}), then run the command again")
         return super()._read_only_error()
 
-    def data_version(self) -> int:
-        return self.conn.execute("PRAGMA data_version").fetchone()[0]
-
-    def version(self) -> tuple[int, int]:
-        return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
+    def version(self) -> Version:
+        """Other connections' commits (PRAGMA data_version), and the rows this connection changed."""
+        return Version(self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes)
 
     # ------------------------------------------------------------- statements
     def _execute(self, query: str, params: Mapping[str, Any] | None = None) -> Any:
@@ -370,12 +370,6 @@ class SQLiteStore(SQLStore):
         cursor = self.conn.execute(query, params)
         while rows := cursor.fetchmany(size):
             yield rows
-
-    def map_file(self) -> None:
-        """Read the file through mmap from now on: vec0 scans of large partitions run faster without copying
-        pages (bench/design-notes.md, "Measured choices elsewhere in the code"). Not on by default: mapped
-        pages count in the process's RSS, which would then grow with the file during a long ingest."""
-        self.conn.execute(f"PRAGMA mmap_size={2**31}")
 
     # ------------------------------------------------------------ vec0 search
     def insert_vectors(self, conversation_id: int, cue_ids: Sequence[int], vectors: np.ndarray) -> None:
