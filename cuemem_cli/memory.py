@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from .errors import CuememError, DiskFull, NoDatabase, ReadOnlyStore, StoreBusy
-from .ingest.pipeline import Ingestor, IngestReport
+from .ingest.pipeline import Ingestor, IngestReport, check_graph_options, open_writer
 from .ingest.prepare import Workers, worker_count
 from .input.converters import converted_input
 from .input.jsonl import parse_line, read_messages, validate
@@ -27,7 +27,7 @@ from .input.exports import dialogue_input
 from .recall.reconstruct import reconstruct
 from .recall.settings import Settings
 from .records import Answer, Context, Message
-from .registry import bind_extractor, make_answerer, make_extractor
+from .registry import make_answerer, make_extractor
 from .store.base import Store, conversation_names, extraction_records, now_iso
 from .store.open import open_store, resolve_target
 from .timeparse import parse_time
@@ -89,7 +89,7 @@ class Memory:
 
     def exists(self) -> bool:
         """Whether the memory exists already: a new one is not created only to read its embedding model
-        (what can refuse a run is checked first, `_ingestor`), nor by a reader (the MCP server's). A file
+        (what can refuse a run is checked first, `writer`), nor by a reader (the MCP server's). A file
         that exists but is empty holds no memory yet; a PostgreSQL database is asked by opening it without
         creating the schema (a server that cannot be reached is an error, not an empty memory)."""
         if isinstance(self.path, Path):
@@ -142,7 +142,7 @@ class Memory:
             report.exports = dict(source.exports)
             report.files_skipped = [{"file": s.file, "why": s.why} for s in source.skipped]
             messages = read_messages(source, conversation, None, skip_invalid)
-            ingestor = self._ingestor(window, sem_k, replace)
+            ingestor = self.writer(window, sem_k, replace)
             pool = self._workers(workers, report.lines)
             try:
                 return ingestor.run(messages, report, progress, workers=pool)
@@ -171,30 +171,28 @@ class Memory:
             if message is not None:
                 parsed.append(message)
         report = IngestReport(lines=len(parsed))
-        return self._ingestor(window, sem_k, replace).run(parsed, report)
+        return self.writer(window, sem_k, replace).run(parsed, report)
 
-    def writer(self) -> Ingestor:
-        """An ingest pipeline to keep across many small batches (`Ingestor.run`), as a server's: it holds each
+    def writer(self, window: int | None = None, sem_k: int | None = None, replace: bool = False,
+               cues: Any = None) -> Ingestor:
+        """The ingest pipeline that `ingest_file`, `add` and `import_file` run (ingest.pipeline.open_writer on
+        this memory), also to keep across many small batches (`Ingestor.run`), as a server's: it holds each
         conversation's cue index in memory between them and reloads it when another process wrote. Make a new
-        one after this process forgets turns or a run fails."""
-        return self._ingestor(None, None)
+        one after this process forgets turns or a run fails.
 
-    def _ingestor(self, window: int | None, sem_k: int | None, replace: bool = False) -> Ingestor:
-        """What can refuse the run (options, extractor, embedder) is checked before the database file is
-        created; the database's settings are then recorded in one write transaction: all, or none."""
-        if (window is not None and window < 0) or (sem_k is not None and sem_k < 0):
-            raise CuememError("window and sem_k must be ≥ 0", "give 0 or more", fields=("window", "sem_k"))
+        What can refuse the run (options, extractor, embedder) is checked before the database file is
+        created. `cues`: an extractor to use instead of this memory's, whose cues are stored as they are and
+        are not this memory's extractor's (an export's recorded cues, a retry's: `extract_pending`)."""
+        check_graph_options(window, sem_k)
         self.check_writable()
         embedder = self.embedder()
+        if cues is not None:
+            return open_writer(self.store, cues, embedder, window=window, sem_k=sem_k, replace=replace,
+                               derive_cues=False)
         extractor = make_extractor(self._extractor_name, self._extract_model, _StoreWhenUsed(self))
-        store = self.store
-        with store.transaction():
-            bind_extractor(store, self._extractor_name, self._mix_extractors)
-            if self._extract_model:
-                store.set_meta("extract_model", self._extract_model)
-            ingestor = Ingestor(store, extractor, embedder, window, sem_k, replace)
-            store.bind_embedder(embedder.model_id, embedder.dim, embedder.name)
-        return ingestor
+        return open_writer(self.store, extractor, embedder, extractor_name=self._extractor_name,
+                           extract_model=self._extract_model, mix_extractors=self._mix_extractors, window=window,
+                           sem_k=sem_k, replace=replace)
 
     # ---------------------------------------------------------------- read
     def context(self, question: str, conversation: str | Sequence[str] | None = None,
@@ -301,7 +299,7 @@ class Memory:
         extractor = LLMExtractor(chosen, store=store)
         results = extractor.extract(pending)
         report = IngestReport()
-        Ingestor(store, extractor, self.embedder()).complete_pending(pending, results, report)
+        self.writer(cues=extractor).complete_pending(pending, results, report)
         still = [f"{t.conversation}/{t.source_id}" for t, r in zip(pending, results, strict=True) if r is None]
         return {"completed": len(pending) - len(still), "still_pending": still, "model": chosen,
                 "calls": extractor.calls, "cues": report.cues, "semantic_edges": report.semantic_edges,

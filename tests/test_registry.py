@@ -145,6 +145,29 @@ def test_a_database_from_before_the_record_is_taken_as_what_built_it(store):
     assert store.get_meta("extractor") == "llm"
 
 
+def test_a_writer_records_all_of_a_runs_settings_or_none(store, tmp_path):
+    """`open_writer`, the one way to build an ingest pipeline (Memory.writer's, the eval cache's): a run the
+    memory refuses (here for its embedding model, checked last) records none of the settings it brought;
+    one it accepts records them all."""
+    from cuemem_cli.errors import ModelMismatch
+    from cuemem_cli.ingest.pipeline import open_writer
+    from cuemem_cli.store.sqlite import SQLiteStore
+
+    from conftest import StubExtractor
+
+    settings = {"extractor_name": "keywords", "extract_model": "some/model", "window": 3, "sem_k": 4}
+    recorded = ("extractor", "extract_model", "graph_window", "graph_sem_k", "embedding_model")
+    store.bind_embedder("another-model", 384, "test")
+    with pytest.raises(ModelMismatch, match="another-model"):
+        open_writer(store, StubExtractor(), StubEmbedder(), **settings)
+    assert [store.get_meta(key) for key in recorded] == [None, None, None, None, "another-model"]
+    fresh = SQLiteStore.open(tmp_path / "fresh.db")
+    writer = open_writer(fresh, StubExtractor(), StubEmbedder(), **settings)
+    assert (writer.window, writer.sem_k) == (3, 4)
+    assert [fresh.get_meta(key) for key in recorded] == ["keywords", "some/model", "3", "4", "stub"]
+    fresh.close()
+
+
 def test_a_registered_answerer_answers_ask(cli, chat_file, db_path):
     seen = {}
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import BUILD_SEM_K, BUILD_WINDOW
-from ..ingest.pipeline import Ingestor, IngestReport
+from ..ingest.pipeline import IngestReport, open_writer
 from ..records import Message
-from ..registry import bind_extractor, make_extractor
+from ..registry import make_extractor
 from ..store.base import Store
 
 CACHE_VERSION = "eval-cache-v1"
@@ -202,12 +202,8 @@ def ensure_ingested(store: Store, messages: dict[str, list[Message]], build: Bui
     if not todo:
         return summary
     extractor = make_extractor(build.extractor, build.extract_model, store)
-    bind_extractor(store, build.extractor)
-    if build.extract_model:
-        with store.transaction():
-            store.set_meta("extract_model", build.extract_model)
-    ingestor = Ingestor(store, extractor, embedder,
-                        build.window, build.sem_k)
+    ingestor = open_writer(store, extractor, embedder, extractor_name=build.extractor,
+                           extract_model=build.extract_model, window=build.window, sem_k=build.sem_k)
     total = sum(len(messages[name]) for name in todo)
     report = IngestReport(lines=total)
     stream = (m for name in todo for m in messages[name])

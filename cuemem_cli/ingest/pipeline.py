@@ -27,6 +27,7 @@ from ..cues.language import LanguageWatch
 from ..cues.statements import cue_text, statement_cues
 from ..errors import CuememError, StoreError
 from ..records import Message, Triple, Turn, content_hash, source_id_of
+from ..registry import bind_extractor
 from ..store.base import TURN_ALONE, NewTurn, Store, extraction_records, turn_vector_text
 from ..text import plural
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
@@ -88,6 +89,18 @@ class _Fresh:
     turn_vector: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
 
 
+@dataclass(frozen=True)
+class _Written:
+    """A turn just written (or given its cues, `complete_pending`), with what linking it into the graph
+    takes (`_link`)."""
+
+    conversation_id: int
+    turn_id: int
+    position: int
+    cue_vectors: np.ndarray  # a row per cue of the turn
+    replaces: bool = False  # it took the place of a stored turn (`replace`): the turns after it look back to it
+
+
 @dataclass
 class _Batch:
     """A batch between its sorting out and its storage: the turns to store, what their turn vectors are read
@@ -121,46 +134,79 @@ def texts_with_previous(store: Store, turn_ids: Iterable[int]) -> list[tuple[int
             for tid in ids if tid in turns]
 
 
+def graph_settings(store: Store, window: int | None, sem_k: int | None) -> tuple[int, int]:
+    """The graph's temporal window and semantic k: recorded by the memory's first ingest (the run's, else
+    BUILD_WINDOW and BUILD_SEM_K), and fixed for its life: a run asking for others is refused."""
+    stored_w = store.get_meta("graph_window")
+    if stored_w is None:
+        w = BUILD_WINDOW if window is None else window
+        k = BUILD_SEM_K if sem_k is None else sem_k
+        check_graph_options(w, k)
+        with store.transaction():
+            stored_w = store.get_meta("graph_window")  # again under the lock: another process may have
+            if stored_w is None:
+                store.set_meta("graph_window", str(w))
+                store.set_meta("graph_sem_k", str(k))
+                return w, k
+    stored_k = store.get_meta("graph_sem_k", "")  # recorded with graph_window, in one transaction
+    w, k = int(stored_w), int(stored_k)
+    if (window is not None and window != w) or (sem_k is not None and sem_k != k):
+        raise CuememError(
+            f"this database's graph was built with window={w}, sem_k={k}; edges of one graph must agree",
+            "leave the window and sem_k out (a question may follow fewer edges), or add to a new database",
+            fields=("window", "sem_k", "db"),
+        )
+    return w, k
+
+
+def check_graph_options(window: int | None, sem_k: int | None) -> None:
+    """Refuse a negative window or k (`Memory.writer` asks before it opens the database, so none is created)."""
+    if (window is not None and window < 0) or (sem_k is not None and sem_k < 0):
+        raise CuememError("window and sem_k must be ≥ 0", "give 0 or more", fields=("window", "sem_k"))
+
+
+def open_writer(store: Store, extractor, embedder, *, extractor_name: str | None = None,
+                extract_model: str | None = None, mix_extractors: bool = False, window: int | None = None,
+                sem_k: int | None = None, replace: bool = False, derive_cues: bool = True) -> Ingestor:
+    """The one way to build an `Ingestor` on a memory (`Memory.writer` is it for a `Memory`): the run's
+    options checked, then the memory's settings recorded, or checked against the run's, in one write
+    transaction (all, or none): the extractor `extractor_name` (registry.bind_extractor; None: cues that
+    are not this memory's extractor's, an export's recorded ones or a retry's), its model, the graph's
+    window and k (`graph_settings`), the embedding model (`Store.bind_embedder`)."""
+    check_graph_options(window, sem_k)
+    store.check_writable()
+    with store.transaction():
+        if extractor_name is not None:
+            bind_extractor(store, extractor_name, mix_extractors)
+        if extract_model:
+            store.set_meta("extract_model", extract_model)
+        writer = Ingestor(store, extractor, embedder, window, sem_k, replace, derive_cues)
+        store.bind_embedder(embedder.model_id, embedder.dim, embedder.name)
+    return writer
+
+
 class Ingestor:
     """Writes messages into a store: turns, cues (via an extractor), vectors, then graph edges."""
 
     def __init__(self, store: Store, extractor, embedder, window: int | None = None, sem_k: int | None = None,
-                 replace: bool = False):
-        """`replace`: a message whose id is stored with another text replaces that turn (see `_sort_out`)."""
+                 replace: bool = False, derive_cues: bool = True):
+        """`replace`: a message whose id is stored with another text replaces that turn (see `_sort_out`).
+        `derive_cues`: add to what the extractor gives the cues ingest derives (prepare.cues_of: a statement
+        cue per sentence, none for a padding turn); off, the extractor's cues are stored as they are (an
+        export's recorded cues, manage/export.py) and batches are prepared in this process. Build one with
+        `open_writer`, which checks the run against the memory first."""
         self.store = store
         self.extractor = extractor
         self.embedder = embedder
         self.replace = replace
-        self.window, self.sem_k = self._graph_settings(window, sem_k)
+        self.derive_cues = derive_cues
+        self.window, self.sem_k = graph_settings(store, window, sem_k)
         self._conversations: dict[str, _Conversation] = {}
         self._index: NeighbourIndex | None = None  # the memory's cue vectors; loaded when a batch needs them
         self._people: dict[int, frozenset[str]] | None = None  # conversation → its speakers; loaded with the index
         self._dispatched: dict[str, tuple[str | None, str] | None] = {}  # conversation → its last turn sent on
         self._seen_others: int | None = None  # the commits of other processes (Store.version) as of its last write
         self._committed = 0  # report.turns_added as of the last batch committed
-
-    def _graph_settings(self, window: int | None, sem_k: int | None) -> tuple[int, int]:
-        stored_w = self.store.get_meta("graph_window")
-        if stored_w is None:
-            w = BUILD_WINDOW if window is None else window
-            k = BUILD_SEM_K if sem_k is None else sem_k
-            if w < 0 or k < 0:
-                raise CuememError("window and sem_k must be ≥ 0", "give 0 or more", fields=("window", "sem_k"))
-            with self.store.transaction():
-                stored_w = self.store.get_meta("graph_window")  # again under the lock: another process may have
-                if stored_w is None:
-                    self.store.set_meta("graph_window", str(w))
-                    self.store.set_meta("graph_sem_k", str(k))
-                    return w, k
-        stored_k = self.store.get_meta("graph_sem_k", "")  # recorded with graph_window, in one transaction
-        w, k = int(stored_w), int(stored_k)
-        if (window is not None and window != w) or (sem_k is not None and sem_k != k):
-            raise CuememError(
-                f"this database's graph was built with window={w}, sem_k={k}; edges of one graph must agree",
-                "leave the window and sem_k out (a question may follow fewer edges), or add to a new database",
-                fields=("window", "sem_k", "db"),
-            )
-        return w, k
 
     def _conversation(self, name: str, title: Any = None) -> _Conversation:
         """A conversation's write state (created if new, titled by the first message that carries a
@@ -304,7 +350,7 @@ class Ingestor:
         for m in messages:
             languages.see(m.conversation, m.role, m.text)
         pairs = self._turn_pairs(fresh)
-        if workers is not None:
+        if workers is not None and self.derive_cues:  # a worker makes its own extractor and derives cues
             queue.append(_Batch(fresh, pairs, workers.submit(messages, pairs)))
             return
         assert background is not None
@@ -326,8 +372,8 @@ class Ingestor:
         queue.append(_Batch(fresh, pairs, background.submit(embed)))
 
     def _cues(self, turns: Sequence[Any]) -> list[list[Triple] | None]:
-        """The cues of these turns (prepare.cues_of); the import path stores recorded ones instead."""
-        return cues_of(self.extractor, turns)
+        """The cues of these turns: the extractor's, with those ingest derives unless `derive_cues` is off."""
+        return cues_of(self.extractor, turns) if self.derive_cues else self.extractor.extract(turns)
 
     def _store_next(self, queue: deque[_Batch], report: IngestReport,
                     progress: Callable[[int, int, int], None] | None) -> None:
@@ -385,7 +431,7 @@ class Ingestor:
                     old_ids.append(old_id)
             self.store.delete_turns(old_ids, keep_conversations=True)
             index.remove(set(old_ids))
-        staged = []
+        written = []
         turn_ids = []
         for item in fresh:
             message, triples = item.message, item.triples
@@ -405,9 +451,9 @@ class Ingestor:
             report.turns_added += 1
             if triples is None:
                 report.pending.append(f"{message.conversation}/{item.source_id}")
-            cue_ids = self._add_cues(conv, turn_id, triples or [], item.cue_vectors, report)
-            staged.append((conv, turn_id, position, cue_ids, item.cue_vectors, item.replaces))
-        self._link(staged, report, temporal=True)
+            self._add_cues(conv.id, turn_id, triples or [], item.cue_vectors, report)
+            written.append(_Written(conv.id, turn_id, position, item.cue_vectors, item.replaces))
+        self._link(written, report, temporal=True)
         self._store_turn_vectors(fresh, turn_ids)
 
     def _store_turn_vectors(self, fresh: list[_Fresh], turn_ids: list[int]) -> None:
@@ -449,13 +495,13 @@ class Ingestor:
             still = {turn.id for turn, _ in records.pending_turns()}  # another process may have done or forgot some
             with_vectors = [item for item in with_vectors if item[0].id in still]
             self._neighbours()
-            staged = []
+            written = []
             for turn, triples, cue_vectors in with_vectors:
                 conv = self._conversation(turn.conversation)
-                cue_ids = self._add_cues(conv, turn.id, triples, cue_vectors, report)
-                staged.append((conv, turn.id, turn.position, cue_ids, cue_vectors, False))
+                self._add_cues(conv.id, turn.id, triples, cue_vectors, report)
+                written.append(_Written(conv.id, turn.id, turn.position, cue_vectors))
             records.set_status([turn.id for turn, _, _ in with_vectors], "done")
-            self._link(staged, report, temporal=False)
+            self._link(written, report, temporal=False)
 
     @staticmethod
     def _with_statements(turns, results: list[list[Triple] | None]) -> list[list[Triple] | None]:
@@ -463,36 +509,37 @@ class Ingestor:
         return [None if triples is None else triples + statement_cues(turn.speaker, turn.text)
                 for turn, triples in zip(turns, results, strict=True)]
 
-    def _add_cues(self, conv: _Conversation, turn_id: int, triples: list[Triple], vectors: np.ndarray,
-                  report: IngestReport) -> list[int]:
-        cue_ids = self.store.insert_cues(conv.id, [(turn_id, t.subject, t.relation, t.object, t.kind) for t in triples])
-        self.store.insert_vectors(conv.id, cue_ids, vectors)
+    def _add_cues(self, conversation_id: int, turn_id: int, triples: list[Triple], vectors: np.ndarray,
+                  report: IngestReport) -> None:
+        cue_ids = self.store.insert_cues(conversation_id, [(turn_id, t.subject, t.relation, t.object, t.kind)
+                                                           for t in triples])
+        self.store.insert_vectors(conversation_id, cue_ids, vectors)
         report.cues += len(cue_ids)
-        return cue_ids
 
-    def _link(self, staged, report: IngestReport, temporal: bool) -> None:
+    def _link(self, written: list[_Written], report: IngestReport, temporal: bool) -> None:
         """Temporal edges for the turns just written, per conversation, and semantic edges across the memory.
 
         A turn that replaced one is linked, temporally, with the turns within the window after it too (the
         old turn's edges went with it); its cues link to earlier turns as always, and later turns keep the
         semantic edges they had (the graph is append-only: see ingest/graph.py)."""
         if temporal:
-            by_conv: dict[int, list] = {}
-            for conv, turn_id, position, _, _, replaces in staged:
-                by_conv.setdefault(conv.id, []).append((turn_id, position, replaces))
-            for cid, items in by_conv.items():
-                new = [(tid, pos) for tid, pos, _ in items]
+            by_conv: dict[int, list[_Written]] = {}
+            for turn in written:
+                by_conv.setdefault(turn.conversation_id, []).append(turn)
+            for cid, turns in by_conv.items():
+                new = [(turn.turn_id, turn.position) for turn in turns]
                 ids = {tid for tid, _ in new}
-                for _, pos, replaces in items:
-                    if replaces:  # the turns after it look back to it
-                        new += [(t, p) for t, p in self.store.turns_at_positions(cid, pos + 1, pos + self.window)
-                                if (t, p) not in new]
+                for turn in turns:
+                    if turn.replaces:  # the turns after it look back to it
+                        after = self.store.turns_at_positions(cid, turn.position + 1, turn.position + self.window)
+                        new += [(t, p) for t, p in after if (t, p) not in new]
                 edges = [e for e in temporal_edges(self.store, cid, new, self.window) if e[0] in ids or e[1] in ids]
                 self.store.insert_edges(edges)
                 report.temporal_edges += len(edges)
-        turn_ids = np.array([tid for _, tid, _, _, v, _ in staged for _ in range(len(v))], dtype=np.int64)
-        conversations = np.array([conv.id for conv, _, _, _, v, _ in staged for _ in range(len(v))], dtype=np.int64)
-        vecs = [v for *_, v, _ in staged if len(v)]
+        turn_ids = np.array([turn.turn_id for turn in written for _ in range(len(turn.cue_vectors))], dtype=np.int64)
+        conversations = np.array([turn.conversation_id for turn in written for _ in range(len(turn.cue_vectors))],
+                                 dtype=np.int64)
+        vecs = [turn.cue_vectors for turn in written if len(turn.cue_vectors)]
         matrix = (vecs[0] if len(vecs) == 1 else np.vstack(vecs)) if vecs else \
             np.zeros((0, self.embedder.dim), dtype=np.float32)
         index = self._neighbours()

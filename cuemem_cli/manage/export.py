@@ -22,7 +22,7 @@ from typing import IO, Any
 import orjson
 
 from ..errors import CuememError, InputError
-from ..ingest.pipeline import Ingestor, IngestReport
+from ..ingest.pipeline import IngestReport
 from ..input.jsonl import read_messages
 from ..input.sources import Input, open_input
 from ..recall.scope import resolve_one
@@ -132,13 +132,6 @@ class StoredCues:
         return [self._cues.pop((m.conversation, source_id_of(m)), None) for m in turns]
 
 
-class _ImportIngestor(Ingestor):
-    """The ingest path, storing exactly the recorded cues (no cues derived at ingest time added)."""
-
-    def _cues(self, turns):
-        return self.extractor.extract(turns)
-
-
 def import_file(memory, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
     """Validate the whole export first (nothing is written if a line is bad, or if it holds no turn); then
     ingest it in batches. `path` may be gzipped, or a zip archive or folder of export files."""
@@ -152,4 +145,4 @@ def import_file(memory, path: str, progress: Callable[[int, int, int], None] | N
                               "import reads what an export writes, one turn per line")
         cues = StoredCues()
         messages = read_export(source, cues.remember)
-        return _ImportIngestor(memory.store, cues, memory.embedder()).run(messages, report, progress)
+        return memory.writer(cues=cues).run(messages, report, progress)  # exactly the recorded cues
