@@ -212,9 +212,9 @@ class BrowseQueries(Protocol):
 
 
 class EvalQueries(Protocol):
-    """What only `cuemem eval` asks (evaluate/runner.py): every turn's text, to embed the turns alone for an
-    ablation's copy of the memory (a SQLite file, whichever backend the eval runs on). Its baselines read
-    conversations whole through `Maintenance.turns`."""
+    """What only `cuemem eval` asks (evaluate/runner.py): every turn's text, to embed the turns alone in the
+    copy of a memory that two ablations read. Its baselines read conversations whole through
+    `Maintenance.turns`."""
 
     def all_turn_texts(self) -> list[tuple[int, str]]: ...
 
