@@ -245,7 +245,8 @@ def browse_queries(store: Store) -> BrowseQueries:
 def _lacks(store: Store, protocol: str, needed_for: str) -> StoreError:
     return StoreError(f"{store.path}: its backend ({type(store).__name__}) has no {protocol} "
                       f"(store/base.py), which {needed_for} needs",
-                      "use a SQLite file or a postgresql:// database, whose backends have every store protocol")
+                      "use a SQLite file or a postgresql:// database, whose backends have every store protocol",
+                      fields=("db",))
 
 
 # ------------------------------------------------- derived from the engine's queries
