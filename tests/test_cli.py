@@ -233,6 +233,23 @@ def test_titles_name_chats_everywhere_and_an_ambiguous_title_lists_its_chats(cli
 
 
 @pytest.mark.usefixtures("stub_models")
+def test_inspect_graph_shows_the_names_a_chat_calls_its_people_by(cli, db_path, tmp_path):
+    """"Kate" is what Elise calls Emi, and how Emi introduced herself: a question may ask about Kate."""
+    lines = [("Elise", "What's your name?"), ("Emi", "I'm Kate."), ("Elise", "Hey Kate!"), ("Emi", "Hi Emily!"),
+             ("Elise", "Thanks Kate!"), ("Emi", "Bye Emily!"), ("Elise", "See you, I'm Emily by the way.")]
+    chat = tmp_path / "chat.jsonl"
+    chat.write_bytes(b"".join(orjson.dumps({"conversation": "kate", "speaker": who, "text": text}) + b"\n"
+                              for who, text in lines))
+    assert cli("--db", str(db_path), "ingest", str(chat)).exit_code == 0
+    assert cli("--db", str(db_path), "ingest", str(MAYA)).exit_code == 0
+    stats = orjson.loads(cli("--db", str(db_path), "inspect-graph", "--format", "json").stdout)
+    assert {c["conversation"]: c["names"] for c in stats["conversations"]} == \
+        {"kate": {"Elise": ["Emily"], "Emi": ["Kate"]}, "maya-and-leo": {}}
+    table = cli("--db", str(db_path), "inspect-graph", "-c", "kate")
+    assert table.exit_code == 0 and "Elise = Emily; Emi = Kate" in table.stdout
+
+
+@pytest.mark.usefixtures("stub_models")
 def test_reingest_adds_nothing_and_appending_adds_only_new(cli, db_path, tmp_path):
     lines = MAYA.read_bytes().splitlines(keepends=True)
     first = tmp_path / "first.jsonl"

@@ -195,3 +195,48 @@ def test_a_first_person_question_lifts_the_users_turns(tmp_path):
     assert by_sam and by_assistant
     assert min(by_sam) >= Settings().speaker_weight - 1e-3
     assert max(by_assistant) < Settings().speaker_weight / 2  # at most a neighbour's pull of the lift
+
+
+KATE = [("Elise", "What's your name by the way?"), ("Emi", "Haha, I forgot to introduce myself, I'm Kate."),
+        ("Elise", "Hey Kate! How was your weekend?"), ("Emi", "I went skiing in Aspen, it's my favourite sport."),
+        ("Elise", "I love skiing too, I go every winter with my dad."), ("Elise", "Thanks Kate! Talk tomorrow."),
+        ("Emi", "I also play padel with friends on Sundays."), ("Elise", "Hello Kate, how is the padel going?")]
+
+
+def kate_chat(**extra) -> list[dict]:
+    return [{"conversation": "chat", "session": "s1", "speaker": who, "text": text, **extra} for who, text in KATE]
+
+
+def test_a_question_names_a_person_by_the_name_the_chat_calls_them(tmp_path, stub_models):
+    """"Kate" is no speaker's label: the chat greets Emi by it, and Emi introduces herself by it. A name no
+    turn holds is read as a near spelling of a label ("Elisa" for "Elise")."""
+    from cuemem_cli.recall.people import named_people
+    from cuemem_cli.recall.view import StoreSource
+
+    with Memory(tmp_path / "m.db") as mem:
+        mem.add(kate_chat())
+        source = StoreSource(mem.store, mem.embedder().dim)
+        speakers = mem.store.speakers()
+        kate = named_people(source, "What sports does Kate play?", speakers, None)
+        assert kate.known_as == {("chat", "Emi")} and kate.labels == set() and kate.words == ("Kate",)
+        elisa = named_people(source, "Where does Elisa ski with her dad?", speakers, None)
+        assert elisa.labels == {"Elise"} and elisa.known_as == set() and elisa.words == ("Elisa",)
+        aspen = named_people(source, "Who went to Aspen?", speakers, None)  # a place, greeted by nobody
+        assert aspen == named_people(source, "Who went skiing?", speakers, None)
+
+
+@pytest.mark.slow
+def test_a_learned_name_lifts_that_persons_turns_and_stays_out_of_the_topic(tmp_path):
+    """Without learned names "Kate" is just a word of the question: the turns holding it match it and hers
+    get no speaker lift, so her introduction ranks first. With them, her two sports lead."""
+    with Memory(tmp_path / "m.db") as mem:
+        mem.add(kate_chat())
+        question = "What sports does Kate play?"
+
+        def ranked(**change) -> list[str]:
+            ctx = reconstruct(mem.store, mem.embedder(), question, "chat", replace(Settings(budget=100_000), **change))
+            return [e.text for e in sorted(ctx.evidence, key=lambda e: -e.score)]
+
+        sports = {KATE[3][1], KATE[6][1]}
+        assert set(ranked()[:2]) == sports
+        assert "Kate" in ranked(learned_names=False)[0]

@@ -330,20 +330,28 @@ def language_notice(others: dict[str, str], embedder: str) -> str:
                    "default, at about twelve times the ingest time (docs/usage.md, \"ingest\").")
 
 
+def _names(names: dict[str, list[str]]) -> str:
+    """A conversation's learned names as "Emi = Kate, Bella; Elise = Emily"."""
+    return "; ".join(f"{speaker} = {', '.join(called)}" for speaker, called in names.items())
+
+
 def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) -> None:
     """One row per conversation, narrow enough for 80 columns: its title (cut to fit) when any conversation
     has one, edges as temporal/semantic, degree as min/mean/max, "no cue" counting turns without a cue, the
-    span in months, and "pending" only when a turn's extraction failed (`--format json` has every count,
+    span in months, "names" (the names its people go by in it, beside their labels) when a chat has any, and
+    "pending" only when a turn's extraction failed (`--format json` has every count,
     the whole title and the exact times). In a pipe: the rows as tab-separated values, every value whole,
     then a blank line and the settings as name, value lines."""
     pending = any(s["pending_turns"] for s in stats)
     titled = any(s.get("title") for s in stats)
+    named = any(s.get("names") for s in stats)
     columns = ["conversation", *(["title"] if titled else []), "turns", "cues", "edges t/s", "degree", "no cue",
-               *(["pending"] if pending else []), "span"]
+               *(["pending"] if pending else []), "span", *(["names"] if named else [])]
     rows = [[s["conversation"], *([s.get("title") or ""] if titled else []), str(s["turns"]), str(s["cues"]),
              f"{s['temporal_edges']}/{s['semantic_edges']}",
              f"{s['degree']['min']}/{s['degree']['mean']:.1f}/{s['degree']['max']}", str(s["turns_without_cues"]),
-             *([str(s["pending_turns"])] if pending else []), _span(s["first_time"], s["last_time"])] for s in stats]
+             *([str(s["pending_turns"])] if pending else []), _span(s["first_time"], s["last_time"]),
+             *([_names(s.get("names") or {})] if named else [])] for s in stats]
     if piped():
         _write_tsv(columns, rows)
         out.file.write("\n")
@@ -351,7 +359,7 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
         return
     table = _compact_table("Memory")
     for col in columns:
-        if col == "title":
+        if col in ("title", "names"):
             table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=24)
         else:
             table.add_column(col, no_wrap=True, justify="left" if col in ("conversation", "span") else "right")

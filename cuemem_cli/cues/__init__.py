@@ -4,4 +4,5 @@
 - `llm.py`: an extractor that asks any litellm model, several turns per call, cached.
 - `statements.py`: each sentence of a turn as a statement cue, and the sentence splitter others share.
 - `language.py`: which chats the English pipeline cannot read, said once at ingest.
+- `names.py`: who is who: the names a chat calls its people by, learned from greetings and introductions.
 """

@@ -1,6 +1,8 @@
 """What memory holds: counts per conversation, one turn's neighbourhood, the whole graph.
 
-`--format json` adds the graph itself to the counts: `nodes` (one per turn: `id`, the turn's number in
+Each conversation's counts come with `names`: the names its people go by in it beside their labels
+(speaker → names, learned from how they are greeted and introduce themselves: cues/names.py), which a
+question may use. `--format json` adds the graph itself to the counts: `nodes` (one per turn: `id`, the turn's number in
 this database that edges refer to, `conversation`, `source_id`, `time`, `speaker`, `cues`, its cue count)
 and `edges` (`src`, `dst`: node ids; `kind`: temporal or semantic; `weight`; `rank`).
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from ..cues.names import learn
 from ..errors import CuememError
 from ..recall.scope import resolve_one
 from ..records import Turn
@@ -24,7 +27,9 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
         _, name = resolve_one(store, conversation)
         stats = [s for s in stats if s["conversation"] == name]
     for s in stats:
-        s["degree"] = reads.degree_stats(store.conversation_id(s["conversation"]))
+        cid = store.conversation_id(s["conversation"])
+        s["degree"] = reads.degree_stats(cid)
+        s["names"] = names_used(store, cid, s["conversation"]) if cid is not None else {}
     meta = reads.meta()
     settings = {
         "db": store.path,
@@ -43,6 +48,16 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
     edges = [e for cid in ids for e in reads.all_edges(cid)]
     return {"settings": settings, "conversations": stats, **graph_json(store, with_far_ends(store, turns, edges),
                                                                         edges)}
+
+
+def names_used(store: Store, conversation_id: int, name: str) -> dict[str, list[str]]:
+    """The names a conversation calls its people by, beside their labels (cues/names.py): speaker → names.
+    They are what a question may call someone ("What are Kate's hobbies?" of a chat whose turns say Emi)."""
+    people = {name: store.speaker_sets([conversation_id]).get(conversation_id, frozenset())}
+    known: dict[str, list[str]] = {}
+    for (_, called), speaker in sorted(learn(maintenance(store).turns(conversation_id), people).items()):
+        known.setdefault(speaker, []).append(called)
+    return known
 
 
 def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[str, Any]:

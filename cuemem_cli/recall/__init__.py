@@ -4,6 +4,7 @@
 - `settings.py`: `Settings`, the knobs of one question.
 - `scope.py`: which conversations a question ranges over (names, titles).
 - `question.py`: what a question says beyond its vector: words, pronouns, periods, people.
+- `people.py`: who a question names: by label, by a name the chat calls them, or a near spelling.
 - `score.py`: each candidate's score (the formula and why each term is there).
 - `evidence.py`, `lines.py`, `excerpt.py`: the evidence block as the answer model reads it, what it costs,
   long turns as excerpts, and the budget filled by rank.

@@ -72,11 +72,13 @@ def said_in(when: str | None, periods: Sequence[tuple[str, str]]) -> bool:
 
 @dataclass(frozen=True)
 class Asked:
-    """What a question asks about beyond its topic: the people it names (`mentioned`, speaker labels), the
-    roles its pronouns name (`addressed_roles`), the periods it names (`question_periods`), and the chats those
-    people took part in (`involved`, by name; empty when they took part in every chat asked)."""
+    """What a question asks about beyond its topic: the people it names (`mentioned`, speaker labels; and
+    `known_as`, people a chat calls by a name the question uses: recall/people.py), the roles its pronouns
+    name (`addressed_roles`), the periods it names (`question_periods`), and the chats those people took part
+    in (`involved`, by name; empty when they took part in every chat asked)."""
 
     mentioned: frozenset[str] = frozenset()
     roles: frozenset[str] = frozenset()
     periods: tuple[tuple[str, str], ...] = ()
     involved: frozenset[str] = frozenset()
+    known_as: frozenset[tuple[str, str]] = frozenset()  # (conversation, speaker) named by a name learned there

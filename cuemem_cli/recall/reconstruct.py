@@ -13,7 +13,6 @@ features (words, pronouns, periods) question.py's; which conversations it ranges
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from ..store.base import TURN_ALONE, Store, check_embedder, has_vectors, turn_ve
 from .evidence import chronological, context_tokens, fill_budget
 from .excerpt import Excerpts
 from .lines import turn_cost
+from .people import Named, named_people
 from .question import Asked, addressed_roles, fts_query, question_periods
 from .scope import Scope, resolve_scope
 from .score import Candidates, best_cues, circle_strength, score, within_circles
@@ -50,13 +50,14 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     clock = _Clock()
     source = memory_source(store, embedder.dim)
     speakers = source.speakers(scope.ids)
-    mentioned = {name for name in speakers if re.search(rf"\b{re.escape(name)}\b", question, re.IGNORECASE)}
-    topic = without_names(question, speakers) or question
+    named = named_people(source, question, speakers, scope.ids, learned=settings.learned_names)
+    mentioned = set(named.labels)
+    topic = without_names(question, [*speakers, *named.words]) or question
     vector = embed_questions(embedder, [topic])[0]
     clock.lap("embed_query")
 
-    involved = source.conversations_with_speakers(mentioned, scope.ids) \
-        if mentioned and (settings.participant_weight or settings.participant_cues) else {}
+    involved = _involved(store, source, named, scope) \
+        if (named.labels or named.known_as) and (settings.participant_weight or settings.participant_cues) else {}
     if len(involved) >= scope.held:
         involved = {}  # the people named took part in every chat asked: nothing to tell the chats apart
     hidden = _Hidden(*store.turns_not_held_at(held_at, scope.ids)) if held_at else _Hidden()
@@ -77,7 +78,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
     mix = settings.context_weight if turn_vector_text(store) == TURN_ALONE else 0.0
     asked = Asked(frozenset(mentioned), frozenset(addressed_roles(question)), tuple(question_periods(question)),
-                  frozenset(involved.values()))
+                  frozenset(involved.values()), named.known_as)
     scores, via = score(candidates, source.turn_similarities(candidates.ids, vector, mix), lift, asked, settings)
     clock.lap("expand")
 
@@ -95,6 +96,16 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     clock.lap("trim")
     return Context(question=question, conversations=scope.names, as_of=as_of, cues=cues, evidence=evidence,
                    tokens=context_tokens(chosen), timings_ms=clock.total())
+
+
+def _involved(store: Store, source: MemoryView | StoreSource, named: Named, scope: Scope) -> dict[int, str]:
+    """The conversations (id → name) that the people a question names took part in: by their label, or
+    where the chat calls them by the name the question uses."""
+    involved = dict(source.conversations_with_speakers(named.labels, scope.ids)) if named.labels else {}
+    if named.known_as:
+        by_name = {name: cid for cid, name, _ in store.conversations()}
+        involved.update({by_name[name]: name for name, _ in named.known_as if name in by_name})
+    return involved
 
 
 def _check_memory(store: Store, embedder, settings: Settings) -> None:

@@ -4,8 +4,9 @@ strongly the chats of its people hold the question.
     own(t)   = cue_weight · best cue similarity of t  (candidates without a top-m cue: the m-th similarity)
              + (1 − cue_weight) · similarity of t as a whole: its turn vector, its own tokens read with
                                the turn before it in the session (ingest.embed_turns)
-             + speaker_weight  if t was said by a person the question names (or by the role its
-                               pronouns name in a user/assistant chat: addressed_roles)
+             + speaker_weight  if t was said by a person the question names (by label, or by a name
+                               t's chat calls them: recall/people.py), or by the role its pronouns
+                               name in a user/assistant chat (addressed_roles)
              + date_weight     if the question names a day, month or year and t was said then
                                (or up to a week later: people tell of things in the days after)
     score(t) = own(t)
@@ -82,8 +83,7 @@ def score(candidates: Candidates, whole: np.ndarray, lift: np.ndarray, asked: As
     for tid, (_, sim) in best.items():
         cue[at[tid]] = sim
     whole = np.where(np.isnan(whole), cue, whole)  # a turn without a vector (older database) counts its cue
-    people = np.array([turns[tid].speaker in asked.mentioned or turns[tid].role in asked.roles for tid in ids],
-                      dtype=np.float32)
+    people = np.array([_named(turns[tid], asked) for tid in ids], dtype=np.float32)
     dated = np.array([said_in(turns[tid].time, asked.periods) for tid in ids], dtype=np.float32) \
         if asked.periods else np.zeros(n, dtype=np.float32)
     own = (settings.cue_weight * cue + (1 - settings.cue_weight) * whole
@@ -103,6 +103,13 @@ def score(candidates: Candidates, whole: np.ndarray, lift: np.ndarray, asked: As
            else "temporal" if pulled["temporal"][i] >= pulled["semantic"][i] else "semantic"
            for i, tid in enumerate(ids)}
     return scores, via
+
+
+def _named(turn: Turn, asked: Asked) -> bool:
+    """Whether the question names the person who said `turn`: by label, by a name its chat calls them, or
+    by the role its pronouns name."""
+    return (turn.speaker in asked.mentioned or turn.role in asked.roles
+            or (turn.conversation, turn.speaker or turn.role) in asked.known_as)
 
 
 def _pulled(candidates: Candidates, own: np.ndarray, settings: Settings) -> dict[str, np.ndarray]:

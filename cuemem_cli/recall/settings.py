@@ -26,6 +26,7 @@ class Settings:
     lexical_weight: float = 0.1
     participant_weight: float = 0.2  # as speaker_weight; 0.1 and 0.2 measured the same (bench/memory_notes.md)
     participant_cues: bool = True  # the chats of the people a question names get their own top_m cues
+    learned_names: bool = True  # a question's names the chats call people by (recall/people.py), not labels only
     circle_weight: float = 0.2  # chats of the people who hold the question's best cues (0: off, as one chat)
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
