@@ -240,3 +240,36 @@ def test_a_learned_name_lifts_that_persons_turns_and_stays_out_of_the_topic(tmp_
         sports = {KATE[3][1], KATE[6][1]}
         assert set(ranked()[:2]) == sports
         assert "Kate" in ranked(learned_names=False)[0]
+
+
+@pytest.mark.parametrize("text, asks", [
+    ("What kind of food do you like?", True),
+    ("How about you?", True),
+    ("Do you like sushi? I love it.", False),  # says something of its writer
+    ("I wonder, what should we cook tonight?", False),
+    ("Mostly Italian food.", False),
+])
+def test_a_turn_that_only_asks_is_told_apart(text, asks):
+    from cuemem_cli.recall.score import asks_only
+
+    assert asks_only(text) is asks
+
+
+def test_a_turn_that_only_asks_loses_the_asking_weight_and_still_pulls_its_answer(tmp_path, stub_models):
+    """"Which sports do you play?" matches "Which sports does Ana play?" word for word, yet says nothing; the
+    answer after it keeps the pull of the question's own score."""
+    chat = [("Ben", "Which sports do you play?"), ("Ana", "Mostly tennis, and padel on weekends."),
+            ("Ben", "I play football with my brother."), ("Ana", "Nice, I watch football sometimes.")]
+    with Memory(tmp_path / "m.db") as mem:
+        mem.add([{"conversation": "c", "session": "s", "speaker": who, "text": text} for who, text in chat])
+
+        def scores(**change) -> dict[str, float]:
+            ctx = reconstruct(mem.store, mem.embedder(), "Which sports does Ana play?", "c",
+                              replace(Settings(budget=100_000), **change))
+            return {e.text: e.score for e in ctx.evidence}
+
+        with_prior, without = scores(), scores(asking_weight=0.0)
+        assert with_prior.keys() == without.keys() == {text for _, text in chat}
+        for text in with_prior:
+            drop = Settings().asking_weight if text == chat[0][1] else 0.0
+            assert with_prior[text] == pytest.approx(without[text] - drop, abs=2e-4), text

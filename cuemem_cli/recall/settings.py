@@ -24,6 +24,7 @@ class Settings:
     temporal_weight: float = 0.2
     semantic_weight: float = 0.1
     lexical_weight: float = 0.1
+    asking_weight: float = 0.05  # a turn that only asks (score.asks_only): 0.05 and 0.1 measured the same
     participant_weight: float = 0.2  # as speaker_weight; 0.1 and 0.2 measured the same (bench/memory_notes.md)
     participant_cues: bool = True  # the chats of the people a question names get their own top_m cues
     learned_names: bool = True  # a question's names the chats call people by (recall/people.py), not labels only
