@@ -62,6 +62,8 @@ def test_summary_by_hand():
     assert overall["any_evidence"] == pytest.approx(2 / 3, abs=1e-4)
     assert overall["accuracy"] == 0.75 and overall["judged"] == 4
     assert overall["tokens"] == {"estimate": 250.0, "wordpiece": 260.0}
+    assert overall["tokens_max"] == {"estimate": 400, "wordpiece": 410}  # the mean hides the largest context
+    assert rows["multi-hop"]["tokens_max"] == {"estimate": 300, "wordpiece": 310}
     assert overall["reconstruct_ms"]["p50"] == 25.0
     assert overall["llm_tokens"] == {"answer": 120, "judge": 20}
     assert rows["multi-hop"]["recall"] == pytest.approx(1 / 3, abs=1e-4) and rows["multi-hop"]["accuracy"] == 0.5
@@ -171,6 +173,17 @@ def eval_json(cli, *args):
     result = cli("eval", *args, "--json")
     assert result.exit_code == 0, result.stderr
     return orjson.loads(result.stdout)
+
+
+def test_the_table_shows_the_largest_context_beside_the_mean(cli, tmp_path, stub_models):
+    out = tmp_path / "r.json"  # a cache of its own: the module's is first ingested by the test below
+    result = cli("eval", "longmemeval", str(FIXTURE), "--budget", "60", "--systems", "cuemem", "--cache-dir",
+                 str(tmp_path / "cache"), "--out", str(out))
+    assert result.exit_code == 0, result.stderr
+    records = orjson.loads(out.read_bytes())["records"]
+    largest = max(r["tokens"]["estimate"] for r in records)
+    overall = next(line for line in result.stdout.splitlines() if "│ overall" in line)
+    assert "max≈" in result.stdout and f" {largest} " in overall
 
 
 def test_longmemeval_retrieval_and_cache(cli, cache_dir, tmp_path, stub_models):

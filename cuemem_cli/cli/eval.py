@@ -285,6 +285,7 @@ def render_summary(summary: dict[str, Any]) -> None:
         labels = {"estimate": "tok≈", "wordpiece": "tok WP", "cl100k_base": "cl100k"}
         for name in tokenizers:
             table.add_column(labels.get(name, name), justify="right")
+        table.add_column("max≈", justify="right")
         table.add_column("p50 ms", justify="right")
         table.add_column("p95 ms", justify="right")
         if answered:
@@ -304,6 +305,7 @@ def render_summary(summary: dict[str, Any]) -> None:
             cells = [system, _short(r["category"]), str(r["retrieval_questions"]), _pct(r.get("all_evidence")),
                      _pct(r.get("recall")), _pct(r.get("any_evidence"))]
             cells += [_num(r["tokens"].get(name)) for name in tokenizers]
+            cells.append(_num((r.get("tokens_max") or {}).get("estimate")))
             recon = r["reconstruct_ms"] or {}
             cells += [_num(recon.get("p50"), 1), _num(recon.get("p95"), 1)]
             if answered:
@@ -320,7 +322,7 @@ def render_summary(summary: dict[str, Any]) -> None:
     tokenizer_notes = "; ".join(f"{k}: {v}" for k, v in summary["tokenizers"].items())
     settings = ", ".join(f"{k}={v}" for k, v in summary["settings"].items())
     out.print(f"[dim]n = questions with gold evidence (retrieval metrics); tokens = mean per question "
-              f"({tokenizer_notes}); p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
+              f"({tokenizer_notes}); max≈ = the largest context of one question (estimate); p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
               f"full-history is unbudgeted. Settings: {settings}; "
               f"graph built with window={summary['graph_built']['window']}, sem_k={summary['graph_built']['sem_k']}; "
               f"extractor {summary['extractor']}; embedder {summary['embedder']['model']} "
