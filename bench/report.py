@@ -3,8 +3,8 @@ edited by hand and never written by a benchmark itself.
 
 - bench/results/<name>.json: what each benchmark of the suite measured (`save`, called by bench/run_all.py;
   `run_all.json` holds the run's date, machine and total time), the whole-history benchmarks' results when
-  they were run (history.json, browse.json: `run_all.py --history EXPORT --browse`), and quality.json
-  (bench/quality.py);
+  they were run (history.json, browse.json: `run_all.py --history EXPORT --browse`), quality.json
+  (bench/quality.py) and evidence.json (bench/evidence.py);
 - bench/results_notes.md: the sections written by hand (measurements of one-off experiments and what they
   mean), placed between the speed table and the whole-history sections;
 - bench/history_notes.md: the notes under the chat history's figures (what they are compared with);
@@ -66,6 +66,9 @@ def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
     languages = load("languages", folder)
     if languages is not None:
         parts += ["", *languages_lines(languages)]
+    evidence = load("evidence", folder)
+    if evidence is not None:
+        parts += ["", *evidence_lines(evidence)]
     quality = load("quality", folder)
     if quality is not None:
         parts += ["", *quality_lines(quality)]
@@ -388,6 +391,55 @@ def browse_lines(b: dict) -> list[str]:
         lines.append(f"| {name} | {timing.get('first_ms', '—')} | {timing.get('p50_ms', '—')} | "
                      f"{timing.get('max_ms', '—')} | {timing.get('requests', 1)} |")
     return [*lines, ""]
+
+
+# ------------------------------------------------------------------ evidence per data set (bench/evidence.py)
+# Issue 48's goals: (data set, category) → the all-evidence to reach; "overall" is every question.
+EVIDENCE_GOALS = {
+    "realtalk-dev": {"overall": 0.85, "multi-hop": 0.75, "open-domain": 0.75, "temporal": 0.95},
+    "locomo": {"overall": 0.90, "multi-hop": 0.75, "temporal": 0.75, "open-domain": 0.75, "single-hop": 0.75},
+    "locomo as exports": {"overall": 0.87},
+}
+REALTALK_CATEGORIES = {"multi-hop": "multi-hop: several facts gathered", "temporal": "temporal: one fact or date",
+                       "open-domain": "open-domain: an inference"}
+
+
+def evidence_lines(data: dict) -> list[str]:
+    """Every data set's rows (bench/evidence.py): per system and category, all-evidence, recall, and the mean
+    and largest context in tokens; then whether issue 48's goals hold."""
+    budget = data["budget"]
+    lines = ["## Evidence per data set at one average budget (issue 48)", "",
+             f"Measured by `python bench/evidence.py` on {data['measured_at']}: each data set asked by "
+             f"`cuemem eval` at a budget of {budget:,} tokens (characters / 4), the three systems in the same run "
+             "and database. REALTALK's dev chats are five real 21-day chats (`../shared/data/realtalk-dev.json`: its "
+             "categories keep REALTALK's numbers, shown under LoCoMo's names as "
+             + "; ".join(f"{label}" for label in REALTALK_CATEGORIES.values())
+             + "). all-ev = share of questions whose context holds every gold turn; mean and max = the context's "
+             "tokens over the category's questions.", "",
+             "| data set | system | category | n | all-ev | recall | mean tokens | max tokens |",
+             "|---|---|---|---|---|---|---|---|"]
+    verdicts = []
+    for name, run in data["runs"].items():
+        summary = run["summary"]
+        for row in summary["rows"]:
+            if row["budget"] != budget:
+                continue
+            lines.append(f"| {name} | `{row['system']}` | {row['category']} | {row['retrieval_questions']} | "
+                         f"{pct(row.get('all_evidence'))} | {pct(row.get('recall'))} | "
+                         f"{round(row['tokens']['estimate']):,} | {row['tokens_max']['estimate']:,} |")
+        cuemem = {r["category"]: r for r in summary["rows"] if r["system"] == "cuemem" and r["budget"] == budget}
+        for category, goal in EVIDENCE_GOALS.get(name, {}).items():
+            if category in cuemem:
+                got = cuemem[category]["all_evidence"]
+                verdicts.append(f"{name} {category} ≥ {goal:.2f}: {yes(got >= goal)} ({got:.3f})")
+        overall = cuemem.get("overall")
+        if overall:
+            mean, most = overall["tokens"]["estimate"], overall["tokens_max"]["estimate"]
+            verdicts.append(f"{name} mean ≤ {budget:,} and max ≤ {2 * budget:,} tokens: "
+                            f"{yes(mean <= budget and most <= 2 * budget)} ({round(mean):,}, {most:,})")
+    return [*lines, "", "Goals (cuemem): " + "; ".join(verdicts) + ".", "",
+            "What each lever did, and those that did not work: bench/quality_notes.md, \"Real conversations "
+            "(issue 48)\", under the quality tables below.", ""]
 
 
 # ------------------------------------------------------------------ quality (bench/quality.py)

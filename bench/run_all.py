@@ -164,8 +164,9 @@ def tiny_export(path: Path) -> Path:
 
 
 def smoke(folder: str) -> None:
-    """The suite, the whole-history benchmarks and quality.py on the sample dialogues, recorded and
-    rendered inside `folder`."""
+    """The suite, the whole-history benchmarks, quality.py and evidence.py on the sample dialogues, recorded
+    and rendered inside `folder`."""
+    import evidence
     import quality
 
     out = Path(folder)
@@ -173,6 +174,8 @@ def smoke(folder: str) -> None:
     locomo = str(tiny_locomo(out / "tiny_locomo.json"))
     run(locomo, out / "results", SMOKE, str(tiny_export(out / "tiny_export.json")), browse=True)
     quality.run(locomo, out / "results", ["--cache-dir", str(out / "eval-cache")])
+    evidence.run(out, out / "results", ["--cache-dir", str(out / "eval-cache")],
+                 {name: Path(locomo) for name in ("realtalk-dev.json", "locomo10.json")})
     report.render(out / "results", out / "RESULTS.md")
 
 

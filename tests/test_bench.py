@@ -51,7 +51,7 @@ def test_the_readme_lists_every_benchmark_of_the_suite(bench):
 @pytest.mark.slow
 @pytest.mark.subprocess
 def test_every_benchmark_runs_on_a_tiny_input_and_renders(bench, tmp_path):
-    """`run_all.py --smoke`: the nine benchmarks, the two whole-history ones and quality.py on the sample
+    """`run_all.py --smoke`: the nine benchmarks, the two whole-history ones, quality.py and evidence.py on the sample
     dialogues (in LoCoMo's shape, and as a ChatGPT export for the history). Run from a folder of its own, so
     every process imports the cuemem_cli this test run does."""
     out = tmp_path / "smoke"
@@ -60,7 +60,7 @@ def test_every_benchmark_runs_on_a_tiny_input_and_renders(bench, tmp_path):
                           capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-3000:]
     results = {path.stem: json.loads(path.read_text()) for path in (out / "results").glob("*.json")}
-    assert set(results) == {*SUITE, *WHOLE_HISTORY, "run_all", "quality"}
+    assert set(results) == {*SUITE, *WHOLE_HISTORY, "run_all", "quality", "evidence"}
     assert results["ingest"]["turns"] == 84 + 43 and results["ingest"]["cues"] > results["ingest"]["turns"]
     assert results["scale"]["five_mb_turn"]["exit_code"] == 1 and not results["scale"]["five_mb_turn"]["db_exists"]
     import run_all
@@ -79,6 +79,8 @@ def test_every_benchmark_runs_on_a_tiny_input_and_renders(bench, tmp_path):
     page = (out / "RESULTS.md").read_text(encoding="utf-8")
     assert page.count("**met**") + page.count("**not met**") >= 10  # every row of both tables judged
     assert "## Quality: LoCoMo evidence" in page and "| `cuemem` | all terms" in page
+    assert set(results["evidence"]["runs"]) == {"realtalk-dev", "locomo", "locomo as exports"}
+    assert "| realtalk-dev | `naive-rag` | overall |" in page and "locomo as exports mean ≤ 2,000" in page
     assert "| turns added | 127 (0 already stored), exit 0 |" in page and "| search, a rare word |" in page
     assert {path.name: path.read_bytes() for path in bench.RESULTS.glob("*.json")} == recorded, \
         "a smoke run never touches the recorded results"
