@@ -322,7 +322,8 @@ def render_summary(summary: dict[str, Any]) -> None:
     tokenizer_notes = "; ".join(f"{k}: {v}" for k, v in summary["tokenizers"].items())
     settings = ", ".join(f"{k}={v}" for k, v in summary["settings"].items())
     out.print(f"[dim]n = questions with gold evidence (retrieval metrics); tokens = mean per question "
-              f"({tokenizer_notes}); max≈ = the largest context of one question (estimate); p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
+              f"({tokenizer_notes}); max≈ = the largest context of one question (estimate); "
+              f"p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
               f"full-history is unbudgeted. Settings: {settings}; "
               f"graph built with window={summary['graph_built']['window']}, sem_k={summary['graph_built']['sem_k']}; "
               f"extractor {summary['extractor']}; embedder {summary['embedder']['model']} "
