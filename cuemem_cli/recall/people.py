@@ -2,7 +2,7 @@
 ("Kate", learned by cues/names.py from the turns that hold it), or by a near spelling of a label the chats
 never write ("Elisa" for "Elise").
 
-Measured on REALTALK's dev chats (bench/quality_notes.md, "Who is who"): questions say "Kate" where every
+Measured on REALTALK's dev chats (bench/quality_notes.md, "Real conversations"): questions say "Kate" where every
 turn says "Emi"; unresolved, "What are Kate's hobbies?" filled its budget with the turns that greet Kate and
 lifted nobody.
 """
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..cues.names import NAME, learn, not_a_name, spelled_like
+from ..store.base import Store
 
 NAME_TURNS = 400  # turns holding a question's unknown names, read to learn who they are
 
@@ -47,12 +48,17 @@ def named_people(source, question: str, speakers: Sequence[str], scope_ids: Sequ
     return Named(frozenset(labels | set(spelled.values())), frozenset(known_as), tuple(words))
 
 
-def learn_names(store, names: Sequence[str], scope_ids: Sequence[int] | None,
-                people: dict[str, frozenset[str]]) -> tuple[dict[tuple[str, str], str], set[str]]:
+def learn_names(store: Store, names: Sequence[str], scope_ids: Sequence[int] | None
+                ) -> tuple[dict[tuple[str, str], str], set[str]]:
     """What each of `names` means in the conversations in scope, learned from the turns that hold them
-    (at most NAME_TURNS, found by the full-text index), and which of the names some turn holds at all."""
+    (at most NAME_TURNS, found by the full-text index), and which of the names some turn holds at all.
+    Only those turns' conversations are read for their people: a memory of thousands of chats is not
+    scanned for a name three of them use."""
     query = " OR ".join(f'"{name}"' for name in names)
     ids = [tid for tid, _ in store.search_turns_fts(query, NAME_TURNS, scope_ids)]
     turns = list(store.turns_by_id(ids).values())
     found = {name for name in names if any(re.search(rf"\b{name}\b", turn.text) for turn in turns)}
+    chats = {cid: name for name in {turn.conversation for turn in turns}
+             if (cid := store.conversation_id(name)) is not None}
+    people = {chats[cid]: speakers for cid, speakers in store.speaker_sets(list(chats)).items()} if chats else {}
     return learn(turns, people, wanted=names), found

@@ -113,7 +113,7 @@ class _Source:
               ) -> tuple[dict[tuple[str, str], str], set[str]]:
         """What each of a question's unknown `words` names in the conversations in scope, and which of them
         some turn holds (recall/people.learn_names)."""
-        return learn_names(self.store, words, scope, self.people())
+        return learn_names(self.store, words, scope)
 
     def sentence_similarities(self, turn_ids: Sequence[int], query: np.ndarray) -> dict[int, dict[str, float]]:
         """Cosine with the query of each statement cue (a sentence) of the given turns."""
