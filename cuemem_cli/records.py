@@ -118,6 +118,7 @@ class Evidence:
     excerpt: bool = False  # text holds only the turn's sentences nearest the question ("…" marks gaps)
     conversation: str = ""  # the conversation it was said in (its name), and that conversation's title
     title: str | None = None
+    role: str | None = None  # user | assistant | None: who said it in a chat with an assistant
 
 
 class Said(Protocol):
@@ -163,6 +164,7 @@ class Context:
             "as_of": self.as_of,
             "answer": answer.text if answer else None,
             "answer_kind": answer.kind if answer else None,
+            "answer_form": answer.form if answer else None,
             "model": answer.model if answer else None,
             "usage": answer.usage if answer else {},
             "cues": list(data["cues"]),
@@ -174,9 +176,25 @@ class Context:
 
 @dataclass(frozen=True)
 class Answer:
+    """`text`: its first line is the answer line a person reads, then (offline) the turns it was read from.
+    `form` says what that line is: "answer" (a model's, or the span the offline reader is sure of) or
+    "quote" (the sentence that answers best, quoted with its speaker and day: the offline reader was not
+    sure); None with no text (nothing in memory answers)."""
+
     text: str | None
     kind: str | None  # llm | extractive | None
     model: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     timing_ms: float = 0.0
+    form: str | None = None  # answer | quote | None
+
+    def labelled(self) -> str | None:
+        """The text as a person reads it offline: the answer line opened by what it is ("answer: beagle",
+        "best match: Maya, 14 May 2023: \"…\""), the sources below unchanged. A model's answer is its own."""
+        if self.text is None or self.kind != "extractive" or self.form not in FORM_LABELS:
+            return self.text
+        return f"{FORM_LABELS[self.form]}: {self.text}"
+
+
+FORM_LABELS = {"answer": "answer", "quote": "best match"}  # what the text view calls each form of answer line
 

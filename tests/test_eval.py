@@ -12,7 +12,16 @@ import pytest
 
 from cuemem_cli.evaluate.cache import BuildSettings, database_path, file_digest
 from cuemem_cli.evaluate.datasets import export_title, load_locomo, load_longmemeval, normalise_evidence
-from cuemem_cli.evaluate.metrics import answer_holds, content_tokens, evidence_scores, ndcg, summarise
+from cuemem_cli.evaluate.metrics import (
+    answer_holds,
+    answer_line,
+    content_tokens,
+    evidence_scores,
+    ndcg,
+    offline_scores,
+    summarise,
+    token_f1,
+)
 from cuemem_cli.recall.evidence import context_tokens, dialogue_lines
 from cuemem_cli.recall.lines import evidence_line
 from cuemem_cli.recall.question import fts_query
@@ -70,6 +79,20 @@ def test_summary_by_hand():
     assert rows["adversarial"]["retrieval_questions"] == 0 and rows["adversarial"]["accuracy"] == 1.0
 
 
+def test_offline_summary_by_hand():
+    """Line, line F1 and block are means over the questions with a gold answer; none% over all of them."""
+    answers = [("beagle", "beagle\nsource: …", False), ("beagle", 'Maya: "a beagle"\nsource: …', False),
+               ("Paris", "Lyon\nsource: Paris", False), ("Paris", None, False), ("", None, True)]
+    records = [{**_record("single-hop" if not abstains else "adversarial", None, None, abstention=abstains),
+                **offline_scores(gold, text, abstains)} for gold, text, abstains in answers]
+    rows = {r["category"]: r for r in summarise(records, ["cuemem"], ["single-hop", "adversarial"])}
+    single, adversarial = rows["single-hop"], rows["adversarial"]
+    assert single["offline_scored"] == 4 and single["offline_accuracy"] == 0.75  # the block holds it 3 times
+    assert single["offline_line_accuracy"] == 0.5
+    assert single["offline_line_f1"] == pytest.approx((1 + 2 / 3) / 4, abs=1e-4)
+    assert single["offline_abstained"] == 0.25 and adversarial["offline_abstained"] == 1.0
+
+
 def test_offline_answer_rule_needs_every_content_token_of_the_gold_answer():
     """Issue 22's rule: lower-cased, punctuation and English stop words dropped, every token present."""
     assert content_tokens("The weekend before 22 July, 2023.") == ["weekend", "22", "july", "2023"]
@@ -80,6 +103,25 @@ def test_offline_answer_rule_needs_every_content_token_of_the_gold_answer():
     assert not answer_holds("Denver", None)  # no answer holds nothing
     assert not answer_holds("beagle", "beagles")  # tokens, not substrings
     assert answer_holds("the", "anything") is None  # nothing to check: not scored
+
+
+def test_an_offline_answer_is_scored_on_its_line_and_as_a_whole():
+    """Issue 49: the line a person reads (the first, at most 240 characters) is scored apart from the quoted
+    sources below it; its token F1 tells a span from a long quote; a number is one token however written;
+    a yes/no answer must say its verdict; an abstention question is scored by abstaining alone."""
+    answer = 'Maya, 14 May 2023: "I adopted him last weekend"\nsource: Maya, s2:9, 14 May 2023: "he\'s a beagle"'
+    scores = offline_scores("beagle", answer)
+    assert scores == {"offline_correct": True, "offline_line_correct": False, "offline_line_f1": 0.0,
+                      "offline_abstained": False}
+    assert answer_line("x" * 300 + "\nsource") == "x" * 240
+    assert token_f1("beagle", "beagle") == 1.0 and token_f1("a beagle", "Maya: he is a beagle") == 0.6667
+    assert answer_holds("03 January, 2024", "3rd January 2024")  # REALTALK writes days with a leading zero
+    assert answer_holds("No, she was with her friend.", "no: Elise went with a friend")
+    assert not answer_holds("No, she was with her friend.", "Elise went with a friend")  # no verdict
+    assert offline_scores("Paris", None) == {"offline_correct": False, "offline_line_correct": False,
+                                             "offline_line_f1": 0.0, "offline_abstained": True}
+    assert offline_scores("", None, abstention=True) == {"offline_correct": None, "offline_line_correct": None,
+                                                         "offline_line_f1": None, "offline_abstained": True}
 
 
 def test_malformed_locomo_evidence_is_split_or_skipped():

@@ -53,7 +53,9 @@ _STORE = typer.Option(None, "--store", help="Evaluate on this PostgreSQL databas
                       "holding this same eval) instead of the SQLite cache.")
 _OUT = typer.Option(None, "--out", help="Write the summary and every per-question record as JSON.")
 _OFFLINE = typer.Option(False, "--offline-answers", help="Also answer each question offline, as `ask` does without "
-                        "a model, and report the share whose answer holds every content word of the gold answer.")
+                        "a model, and report the share whose answer line (its first line), and whose whole answer, "
+                        "hold every content word of the gold answer, the line's token F1, and how often it gives no "
+                        "answer.")
 _JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout instead of the table.")
 
 
@@ -291,7 +293,8 @@ def render_summary(summary: dict[str, Any]) -> None:
         if answered:
             table.add_column("ans p50", justify="right")
         if offline:
-            table.add_column("offline%", justify="right")
+            for header in ("line%", "line F1", "block%", "none%"):
+                table.add_column(header, justify="right")
         if judged:
             table.add_column("acc%", justify="right")
             table.add_column("judged", justify="right")
@@ -311,7 +314,8 @@ def render_summary(summary: dict[str, Any]) -> None:
             if answered:
                 cells.append(_num((r["answer_ms"] or {}).get("p50"), 0))
             if offline:
-                cells.append(_pct(r.get("offline_accuracy")))
+                cells += [_pct(r.get("offline_line_accuracy")), _num(r.get("offline_line_f1"), 2),
+                          _pct(r.get("offline_accuracy")), _pct(r.get("offline_abstained"))]
             if judged:
                 cells += [_pct(r["accuracy"]), str(r["judged"]),
                           _num(r["llm_tokens"]["answer"] + r["llm_tokens"]["judge"])]
@@ -324,7 +328,11 @@ def render_summary(summary: dict[str, Any]) -> None:
     out.print(f"[dim]n = questions with gold evidence (retrieval metrics); tokens = mean per question "
               f"({tokenizer_notes}); max≈ = the largest context of one question (estimate); "
               f"p50/p95 ms = reconstruction latency (query embedding + search + expansion); "
-              f"full-history is unbudgeted. Settings: {settings}; "
+              f"full-history is unbudgeted. "
+              + ("Offline answers: line% = the answer line holds every content word of the gold answer, line F1 its "
+                 "token F1, block% = the line and its quoted sources hold them, none% = no answer (on adversarial "
+                 "questions the right one). " if offline else "")
+              + f"Settings: {settings}; "
               f"graph built with window={summary['graph_built']['window']}, sem_k={summary['graph_built']['sem_k']}; "
               f"extractor {summary['extractor']}; embedder {summary['embedder']['model']} "
               f"({summary['embedder']['backend']}); {summary['elapsed_s']} s.[/dim]")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -36,19 +37,73 @@ def _stop_words() -> frozenset[str]:
     return frozenset(STOP_WORDS) - {"may"}
 
 
+_ORDINAL = re.compile(r"^0*(\d+)(?:st|nd|rd|th)?$")
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-cased word tokens of `text`, a number written one way: "03" and "3rd" are 3 (REALTALK writes
+    "03 January, 2024", an answer "3 January 2024")."""
+    return [_ORDINAL.sub(r"\1", t) for t in _TOKEN.findall(text.lower())]
+
+
 def content_tokens(text: str) -> list[str]:
-    """Lower-cased word tokens of `text`, punctuation and English stop words dropped."""
+    """`tokens` of `text`, English stop words dropped."""
     stop = _stop_words()
-    return [t for t in _TOKEN.findall(text.lower()) if t not in stop]
+    return [t for t in tokens(text) if t not in stop]
+
+
+_VERDICT = re.compile(r"^\W*(yes|no)\b", re.I)
+
+
+def wanted_tokens(gold: str) -> list[str]:
+    """What an answer must say to hold `gold`: its content tokens, and the verdict of a yes/no answer ("No, she
+    moved" must say "no", which is a stop word)."""
+    verdict = _VERDICT.match(gold)
+    return ([verdict[1].lower()] if verdict else []) + content_tokens(gold)
 
 
 def answer_holds(gold: str, answer: str | None) -> bool | None:
-    """Issue 22's offline-answer rule: every content token of the gold answer occurs in the answer text.
-    None when the gold answer has no content token (nothing to check)."""
-    wanted = content_tokens(gold)
+    """Issue 22's offline-answer rule: every content token of the gold answer occurs in the answer text (a yes
+    or no it opens with too). None when the gold answer has none (nothing to check)."""
+    wanted = wanted_tokens(gold)
     if not wanted:
         return None
-    return set(wanted) <= set(content_tokens(answer or ""))
+    return set(wanted) <= set(tokens(answer or ""))
+
+
+LINE_CHARS = 240  # issue 49: the answer line a person reads is the first line, at most this long
+
+
+def answer_line(answer: str | None) -> str | None:
+    """The line a person reads first: the answer's first line, cut at LINE_CHARS."""
+    return answer.split("\n", 1)[0][:LINE_CHARS] if answer else None
+
+
+def token_f1(gold: str, answer: str | None) -> float | None:
+    """SQuAD's token F1 between the gold answer and an answer, over `wanted_tokens` (a verdict and content
+    words, so a quoted sentence scores lower than the span it holds). None when the gold has none."""
+    wanted = Counter(wanted_tokens(gold))
+    if not wanted:
+        return None
+    said = Counter(t for t in tokens(answer or "") if t in wanted or t not in _stop_words())
+    common = sum((wanted & said).values())
+    if not common:
+        return 0.0
+    precision, recall = common / sum(said.values()), common / sum(wanted.values())
+    return round(2 * precision * recall / (precision + recall), 4)
+
+
+def offline_scores(gold: str, answer: str | None, abstention: bool = False) -> dict[str, Any]:
+    """An offline answer's scores (issue 49): whether the answer line holds the gold answer and its token F1,
+    whether the whole answer (line and quoted sources) holds it (`offline_correct`, issue 22's figure), and
+    whether it abstained (no answer). An abstention question (nothing in memory answers it) is scored by
+    abstaining alone."""
+    line = answer_line(answer)
+    scored = not abstention
+    return {"offline_correct": answer_holds(gold, answer) if scored else None,
+            "offline_line_correct": answer_holds(gold, line) if scored else None,
+            "offline_line_f1": token_f1(gold, line) if scored else None,
+            "offline_abstained": answer is None}
 
 
 def ndcg(ranked: Sequence[str], gold: Iterable[str]) -> float | None:
@@ -117,7 +172,10 @@ def summarise_group(records: list[dict[str, Any]]) -> dict[str, Any]:
     row["accuracy"] = round(sum(r["judgement"] == "CORRECT" for r in judged) / len(judged), 4) if judged else None
     held = [r["offline_correct"] for r in records if r.get("offline_correct") is not None]
     row["offline_scored"] = len(held)
-    row["offline_accuracy"] = round(sum(held) / len(held), 4) if held else None
+    row["offline_accuracy"] = round(sum(held) / len(held), 4) if held else None  # the whole answer holds the gold
+    row["offline_line_accuracy"] = _mean([r.get("offline_line_correct") for r in records])
+    row["offline_line_f1"] = _mean([r.get("offline_line_f1") for r in records])
+    row["offline_abstained"] = _mean([r.get("offline_abstained") for r in records])  # no answer at all
     row["llm_tokens"] = {
         role: sum(int((r.get("usage") or {}).get(role, {}).get("total_tokens", 0)) for r in records)
         for role in ("answer", "judge")

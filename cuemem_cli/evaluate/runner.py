@@ -36,7 +36,7 @@ from .cache import (
     vector_dir,
 )
 from .datasets import Dataset, Question, load_locomo, load_longmemeval
-from .metrics import answer_holds, evidence_scores, longmemeval_scores, summarise, unique_in_order
+from .metrics import evidence_scores, longmemeval_scores, offline_scores, summarise, unique_in_order
 from .systems import (
     DEFAULT_SYSTEMS,
     SYSTEMS,
@@ -360,8 +360,7 @@ class _QA:
 
 
 class _Offline:
-    """The offline answer `ask` gives without a model, on each record's context, scored by `answer_holds`
-    (abstention questions have no answer to hold: not scored)."""
+    """The offline answer `ask` gives without a model, on each record's context, scored by `offline_scores`."""
 
     def __init__(self, embedder):
         self.embedder = embedder
@@ -371,8 +370,8 @@ class _Offline:
 
         t0 = time.perf_counter()
         answer = answer_extractively(found.context, self.embedder)
-        record["offline_answer"] = answer.text
-        record["offline_correct"] = None if q.abstention else answer_holds(q.answer, answer.text)
+        record.update(offline_answer=answer.text, offline_form=answer.form,
+                      **offline_scores(q.answer, answer.text, q.abstention))
         record["latency_ms"]["offline_answer"] = round((time.perf_counter() - t0) * 1000, 2)
 
 
