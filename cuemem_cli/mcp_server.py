@@ -179,8 +179,10 @@ class MemoryTools:
         data = result.to_json()
         if chosen is None:
             data["note"] = ("no answer model is configured (start the server with --model MODEL or set "
-                            "CUEMEM_MODEL, or pass model): this is cuemem's offline extractive answer, the "
-                            "evidence sentences nearest the question; read the evidence yourself")
+                            "CUEMEM_MODEL, or pass model): this is cuemem's offline answer, read off the evidence "
+                            "without a model. Its first line is the answer when answer_form is \"answer\"; when it "
+                            "is \"quote\", it is the evidence sentence that answers best, quoted with who said it "
+                            "and when; read the evidence yourself")
         return Reply(answer_text(result, data.get("note")), data)
 
     def list_conversations(self) -> list[dict[str, Any]]:
@@ -277,8 +279,12 @@ def recall_text(context: Context) -> str:
 def answer_text(result: Result, note: str | None) -> str:
     """What an agent's model reads of an answer: the answer (or that there is none), the note, the evidence."""
     answer = result.answer
-    said = (f"Answer ({answer.model}): " if answer.kind == "llm" else "Offline answer (extractive): ") + \
-        (answer.text or "none: no evidence answers it")
+    if answer.kind == "llm":
+        said = f"Answer ({answer.model}): {answer.text or 'none'}"
+    elif answer.text is None:
+        said = "Offline answer (extractive): none: no evidence answers it"
+    else:  # the answer line opened by what it is, as the CLI prints it
+        said = f"Offline answer (extractive), {answer.labelled()}"
     return "\n\n".join(part for part in (said, note and f"Note: {note}", recall_text(result.context)) if part)
 
 

@@ -125,3 +125,47 @@ def test_offline_ask_says_no_evidence_matched_for_junk(cli, db_path, question):
     assert [p for _, p in shown] == sorted(p for _, p in shown)  # in the order it was said
     human = cli("--db", str(db_path), "ask", question)
     assert human.exit_code == 0 and "no evidence matched" in human.stdout.lower()
+
+
+def test_an_unsure_reader_quotes_the_sentence_that_answers_with_who_said_it_and_when(embedder):
+    """Issue 49: without a span it is sure of, the answer line is a quote, never a lone word a rule picked:
+    the sentence that answers, with its speaker and day, read with the sentence before it in its turn."""
+    from cuemem_cli.answer.extractive import answer_extractively
+
+    ctx = replace(context([("Maya", "I went to a pottery class. We made little cork coasters for the studio."),
+                           ("Leo", "Nice, I have been working too much lately.")]),
+                  question="What were the coasters we made in pottery class made of?")
+    answer = answer_extractively(ctx, embedder)
+    line = answer.text.splitlines()[0]
+    assert answer.form == "quote" and len(line) <= 240
+    assert line == 'Maya, 1 January 2023: "I went to a pottery class. We made little cork coasters for the studio."'
+
+
+def test_a_sure_reader_answers_with_the_span_and_says_a_relative_day_by_its_anchor(embedder):
+    """A place after "moved to" reads as where someone lives (sure): the line is the span. A date said
+    relative to its day is given with that day, as a person checks it: "last weekend" on 14 May 2023."""
+    from cuemem_cli.answer.extractive import answer_extractively
+
+    moved = replace(context([("Maya", "I moved to Denver last month, the flat is tiny.")]),
+                    question="Where does Maya live?")
+    answer = answer_extractively(moved, embedder)
+    assert answer.form == "answer" and answer.text.splitlines()[0] == "Denver"
+    adopted = Context("When did Maya adopt her dog?", "c", None, (), (
+        Evidence(source_id="t0", time="2023-05-14T10:00:00", speaker="Maya", via="anchor", position=0,
+                 text="Big news: I adopted a dog last weekend, from the shelter on Columbia Boulevard."),), 50, {})
+    answer = answer_extractively(adopted, embedder)
+    assert answer.form == "answer"
+    assert answer.text.splitlines()[0] == "the weekend before 14 May 2023 (weekend of 6 May 2023)"
+
+
+def test_a_quote_longer_than_a_line_keeps_the_words_around_the_span():
+    from cuemem_cli.answer.extractive import quote
+
+    said = Evidence(source_id="t0", time="2024-03-15T18:30:00", speaker="Sam", via="anchor", text=(
+        "I have been thinking about the training plan a lot, " * 4 + "and the race is the Lakefront Half on June 9th, "
+        + "which gives me twelve weeks of running, " * 4))
+    line = quote(said, said.text, around="Lakefront Half")
+    assert len(line) <= 240 and "Lakefront Half" in line
+    assert line.startswith('Sam, 15 March 2024: "…') and line.endswith('…"')
+    short = quote(said, "I rest on Fridays.")  # not a sentence of the turn: quoted as it is
+    assert short == 'Sam, 15 March 2024: "I rest on Fridays."'

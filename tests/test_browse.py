@@ -29,6 +29,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 import pytest
+from markupsafe import escape
 
 from conftest import CUEMEM, PYTHON, SAMPLES, chat_completion, child_env, new_pg_database, send_json, tier
 
@@ -274,6 +275,10 @@ def test_the_question_box_answers_as_ask_does_offline_and_writes_nothing(served)
     assert _retrieved(served) == set()  # the browser recorded no retrieval
     cli = cli_json(served, "ask", QUESTIONS[0], "-c", "maya-and-leo", "--json")
     assert answered["answer"] == cli["answer"] and answered["evidence"] == cli["evidence"]
+    assert answered["answer_form"] == cli["answer_form"] in ("answer", "quote")  # the same line, said to be the same
+    page = served.html("ask?" + urlencode({"q": QUESTIONS[0], "c": "maya-and-leo"}))
+    label = {"answer": "answer: ", "quote": "best match: "}[cli["answer_form"]]
+    assert str(escape(label + cli["answer"].splitlines()[0])) in page  # as Jinja escapes it
     assert _retrieved(served) == {e["source_id"] for e in cli["evidence"]}  # `ask` does: the check can see one
 
 

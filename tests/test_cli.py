@@ -94,6 +94,19 @@ def test_offline_ask_gives_a_labelled_extractive_answer(cli, maya_db):
     assert "extractive" in result.stdout and "Evidence" in result.stdout and "His name is Biscuit" in result.stdout
 
 
+@pytest.mark.parametrize(("question", "form", "label"), [
+    ("Where does Maya live now?", "answer", "answer: Denver"),  # a place after "moved to": the reader is sure
+    ("What is the name of Maya's dog?", "quote", 'best match: Maya, 14 May 2023: "His name is Biscuit'),
+])
+def test_the_text_view_says_whether_the_line_is_an_answer_or_a_quote(cli, maya_db, question, form, label):
+    """Issue 49: `--json` says what the answer line is (`answer_form`); the text view opens it with
+    "answer:" or "best match:" and shows the same line."""
+    data = ask_json(cli, maya_db, question)
+    assert data["answer_form"] == form
+    shown = cli("--db", str(maya_db), "ask", question, "--evidence", "0").stdout
+    assert label in shown and data["answer"].splitlines()[0][:40] in shown
+
+
 @pytest.mark.parametrize(("question", "place", "turn"), [
     ("Where does Maya live now?", "Denver", "s4:1"),  # the latest statement: "Greetings from Denver!"
     ("Where did Maya live in March 2023?", "Portland", "s1:8"),  # one said in the period asked about

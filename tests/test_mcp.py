@@ -16,6 +16,7 @@ from typing import ClassVar
 import orjson
 import pytest
 
+from cuemem_cli.memory import Memory
 from cuemem_cli.store.base import TEMPORAL
 
 from conftest import CUEMEM, SAMPLES, assert_whole, chat_completion, child_env, raw, send_json
@@ -172,6 +173,10 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
     # ask without a model: the offline answer, and a note that says no model is configured
     assert answered["answer_kind"] == "extractive" and answered["model"] is None
     assert "no answer model is configured" in answered["note"]
+    with Memory(db, create=False) as memory:  # one answer everywhere: the library gives the same line and form
+        library = memory.ask("Where does Leo work?", record_retrieval=False).answer
+    assert answered["answer_form"] in ("answer", "quote")
+    assert (answered["answer"], answered["answer_form"]) == (library.text, library.form)
     assert bookstore in [e["source_id"] for e in answered["evidence"]]
 
     assert listed["result"][0] == {"conversation": "maya-and-leo", "title": None, "turns": 30, "cues": stored["cues"],

@@ -68,5 +68,6 @@ def answer_with_model(context: Context, model: str, priority: bool = True,
     from ..models.llm import complete
 
     result = complete(model, build_messages(context, priority), on_token=on_token, **kwargs)
-    return Answer(text=result.text.strip(), kind="llm", model=model, usage=result.usage,
-                  timing_ms=round(result.seconds * 1000, 1))
+    text = result.text.strip()
+    return Answer(text=text, kind="llm", model=model, usage=result.usage, timing_ms=round(result.seconds * 1000, 1),
+                  form="answer" if text else None)

@@ -163,7 +163,8 @@ def question(memory: Memory, text: str, conversation: str | None, model: str | N
         hops = store.neighbours(seeds, settings.window, settings.sem_k) if settings.graph and seeds else []
     brought = [hop for hop in hops if roles.get(hop[1], "anchor") not in SEEDS]  # the edges that brought one in
     picture = draw([turns[i] for i in roles], brought, roles)
-    return {"context": data, "turn_ids": ids, "error": failure, "graph": picture_json(picture), "picture": picture}
+    return {"context": data, "turn_ids": ids, "error": failure, "graph": picture_json(picture), "picture": picture,
+            "shown_answer": reply.labelled() if reply else None}  # as `ask` prints it: "answer:" or "best match:"
 
 
 def _evidence_ids(memory: Memory, data: dict[str, Any]) -> list[int | None]:

@@ -76,7 +76,7 @@ def render_answer(answer: Answer) -> None:
     hint = "no model: set --model or CUEMEM_MODEL" if answer.kind != "llm" else None
     empty = ("no evidence matched the question" if answer.kind == "extractive"
              else "nothing in memory matches this question")
-    out.print(Panel(escape(answer.text or empty), title=title,
+    out.print(Panel(escape(answer.labelled() or empty), title=title,
                     title_align="left", subtitle=hint, subtitle_align="right",
                     border_style="green" if answer.kind == "llm" else "yellow"))
 

@@ -173,7 +173,7 @@ def _context(question, view: ConversationView, turns: list[Turn], via: str, scor
     evidence = tuple(
         Evidence(source_id=t.source_id, time=t.time, speaker=t.speaker or t.role, text=t.text, via=via,
                  session=t.session, position=t.position, score=round(scores.get(view.key_of(t), 0.0), 4),
-                 tokens=view.cost[view.key_of(t)], conversation=t.conversation, title=t.title)
+                 tokens=view.cost[view.key_of(t)], conversation=t.conversation, title=t.title, role=t.role)
         for t in sorted(turns, key=chronological)
     )
     return Context(question=question.question, conversations=tuple(view.scope or ()), as_of=question.as_of, cues=(),

@@ -186,7 +186,7 @@ def _evidence(turn: Turn, score: float, via: str, best: tuple[Cue, float] | None
         source_id=turn.source_id, time=turn.time, speaker=turn.speaker, text=turn.text, via=via,
         session=turn.session, position=turn.position, score=round(score, 4),
         cue=_render_cue(best[0]) if best is not None else None, tokens=turn_cost(turn), excerpt=excerpt,
-        conversation=turn.conversation, title=turn.title,
+        conversation=turn.conversation, title=turn.title, role=turn.role,
     )
 
 
