@@ -169,3 +169,18 @@ def test_a_quote_longer_than_a_line_keeps_the_words_around_the_span():
     assert line.startswith('Sam, 15 March 2024: "…') and line.endswith('…"')
     short = quote(said, "I rest on Fridays.")  # not a sentence of the turn: quoted as it is
     assert short == 'Sam, 15 March 2024: "I rest on Fridays."'
+
+
+def test_no_answer_when_what_answers_is_someone_elses(embedder):
+    """LoCoMo's adversarial questions mostly swap the person: memory holds Caroline's grandma, not
+    Melanie's. Quoting Caroline's would answer a question nobody's turns answer; the offline answer says
+    nothing answers. Asked about Caroline, the same evidence answers."""
+    from cuemem_cli.answer.extractive import answer_extractively
+
+    ctx = context([("Caroline", "My grandma is from Sweden, she gave me this necklace when I was ten."),
+                   ("Melanie", "That's lovely. I spent the weekend painting sunsets with the kids."),
+                   ("Caroline", "Your paintings always make me smile.")])
+    swapped = answer_extractively(replace(ctx, question="What country is Melanie's grandma from?"), embedder)
+    assert swapped.text is None and swapped.form is None
+    right = answer_extractively(replace(ctx, question="What country is Caroline's grandma from?"), embedder)
+    assert right.form is not None and "Sweden" in right.text.splitlines()[0]

@@ -48,6 +48,7 @@ EXTRACTIVE_CONTEXT_WEIGHT = 0.7
 TURN_SCORE_WEIGHT = 1.0
 ANSWER_TURN_WEIGHT = 0.8  # see answering
 ANSWER_NEAR = 5  # see _quoted_sentence
+OWNER_MARGIN = 0.3  # see someone_elses
 SAID_WEIGHT = 0.45  # see _overlap
 WINDOW_WEIGHT = 1.0
 NO_EVIDENCE_FLOOR = 0.20  # see `matched`
@@ -428,6 +429,41 @@ class _Reader:
         return Reading(part.kind, sentence, i, sentence, -1)
 
 
+_SECOND_PERSON = re.compile(r"\b(?:your|yours|yourself)\b", re.I)
+_SELF = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b", re.I)
+
+
+def someone_elses(context: Context, answering: list[tuple[float, str, int]]) -> bool:
+    """Whether what answers the question is someone else's: it names one of the people speaking (X), and
+    a sentence about another one answers it better, by more than OWNER_MARGIN, than any about X. "What
+    country is Melanie's grandma from?" when only Caroline said "my grandma is from Sweden": memory holds
+    nothing about Melanie's grandma, and answering with Caroline's would be wrong (LoCoMo's adversarial
+    questions: most swap the person). A sentence is about its speaker when it says I/my, about the one
+    spoken to when it says your (a bare "you" is as often anyone: "three, if you count Figue"), and a
+    speaker's sentence saying neither is about the speaker. Measured on LoCoMo's adversarial questions it
+    abstains on a third of them, and on 1-4 % of questions that have an answer (bench/RESULTS.md)."""
+    evidence = context.evidence
+    named = {ev.speaker for ev in evidence
+             if ev.speaker and re.search(rf"\b{re.escape(ev.speaker)}\b", context.question)}
+    if len(named) != 1:
+        return False
+    asked = next(iter(named))
+
+    def about_asked(sentence: str, speaker: str | None) -> bool | None:
+        if _SELF.search(sentence):
+            return speaker == asked
+        if _SECOND_PERSON.search(sentence):
+            return speaker != asked
+        return True if speaker == asked else None
+
+    best: dict[bool, float] = {}
+    for score, sentence, i in answering:
+        about = about_asked(sentence, evidence[i].speaker)
+        if about is not None and about not in best:
+            best[about] = score
+    return best.get(False, -math.inf) - best.get(True, -math.inf) > OWNER_MARGIN
+
+
 def sure(reading: Reading) -> bool:
     """Whether the reader is sure of a span, so that it, not a quote, is the answer line: a date, place,
     person or number (not a what-phrase: measured, those are right too rarely) that reads as the kind
@@ -523,9 +559,12 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     ranked = rank_sentences(context, embedder, short_places=any(p.kind == "where" for p in parts))
     if not matched(context, ranked):
         return Answer(text=None, kind="extractive")  # form None: nothing answers
+    best_first = answering(context, ranked)
+    if someone_elses(context, best_first):
+        return Answer(text=None, kind="extractive")
     reader = _Reader(context, embedder, ranked)
     readings = [reader.answer(part) for part in parts]
-    best, at = _quoted_sentence(readings[0], answering(context, ranked))
+    best, at = _quoted_sentence(readings[0], best_first)
     if all(sure(r) for r in readings) or (len(readings) > 1 and any(sure(r) for r in readings)):
         form, line, found = "answer", "; ".join(dict.fromkeys(r.span for r in readings)), [r.index for r in readings]
     else:
