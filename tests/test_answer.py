@@ -159,7 +159,7 @@ def test_a_sure_reader_answers_with_the_span_and_says_a_relative_day_by_its_anch
 
 
 def test_a_quote_longer_than_a_line_keeps_the_words_around_the_span():
-    from cuemem_cli.answer.extractive import quote
+    from cuemem_cli.answer.quotes import quote
 
     said = Evidence(source_id="t0", time="2024-03-15T18:30:00", speaker="Sam", via="anchor", text=(
         "I have been thinking about the training plan a lot, " * 4 + "and the race is the Lakefront Half on June 9th, "

@@ -1,27 +1,21 @@
-"""The offline answer: the question's parts read off the evidence sentences nearest it, without a model.
+"""The offline answer: the question's parts read off the evidence sentences nearest it, without a model,
+and the answer line made of them: the span when the reader is sure, else a quote of the sentence that answers.
 
-The answer model's prompt and the LLM answer are prompt.py's; what span of a sentence answers each kind of
-part is spans.py's.
+Which sentences answer (and whether any does) is sentences.py's; how a sentence is quoted, quotes.py's;
+what span of a sentence answers each kind of part, spans.py's; the answer model's prompt, prompt.py's.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import date
 
-import numpy as np
-
-from ..cues.statements import sentences as split_sentences
-from ..cues.statements import without_names
-from ..models.embedders import embed_questions
-from ..recall.excerpt import GAP
-from ..recall.question import fts_query, said_in
-from ..recall.view import in_context
-from ..records import Answer, Context, Evidence
-from ..timeparse import DAY, When, dated, dates, format_human, named_periods, said_on, time_phrases
+from ..recall.question import said_in
+from ..records import Answer, Context
+from ..timeparse import DAY, When, dates, format_human, named_periods, said_on, time_phrases
+from .quotes import quote, source
+from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
 from .spans import (
     Focus,
     Part,
@@ -43,15 +37,7 @@ from .spans import (
 )
 
 EXTRACTIVE_SOURCES = 3
-LINE_CHARS = 240  # the answer line a person reads (issue 49)
-EXTRACTIVE_CONTEXT_WEIGHT = 0.7
-TURN_SCORE_WEIGHT = 1.0
-ANSWER_TURN_WEIGHT = 0.8  # see answering
 ANSWER_NEAR = 5  # see _quoted_sentence
-OWNER_MARGIN = 0.3  # see someone_elses
-SAID_WEIGHT = 0.45  # see _overlap
-WINDOW_WEIGHT = 1.0
-NO_EVIDENCE_FLOOR = 0.20  # see `matched`
 RECENT_MARGIN = 0.1  # now and plans: the newest candidate within this of the best one (_Reader.answer) …
 CURRENT_MARGIN = 0.5  # … or within this, when it is as strong and about the same event and person
 FOLLOW_DECAY = 0.15  # see _Reader._flow
@@ -60,122 +46,7 @@ SUBJECT_BONUS = 0.1  # see _Reader._about
 OTHER_PENALTY = 0.2
 PHRASE_SENTENCES = 8  # what-questions parse only this many of the best sentences
 
-_WORD = re.compile(r"[a-z0-9]+")
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|we've|us|our)\b", re.I)
-_TITLE_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr)\.$")
-
-
-def sentences(text: str) -> list[str]:
-    """The project's sentences (statements.sentences), a title's full stop not taken for a sentence's
-    end ("They assigned me Dr. Helen Marsh." is one sentence), an excerpt's gap marks dropped."""
-    out: list[str] = []
-    for sentence in split_sentences(text):
-        sentence = sentence.strip().strip(GAP).strip()
-        if out and _TITLE_END.search(out[-1]):
-            out[-1] = f"{out[-1]} {sentence}"
-        elif sentence:
-            out.append(sentence)
-    return out
-
-
-def shared_words(question: str, context: Context) -> set[str]:
-    """The question's content words (as the lexical search reads them) that some evidence turn also
-    uses, compared on their first five letters so "painting" meets "paints"."""
-    stems = {w[:5] for w in fts_query(question).replace('"', " ").replace(" OR ", " ").split()}
-    said = {w[:5] for ev in context.evidence for w in _WORD.findall(ev.text.lower())}
-    return stems & said
-
-
-def rank_sentences(context: Context, embedder, short_places: bool = False) -> list[tuple[float, str, int]]:
-    """(score, sentence, evidence index) for every candidate sentence of the evidence, best first.
-
-    Questions are left out (the other speaker asking "where did you go?" echoes the question best and
-    answers nothing), and each sentence is scored in context, its vector plus EXTRACTIVE_CONTEXT_WEIGHT
-    of the turn said just before it when the evidence holds that turn: "His name is Biscuit, he's a
-    beagle" answers "What breed is Maya's dog?" because of the "name? breed?" before it. Reading in
-    context and leaving questions out each made the chosen sentences hold a gold evidence turn more
-    often, and the result barely moves with the weight (bench/RESULTS.md, "Offline answers: does the
-    extractive answer hold the gold answer?"). With `short_places` (where-questions) a sentence under
-    four words is kept when it names a place: "Greetings from Denver!" is where someone is.
-    """
-    found: list[tuple[str, int]] = []
-    names = frozenset(ev.speaker for ev in context.evidence if ev.speaker)
-    for i, ev in enumerate(context.evidence):
-        for sentence in sentences(ev.text):
-            if len(sentence.split()) >= 4 or (short_places and places(sentence, speakers=names)):
-                found.append((sentence, i))  # greetings and one-word replies answer nothing
-    candidates = [c for c in found if not c[0].endswith("?")] or found  # a question answers no question
-    if not candidates:
-        return []
-    evidence = context.evidence
-    led = [i for i in sorted({i for _, i in candidates})  # turns whose turn before is in the evidence too
-           if i and evidence[i - 1].conversation == evidence[i].conversation
-           and evidence[i - 1].session == evidence[i].session
-           and evidence[i - 1].position == evidence[i].position - 1]
-    plain = [without_names(t, names) or t for t in [context.question] + [c[0] for c in candidates]]
-    vectors = embedder.embed(plain[1:] + [evidence[i - 1].text for i in led])
-    question, own = embed_questions(embedder, plain[:1])[0], vectors[:len(candidates)]
-    before = dict(zip(led, vectors[len(candidates):], strict=True))
-    previous = np.vstack([before.get(i, np.zeros_like(question)) for _, i in candidates])
-    scores = in_context(own, previous, EXTRACTIVE_CONTEXT_WEIGHT) @ question
-    scores = scores + TURN_SCORE_WEIGHT * np.array([evidence[i].score for _, i in candidates])
-    return [(float(scores[k]), *candidates[k]) for k in np.argsort(-scores, kind="stable").tolist()]
-
-
-def answering(context: Context, ranked: list[tuple[float, str, int]]) -> list[tuple[float, str, int]]:
-    """`ranked` again, for the sentence to quote: each score plus ANSWER_TURN_WEIGHT more of its turn's
-    evidence score and how much of the question it says (`_overlap`). The reader's spans keep the plain
-    ranking, whose margins they were measured with."""
-    evidence = context.evidence
-    names = frozenset(ev.speaker for ev in evidence if ev.speaker)
-    before = {i: evidence[i - 1].text for i in {i for _, _, i in ranked} if i and _follows(evidence, i)}
-    extra = _overlap(context.question, [(sentence, i) for _, sentence, i in ranked], before, names)
-    scores = [score + ANSWER_TURN_WEIGHT * evidence[i].score + extra[k] for k, (score, _, i) in enumerate(ranked)]
-    order = sorted(range(len(ranked)), key=lambda k: -scores[k])
-    return [(scores[k], ranked[k][1], ranked[k][2]) for k in order]
-
-
-def _follows(evidence: tuple[Evidence, ...], i: int) -> bool:
-    """Whether evidence turn i was said right after evidence turn i - 1."""
-    return (evidence[i - 1].conversation == evidence[i].conversation and evidence[i - 1].session == evidence[i].session
-            and evidence[i - 1].position == evidence[i].position - 1)
-
-
-def _overlap(question: str, candidates: list[tuple[str, int]], before: dict[int, str],
-             names: frozenset[str]) -> np.ndarray:
-    """How much of the question each sentence says: the share of the question's content words (rare ones
-    weigh more: inverse document frequency over the candidate sentences) in the sentence, SAID_WEIGHT of
-    it, plus the share in the sentence or the turn before it, WINDOW_WEIGHT of it. Speakers' names are
-    left out, as in the vectors."""
-    asked = content_stems(question) - stems(" ".join(names))
-    if not asked:
-        return np.zeros(len(candidates))
-    said = [stems(sentence) for sentence, _ in candidates]
-    seen = Counter(w for words in said for w in words & asked)
-    idf = {w: math.log((len(said) + 1) / (seen[w] + 0.5)) for w in asked}
-    total = sum(idf.values())
-    prior = {i: stems(text) & asked for i, text in before.items()}
-    return np.array([(SAID_WEIGHT * sum(idf[w] for w in words & asked)
-                      + WINDOW_WEIGHT * sum(idf[w] for w in (words & asked) | prior.get(i, set()))) / total
-                     for words, (_, i) in zip(said, candidates, strict=True)])
-
-
-def matched(context: Context, ranked: list[tuple[float, str, int]]) -> bool:
-    """Whether any evidence answers at all: the question shares a content word with the evidence and its
-    best sentence scores at least NO_EVIDENCE_FLOOR.
-
-    Similarity alone cannot tell: "???" or "asdf" still lands near some sentence, as near as some real
-    questions' best sentences do. A shared content word separates: real questions have one, junk
-    ones rarely. The floor lies under the lowest best score of a real question, so it silences no real
-    question and most junk and unrelated ones (bench/experiments/offline_floor.py; its figures in
-    bench/RESULTS.md, "Offline answers: does the extractive answer hold the gold answer?").
-    A speaker the question names counts as a shared word: "What is Sam's diet?" asks about Sam, whose own
-    turns never say "Sam" nor "diet" ("I'm vegetarian").
-    """
-    named = {w.lower() for ev in context.evidence if ev.speaker for w in ev.speaker.split()}
-    asks_about = named & {w.lower() for w in re.findall(r"[A-Za-z]+", context.question)}
-    return bool(ranked) and ranked[0][0] >= NO_EVIDENCE_FLOOR and bool(shared_words(context.question, context)
-                                                                       or asks_about)
 
 
 def _said_as(when: When, sentence: str, said: date | None, past: bool) -> str:
@@ -221,7 +92,7 @@ class _Reader:
     """The evidence read for one question: who speaks, which names are places, how well each sentence
     follows the question, and the spans each kind of question part finds in it."""
 
-    def __init__(self, context: Context, embedder, ranked: list[tuple[float, str, int]]):
+    def __init__(self, context: Context, embedder, ranked: Ranked):
         self.context, self.embedder, self.ranked = context, embedder, ranked
         self.evidence = context.evidence
         texts = [ev.text for ev in self.evidence]
@@ -429,41 +300,6 @@ class _Reader:
         return Reading(part.kind, sentence, i, sentence, -1)
 
 
-_SECOND_PERSON = re.compile(r"\b(?:your|yours|yourself)\b", re.I)
-_SELF = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|us|our|ours)\b", re.I)
-
-
-def someone_elses(context: Context, answering: list[tuple[float, str, int]]) -> bool:
-    """Whether what answers the question is someone else's: it names one of the people speaking (X), and
-    a sentence about another one answers it better, by more than OWNER_MARGIN, than any about X. "What
-    country is Melanie's grandma from?" when only Caroline said "my grandma is from Sweden": memory holds
-    nothing about Melanie's grandma, and answering with Caroline's would be wrong (LoCoMo's adversarial
-    questions: most swap the person). A sentence is about its speaker when it says I/my, about the one
-    spoken to when it says your (a bare "you" is as often anyone: "three, if you count Figue"), and a
-    speaker's sentence saying neither is about the speaker. Measured on LoCoMo's adversarial questions it
-    abstains on a third of them, and on 1-4 % of questions that have an answer (bench/RESULTS.md)."""
-    evidence = context.evidence
-    named = {ev.speaker for ev in evidence
-             if ev.speaker and re.search(rf"\b{re.escape(ev.speaker)}\b", context.question)}
-    if len(named) != 1:
-        return False
-    asked = next(iter(named))
-
-    def about_asked(sentence: str, speaker: str | None) -> bool | None:
-        if _SELF.search(sentence):
-            return speaker == asked
-        if _SECOND_PERSON.search(sentence):
-            return speaker != asked
-        return True if speaker == asked else None
-
-    best: dict[bool, float] = {}
-    for score, sentence, i in answering:
-        about = about_asked(sentence, evidence[i].speaker)
-        if about is not None and about not in best:
-            best[about] = score
-    return best.get(False, -math.inf) - best.get(True, -math.inf) > OWNER_MARGIN
-
-
 def sure(reading: Reading) -> bool:
     """Whether the reader is sure of a span, so that it, not a quote, is the answer line: a date, place,
     person or number (not a what-phrase: measured, those are right too rarely) that reads as the kind
@@ -473,7 +309,7 @@ def sure(reading: Reading) -> bool:
     return reading.kind != "what" and reading.strength >= 1
 
 
-def _quoted_sentence(reading: Reading, answering: list[tuple[float, str, int]]) -> tuple[str, int]:
+def _quoted_sentence(reading: Reading, answering: Ranked) -> tuple[str, int]:
     """The sentence to quote, and its evidence turn: the one the reader read a span of the kind asked in,
     when it is among the ANSWER_NEAR best answering sentences (`answering`) or says what holds now (a
     newer statement replaced the best one), else the best answering sentence. Measured: quoting the
@@ -485,49 +321,6 @@ def _quoted_sentence(reading: Reading, answering: list[tuple[float, str, int]]) 
         return reading.sentence, reading.index
     _, sentence, i = answering[0]
     return sentence, i
-
-
-def _day(ev: Evidence) -> str:
-    return format_human(ev.time, with_time=False) if ev.time else "undated"
-
-
-def _source(ev: Evidence) -> str:
-    return f"{ev.speaker or 'unknown'}, {ev.source_id}, {_day(ev)}: \"{dated(ev.text, said_on(ev.time))}\""
-
-
-def quote(ev: Evidence, sentence: str, around: str = "") -> str:
-    """The answer line when the reader is not sure: `sentence` quoted with who said it and the day, its
-    relative dates resolved ("Maya, 14 May 2023: \"I adopted him last weekend [the weekend before 14 May
-    2023: weekend of 6 May 2023]\""), with the sentences of its turn around it while they fit in
-    LINE_CHARS ("Yes, the one by the river." says little alone); a sentence longer than that keeps the
-    words around `around` (the span read in it), cut at word ends and marked with "…"."""
-    said = sentences(ev.text)
-    if sentence in said:
-        first = last = said.index(sentence)
-        while True:
-            wider = [(a, b) for a, b in ((first, last + 1), (first - 1, last)) if a >= 0 and b < len(said)]
-            grown = next(((a, b) for a, b in wider if len(_quoted(ev, " ".join(said[a:b + 1]))) <= LINE_CHARS), None)
-            if grown is None:
-                break
-            first, last = grown
-        sentence = " ".join(said[first:last + 1])
-    return _quoted(ev, sentence, around)
-
-
-def _quoted(ev: Evidence, sentence: str, around: str = "") -> str:
-    """`sentence` as `quote` writes it, cut to LINE_CHARS."""
-    head = f"{ev.speaker or 'unknown'}, {_day(ev)}: "
-    room = LINE_CHARS - len(head) - 2
-    text = " ".join(dated(sentence, said_on(ev.time)).split())
-    if len(text) > room:
-        at = max(0, text.lower().find(around.lower())) if around else 0
-        start = max(0, min(at - room // 3, len(text) - room + 2))
-        if start:
-            start = text.find(" ", start) + 1 or start
-        end = text.rfind(" ", start, start + room - 2 * bool(start) - 1)
-        end = end if end > start else start + room - 2
-        text = ("…" if start else "") + text[start:end].rstrip(" ,;:") + "…"
-    return f'{head}"{text}"'
 
 
 def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SOURCES) -> Answer:
@@ -574,11 +367,11 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     for i in found:
         if i not in used:
             used.append(i)
-            lines.append("source: " + _source(context.evidence[i]))
+            lines.append("source: " + source(context.evidence[i]))
     for _, _, j in ranked:
         if len(used) >= sources:
             break
         if j not in used:
             used.append(j)
-            lines.append("also: " + _source(context.evidence[j]))
+            lines.append("also: " + source(context.evidence[j]))
     return Answer(text="\n".join(lines), kind="extractive", form=form)
