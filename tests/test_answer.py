@@ -184,3 +184,35 @@ def test_no_answer_when_what_answers_is_someone_elses(embedder):
     assert swapped.text is None and swapped.form is None
     right = answer_extractively(replace(ctx, question="What country is Caroline's grandma from?"), embedder)
     assert right.form is not None and "Sweden" in right.text.splitlines()[0]
+
+
+def test_a_choice_is_read_off_the_sentence_that_answers():
+    """Issue 49: "A or B?" is answered with the option the best sentence names alone; yes/no with the
+    verdict of the sentence that decides it, its own "Yes"/"No" first, else No when it denies."""
+    from cuemem_cli.answer.choices import chosen, is_yes_no, options, verdict
+
+    offered = options("Is my steampunk board game competitive or cooperative?")
+    assert [text for text, _ in offered] == ["competitive", "cooperative"]
+    said = ["Design a game for 1-4 players.", "In this cooperative board game the players defend the city."]
+    assert chosen(offered, said) == (1, 1)
+    assert chosen(offered, ["Cooperative or competitive, either works."]) is None  # names both: no choice
+    assert options("Where is the card game sold?") is None
+    assert is_yes_no("Do the clockwork scarabs have wings?") and not is_yes_no("Is it Postgres or MongoDB?")
+    assert not is_yes_no("What does the scarab have?")
+    assert verdict("Yes, it's perfectly fine if your file is empty.") == "Yes"
+    assert verdict("Clockwork scarabs, being mechanical constructs, do not have wings.") == "No"
+    assert verdict("Solar panels can still be installed on a roof that faces east and west.") == "Yes"
+
+
+def test_choice_questions_answer_with_the_option_or_the_verdict_and_its_quote(embedder):
+    from cuemem_cli.answer.extractive import answer_extractively
+
+    ctx = context([("user", "Design a cooperative board game for 1-4 players with a steampunk theme."),
+                   ("assistant", "Clockwork scarabs, being mechanical constructs, do not have wings."),
+                   ("user", "Let's rename the game to The Clockwork Swarm.")])
+    option = answer_extractively(replace(ctx, question="Is my steampunk game competitive or cooperative?"), embedder)
+    assert (option.form, option.text.splitlines()[0]) == ("answer", "cooperative")
+    yes_no = answer_extractively(replace(ctx, question="Do the clockwork scarabs have wings?"), embedder)
+    assert yes_no.form == "quote"
+    assert yes_no.text.splitlines()[0] == ('No: assistant, 1 February 2023: "Clockwork scarabs, being mechanical '
+                                          'constructs, do not have wings."')

@@ -14,6 +14,7 @@ from datetime import date
 from ..recall.question import said_in
 from ..records import Answer, Context
 from ..timeparse import DAY, When, dates, format_human, named_periods, said_on, time_phrases
+from .choices import chosen, is_yes_no, options, verdict
 from .quotes import quote, source
 from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
 from .spans import (
@@ -358,7 +359,13 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     reader = _Reader(context, embedder, ranked)
     readings = [reader.answer(part) for part in parts]
     best, at = _quoted_sentence(readings[0], best_first)
-    if all(sure(r) for r in readings) or (len(readings) > 1 and any(sure(r) for r in readings)):
+    offered = options(context.question)
+    picked = chosen(offered, [sentence for _, sentence, _ in best_first[:ANSWER_NEAR]]) if offered else None
+    if offered and picked:
+        form, line, found = "answer", offered[picked[0]][0], [best_first[picked[1]][2]]
+    elif is_yes_no(context.question):
+        form, line, found = "quote", quote(context.evidence[at], best, lead=f"{verdict(best)}: "), [at]
+    elif all(sure(r) for r in readings) or (len(readings) > 1 and any(sure(r) for r in readings)):
         form, line, found = "answer", "; ".join(dict.fromkeys(r.span for r in readings)), [r.index for r in readings]
     else:
         form, line, found = "quote", quote(context.evidence[at], best), [at]

@@ -18,28 +18,30 @@ def source(ev: Evidence) -> str:
     return f"{ev.speaker or 'unknown'}, {ev.source_id}, {_day(ev)}: \"{dated(ev.text, said_on(ev.time))}\""
 
 
-def quote(ev: Evidence, sentence: str, around: str = "") -> str:
+def quote(ev: Evidence, sentence: str, around: str = "", lead: str = "") -> str:
     """The answer line when the reader is not sure: `sentence` quoted with who said it and the day, its
     relative dates resolved ("Maya, 14 May 2023: \"I adopted him last weekend [the weekend before 14 May
     2023: weekend of 6 May 2023]\""), with the sentences of its turn around it while they fit in
     LINE_CHARS ("Yes, the one by the river." says little alone); a sentence longer than that keeps the
-    words around `around` (the span read in it), cut at word ends and marked with "…"."""
+    words around `around` (the span read in it), cut at word ends and marked with "…". `lead` opens the
+    line ("No: " before the sentence that decides a yes/no question) and counts in its length."""
     said = sentences(ev.text)
     if sentence in said:
         first = last = said.index(sentence)
         while True:
             wider = [(a, b) for a, b in ((first, last + 1), (first - 1, last)) if a >= 0 and b < len(said)]
-            grown = next(((a, b) for a, b in wider if len(_quoted(ev, " ".join(said[a:b + 1]))) <= LINE_CHARS), None)
+            grown = next(((a, b) for a, b in wider
+                          if len(_quoted(ev, " ".join(said[a:b + 1]), lead=lead)) <= LINE_CHARS), None)
             if grown is None:
                 break
             first, last = grown
         sentence = " ".join(said[first:last + 1])
-    return _quoted(ev, sentence, around)
+    return _quoted(ev, sentence, around, lead)
 
 
-def _quoted(ev: Evidence, sentence: str, around: str = "") -> str:
+def _quoted(ev: Evidence, sentence: str, around: str = "", lead: str = "") -> str:
     """`sentence` as `quote` writes it, cut to LINE_CHARS."""
-    head = f"{ev.speaker or 'unknown'}, {_day(ev)}: "
+    head = f"{lead}{ev.speaker or 'unknown'}, {_day(ev)}: "
     room = LINE_CHARS - len(head) - 2
     text = " ".join(dated(sentence, said_on(ev.time)).split())
     if len(text) > room:
