@@ -216,3 +216,20 @@ def test_choice_questions_answer_with_the_option_or_the_verdict_and_its_quote(em
     assert yes_no.form == "quote"
     assert yes_no.text.splitlines()[0] == ('No: assistant, 1 February 2023: "Clockwork scarabs, being mechanical '
                                           'constructs, do not have wings."')
+
+
+def test_a_question_asking_for_several_things_quotes_more_than_one_turn():
+    """"What activities does Melanie do?" is answered across turns: the best sentence, then others whole
+    while the line stays within 240 characters, the speaker said once while it stays."""
+    from cuemem_cli.answer.quotes import quote_several
+    from cuemem_cli.answer.spans import asks_for_several
+
+    assert asks_for_several("What activities does Melanie partake in?") and asks_for_several("What are Kate's hobbies?")
+    assert not asks_for_several("What breed is the dog?") and not asks_for_several("What class does she take?")
+    said = [Evidence(source_id=f"t{i}", time=f"2023-0{i + 5}-0{i + 1}T10:00:00", speaker="Melanie", text=text,
+                     via="anchor", position=i)
+            for i, text in enumerate(["I signed up for a pottery class.", "We went camping by the lake.",
+                                      "Painting is how I relax. " * 8])]
+    line = quote_several([(ev, ev.text) for ev in said])
+    assert line == ('Melanie, 1 May 2023: "I signed up for a pottery class."; '
+                    '2 June 2023: "We went camping by the lake."')  # the third does not fit

@@ -15,12 +15,13 @@ from ..recall.question import said_in
 from ..records import Answer, Context
 from ..timeparse import DAY, When, dates, format_human, named_periods, said_on, time_phrases
 from .choices import chosen, is_yes_no, options, verdict
-from .quotes import quote, source
+from .quotes import quote, quote_several, source
 from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
 from .spans import (
     Focus,
     Part,
     amounts,
+    asks_for_several,
     best_date,
     best_place,
     closest,
@@ -301,6 +302,15 @@ class _Reader:
         return Reading(part.kind, sentence, i, sentence, -1)
 
 
+def _several(context: Context, answering: Ranked) -> list[tuple[str, int]]:
+    """(sentence, evidence index) for a question asking for several things: the best answering sentence,
+    then the best of each other turn among the ANSWER_NEAR best."""
+    seen: dict[int, str] = {}
+    for _, sentence, i in answering[:ANSWER_NEAR]:
+        seen.setdefault(i, sentence)
+    return [(sentence, i) for i, sentence in seen.items()]
+
+
 def sure(reading: Reading) -> bool:
     """Whether the reader is sure of a span, so that it, not a quote, is the answer line: a date, place,
     person or number (not a what-phrase: measured, those are right too rarely) that reads as the kind
@@ -365,6 +375,10 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
         form, line, found = "answer", offered[picked[0]][0], [best_first[picked[1]][2]]
     elif is_yes_no(context.question):
         form, line, found = "quote", quote(context.evidence[at], best, lead=f"{verdict(best)}: "), [at]
+    elif asks_for_several(context.question) and not any(sure(r) for r in readings):
+        several = _several(context, best_first)
+        line = quote_several([(context.evidence[i], sentence) for sentence, i in several])
+        form, found = "quote", [i for _, i in several]
     elif all(sure(r) for r in readings) or (len(readings) > 1 and any(sure(r) for r in readings)):
         form, line, found = "answer", "; ".join(dict.fromkeys(r.span for r in readings)), [r.index for r in readings]
     else:

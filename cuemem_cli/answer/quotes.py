@@ -53,3 +53,18 @@ def _quoted(ev: Evidence, sentence: str, around: str = "", lead: str = "") -> st
         end = end if end > start else start + room - 2
         text = ("…" if start else "") + text[start:end].rstrip(" ,;:") + "…"
     return f'{head}"{text}"'
+
+
+def quote_several(said: list[tuple[Evidence, str]]) -> str:
+    """One line for a question asking for several things ("Which cities did I visit?"): the first sentence
+    quoted as `quote` does, then each further one, whole, with its speaker and day (the day alone when the
+    speaker stays), while the line stays within LINE_CHARS."""
+    line = quote(*said[0])
+    last = (said[0][0].speaker or "unknown", _day(said[0][0]))
+    for ev, sentence in said[1:]:
+        who = (ev.speaker or "unknown", _day(ev))
+        head = f"{who[1]}: " if who[0] == last[0] else f"{who[0]}, {who[1]}: "
+        part = f'; {head}"{" ".join(dated(sentence, said_on(ev.time)).split())}"'
+        if len(line) + len(part) <= LINE_CHARS:
+            line, last = line + part, who
+    return line

@@ -68,6 +68,19 @@ def question_kind(question: str) -> str:
     return "what"
 
 
+_AUX = r"(?:do|does|did|are|were|is|was|has|have|had|can|could|will|would)"
+_PLURAL = r"\w+[^su\W]s"  # "themes", "activities"; not "bus", "class", "status"
+_SEVERAL = re.compile(rf"^\s*(?:(?:what|which)\s+(?:\w+\s+){{0,2}}?{_PLURAL}\s+{_AUX}\b"
+                      rf"|what\s+(?:are|were)\s+(?:\w+(?:'s|’s)?\s+){{0,4}}?{_PLURAL}\s*\??\s*$)", re.I)
+
+
+def asks_for_several(question: str) -> bool:
+    """Whether a question asks for several things, gathered across what was said: a plural noun after
+    what/which ("Which themes did I ask about?", "What activities does Melanie do?", "What are Kate's
+    hobbies?")."""
+    return bool(_SEVERAL.match(question))
+
+
 def question_parts(question: str) -> list[Part]:
     """The parts of a question: one, or two for "Where and when did …?" and "…, and when (is it)?".
 
