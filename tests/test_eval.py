@@ -116,6 +116,7 @@ def test_an_offline_answer_is_scored_on_its_line_and_as_a_whole():
     assert answer_line("x" * 300 + "\nsource") == "x" * 240
     assert token_f1("beagle", "beagle") == 1.0 and token_f1("a beagle", "Maya: he is a beagle") == 0.6667
     assert answer_holds("03 January, 2024", "3rd January 2024")  # REALTALK writes days with a leading zero
+    assert answer_holds("7 years", "Seven years") and not answer_holds("3 days", "a few days")
     assert answer_holds("No, she was with her friend.", "no: Elise went with a friend")
     assert not answer_holds("No, she was with her friend.", "Elise went with a friend")  # no verdict
     assert offline_scores("Paris", None) == {"offline_correct": False, "offline_line_correct": False,

@@ -40,6 +40,7 @@ from .spans import (
 
 EXTRACTIVE_SOURCES = 3
 ANSWER_NEAR = 5  # see _quoted_sentence
+SURE_NEAR = 20  # see sure
 RECENT_MARGIN = 0.1  # now and plans: the newest candidate within this of the best one (_Reader.answer) …
 CURRENT_MARGIN = 0.5  # … or within this, when it is as strong and about the same event and person
 FOLLOW_DECAY = 0.15  # see _Reader._flow
@@ -311,13 +312,15 @@ def _several(context: Context, answering: Ranked) -> list[tuple[str, int]]:
     return [(sentence, i) for i, sentence in seen.items()]
 
 
-def sure(reading: Reading) -> bool:
+def sure(reading: Reading, answering: Ranked) -> bool:
     """Whether the reader is sure of a span, so that it, not a quote, is the answer line: a date, place,
     person or number (not a what-phrase: measured, those are right too rarely) that reads as the kind
-    asked (strength 1 or more: after a word of the question, a move, a counted noun…). A question asking
+    asked (strength 1 or more: after a word of the question, a move, a counted noun…), read in one of the
+    SURE_NEAR best answering sentences or in the newest statement of what holds now. A question asking
     for two things is answered by its spans when the reader is sure of one of them (two quotes would
     not fit a line)."""
-    return reading.kind != "what" and reading.strength >= 1
+    near = reading.newer or (reading.index, reading.sentence) in {(i, s) for _, s, i in answering[:SURE_NEAR]}
+    return near and reading.kind != "what" and reading.strength >= 1
 
 
 def _quoted_sentence(reading: Reading, answering: Ranked) -> tuple[str, int]:
@@ -335,27 +338,25 @@ def _quoted_sentence(reading: Reading, answering: Ranked) -> tuple[str, int]:
 
 
 def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SOURCES) -> Answer:
-    """Offline, no model involved: for each part the question asks (answer_spans.question_parts: "What
-    breed is the dog Maya adopted, and when?" has two) the span that answers it, from the best evidence
-    sentence holding a span of that kind (_Reader.answer), the parts' spans joined by "; "; then each
-    span's turn as a source (speaker, turn id, day, text), then the turns of the best sentences
-    (rank_sentences) up to `sources` turns in all; no answer when nothing matched (`matched`).
+    """Offline, no model involved: the answer line (`_line`), then the turn it was read in as a source
+    (speaker, turn id, day, text), then the turns of the best sentences (rank_sentences) up to `sources`
+    turns in all. No answer when nothing matched (`matched`) or what answers is someone else's
+    (`someone_elses`).
 
-    The spans: when → a date or range (timeparse.dates: "June 1st", "the 15th of November, back on the
-    18th", "last weekend" resolved against the day they were said); where → a capitalised place after
-    in/at/to/from/into/on/along, or a name the evidence uses so elsewhere; who → a name with its title
-    ("Professor de Vries"), or a relative ("my mother"); how many → a number and what it counts; what
-    → the noun phrase (spaCy) nearest the question's focus ("breed" → "beagle"). A span the question
-    already says answers nothing, so "I adopted a dog last weekend!" is passed over for the breed. In
-    every source, relative time phrases carry their date ("last weekend [the weekend before 14 May
-    2023: weekend of 6 May 2023]").
+    The spans each part of the question asks for (question_parts: "What breed is the dog Maya adopted,
+    and when?" has two; _Reader.answer): when → a date or range (timeparse.dates: "June 1st", "the 15th
+    of November, back on the 18th", "last weekend" resolved against the day it was said and given with
+    it); where → a capitalised place after in/at/to/from/into/on/along, or a name the evidence uses so
+    elsewhere; who → a name with its title ("Professor de Vries"), or a relative ("my mother"); how many
+    → a number and what it counts; what → the noun phrase (spaCy) nearest the question's focus ("breed"
+    → "beagle"). A span the question already says answers nothing, so "I adopted a dog last weekend!" is
+    passed over for the breed. In every source, relative time phrases carry their date ("last weekend
+    [the weekend before 14 May 2023: weekend of 6 May 2023]").
 
-    Each choice was measured on LoCoMo's single-hop and temporal questions, added to the ones before
-    it (bench/RESULTS.md, "Offline answers: does the extractive answer hold the gold answer?"): the
-    span and its resolved date first; speakers' names left out of the sentence vectors (as for cues,
-    statements.cue_text); TURN_SCORE_WEIGHT × the turn's evidence score; the whole turn as source
-    rather than the sentence (a fact often spans a turn's sentences); three source turns (four hold
-    the answer more often, but an answer should stay short); dates inline in the sources.
+    Each choice was measured (bench/RESULTS.md, "Offline answers"): on LoCoMo's single-hop and temporal
+    questions the span and its resolved date, names left out of the sentence vectors, the whole turn
+    as source, three source turns; for the answer line (issue 49) on ShareGPT, REALTALK and LoCoMo, the
+    quote, the answering rank and when a span is sure.
     """
     parts = question_parts(context.question)
     if any(p.kind == "what" for p in parts):
@@ -367,22 +368,7 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     if someone_elses(context, best_first):
         return Answer(text=None, kind="extractive")
     reader = _Reader(context, embedder, ranked)
-    readings = [reader.answer(part) for part in parts]
-    best, at = _quoted_sentence(readings[0], best_first)
-    offered = options(context.question)
-    picked = chosen(offered, [sentence for _, sentence, _ in best_first[:ANSWER_NEAR]]) if offered else None
-    if offered and picked:
-        form, line, found = "answer", offered[picked[0]][0], [best_first[picked[1]][2]]
-    elif is_yes_no(context.question):
-        form, line, found = "quote", quote(context.evidence[at], best, lead=f"{verdict(best)}: "), [at]
-    elif asks_for_several(context.question) and not any(sure(r) for r in readings):
-        several = _several(context, best_first)
-        line = quote_several([(context.evidence[i], sentence) for sentence, i in several])
-        form, found = "quote", [i for _, i in several]
-    elif all(sure(r) for r in readings) or (len(readings) > 1 and any(sure(r) for r in readings)):
-        form, line, found = "answer", "; ".join(dict.fromkeys(r.span for r in readings)), [r.index for r in readings]
-    else:
-        form, line, found = "quote", quote(context.evidence[at], best), [at]
+    form, line, found = _line(context, [reader.answer(part) for part in parts], best_first)
     lines = [line]
     used: list[int] = []
     for i in found:
@@ -396,3 +382,25 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
             used.append(j)
             lines.append("also: " + source(context.evidence[j]))
     return Answer(text="\n".join(lines), kind="extractive", form=form)
+
+
+def _line(context: Context, readings: list[Reading], best_first: Ranked) -> tuple[str, str, list[int]]:
+    """(form, answer line, the evidence turns it was read in). "A or B?" → the option the best sentences
+    name alone (choices.chosen); yes or no → the verdict and the quote that decides it; several things
+    asked for → the best sentences of several turns (quote_several); a span the reader is sure of →
+    the spans of the question's parts; else the quote of the sentence that answers best."""
+    evidence, question = context.evidence, context.question
+    best, at = _quoted_sentence(readings[0], best_first)
+    sure_of = [sure(r, best_first) for r in readings]
+    offered = options(question)
+    picked = chosen(offered, [sentence for _, sentence, _ in best_first[:ANSWER_NEAR]]) if offered else None
+    if offered and picked:
+        return "answer", offered[picked[0]][0], [best_first[picked[1]][2]]
+    if is_yes_no(question):
+        return "quote", quote(evidence[at], best, lead=f"{verdict(best)}: "), [at]
+    if asks_for_several(question) and not any(sure_of):
+        several = _several(context, best_first)
+        return "quote", quote_several([(evidence[i], sentence) for sentence, i in several]), [i for _, i in several]
+    if all(sure_of) or (len(readings) > 1 and any(sure_of)):
+        return "answer", "; ".join(dict.fromkeys(r.span for r in readings)), [r.index for r in readings]
+    return "quote", quote(evidence[at], best), [at]

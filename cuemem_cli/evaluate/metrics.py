@@ -38,12 +38,15 @@ def _stop_words() -> frozenset[str]:
 
 
 _ORDINAL = re.compile(r"^0*(\d+)(?:st|nd|rd|th)?$")
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
 
 
 def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens of `text`, a number written one way: "03" and "3rd" are 3 (REALTALK writes
-    "03 January, 2024", an answer "3 January 2024")."""
-    return [_ORDINAL.sub(r"\1", t) for t in _TOKEN.findall(text.lower())]
+    """Lower-cased word tokens of `text`, a number written one way: "03", "3rd" and "three" are 3 (REALTALK
+    writes "03 January, 2024", an answer "3 January 2024"; LoCoMo "7 years", a speaker "seven years")."""
+    return [_NUMBER_WORDS.get(t, _ORDINAL.sub(r"\1", t)) for t in _TOKEN.findall(text.lower())]
 
 
 def content_tokens(text: str) -> list[str]:
