@@ -246,4 +246,41 @@ def test_a_span_is_sure_only_when_read_in_one_of_the_sentences_that_answer_best(
     assert sure(near, answering) and not sure(far, answering)
     assert sure(Reading("where", "Boise", far.index, far.sentence, strength=2, newer=True), answering)
     assert not sure(Reading("what", "a beagle", 3, "sentence 3", strength=2), answering)  # what-phrases never
-    assert not sure(Reading("where", "Denver", 3, "sentence 3", strength=0), answering)  # not read as a place asked
+    assert not sure(Reading("where", "Denver", 3, "sentence 3", strength=0), answering)  # not a place asked
+
+
+def test_a_place_or_person_is_sure_only_when_it_reads_as_a_name():
+    """A capitalised word the evidence otherwise writes in lower case ("About", "Coupon") or a possessive
+    ("Drive's": what follows was meant) is no name: the line then quotes. Real ShareGPT lines were exactly
+    these lone wrong words (bench/RESULTS.md, "Answers: the line a person reads"). A name that opens a
+    reply stays one ("Lisbon, and we stayed a week")."""
+    from cuemem_cli.answer.extractive import Reading, common_words, sure
+
+    answering = [(1.0, "sentence", 0)]
+    common = common_words(["About the song: it is about a villain. Coupon codes help.", "I used a coupon.",
+                           "Lisbon, and we stayed a week. We met Devin there, and Devin is great."])
+    assert {"about", "coupon"} <= common and not {"lisbon", "devin"} & common
+
+    def read(kind: str, span: str) -> bool:
+        return sure(Reading(kind, span, 0, "sentence", strength=2), answering, common)
+
+    assert not read("who", "About") and not read("who", "Coupon")
+    assert not read("who", "Drive's") and not read("where", "Jasmine’s")
+    assert read("where", "Lisbon") and read("who", "Devin") and read("who", "Nick Brighton")
+    assert read("when", "about June")  # dates are no names
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("How does Dave feel about the reactions of people when they see the finished project?", "what"),
+    ("What plans do Calvin and Dave have for when Calvin visits Boston?", "what"),
+    ("Where did Maya go when she visited Leo?", "where"),
+    ("When did Maya adopt her dog?", "when"),
+    ("What breed is the dog Maya adopted, and when?", "when"),
+    ("Which year did Jolene start dating?", "when"),
+])
+def test_a_when_clause_inside_another_question_asks_no_date(question, kind):
+    """"… when they see it" is a clause of a how- or what-question, not a question about a date (LoCoMo gave
+    such questions a lone date as their answer line); a "when" that opens a question or follows "and" asks."""
+    from cuemem_cli.answer.spans import question_kind
+
+    assert question_kind(question) == kind

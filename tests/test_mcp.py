@@ -516,8 +516,8 @@ def test_a_question_has_one_json_shape_everywhere(cli, two_chats):
         context = memory.context(SAMPLE_QUESTION).to_json()
         browsed = pages.question(memory, SAMPLE_QUESTION, None, None, answer=False)["context"]
     keys = set(only)
-    assert keys == {"question", "conversations", "as_of", "answer", "answer_kind", "model", "usage", "cues",
-                    "evidence", "tokens", "timings_ms"}
+    assert keys == {"question", "conversations", "as_of", "answer", "answer_kind", "answer_form", "model", "usage",
+                    "cues", "evidence", "tokens", "timings_ms"}
     for shape in (answered, recalled, api, context, browsed):
         assert set(shape) == keys
     assert set(asked) == keys | {"note"}  # no model configured: said so
@@ -537,6 +537,7 @@ def test_ask_text_gives_the_answer_then_the_evidence(two_chats):
     finally:
         tools.close()
     answer, note, evidence = reply.text.split("\n\n", 2)
-    assert answer == f"Offline answer (extractive): {reply.data['answer']}"
+    label = {"answer": "answer", "quote": "best match"}[reply.data["answer_form"]]  # as the CLI's text view says it
+    assert answer == f"Offline answer (extractive), {label}: {reply.data['answer']}"
     assert note.startswith("Note: no answer model is configured")
     assert evidence == recalled.text
