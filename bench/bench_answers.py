@@ -12,7 +12,7 @@ notes in bench/answers_notes.md). About 50 minutes on 2 idle cores, most of it L
   `check` halves apart (only `tune` was looked at while the answer changed), abstention on the questions
   nothing answers.
 - realtalk: `cuemem eval locomo realtalk-dev.json --offline-answers`: category 2 (one fact or a date),
-  category 1 (several facts gathered) apart. Not tuned on.
+  category 1 (several facts gathered) apart.
 - locomo: `cuemem eval locomo locomo10.json --adversarial --offline-answers`: single-hop and temporal
   together (the issue's goal), the other categories, abstention on category 5 and false abstention on
   the answerable questions.
@@ -94,7 +94,7 @@ def sharegpt(folder: Path, questions: dict[str, Any] | None = None, export: Path
             records.append({"id": q["id"], "question": q["question"], "gold": q["answer"], "kind": q["kind"],
                             "split": q["split"], "answer": answer.text, "form": answer.form,
                             **offline_scores(q["answer"] or "", answer.text, q["answer"] is None)})
-        local_result = _local_sharegpt(memory, questions["questions"], local) if local else None
+        local_result = _local_sharegpt(memory, questions["questions"], local, records) if local else None
     answerable = [r for r in records if r["gold"] is not None]
     result = {"all": score(answerable), **{split: score([r for r in answerable if r["split"] == split])
                                            for split in ("tune", "check")},
@@ -172,16 +172,25 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "seconds": mean("seconds")}
 
 
-def _local_sharegpt(memory, questions: list[dict[str, Any]], n: int) -> dict[str, Any]:
+def _local_sharegpt(memory, questions: list[dict[str, Any]], n: int, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """`n` answerable questions and up to 4 that nothing answers, answered by the local model, beside the
+    offline answer to the same questions (`records`)."""
     rng = random.Random(49)
     answerable = rng.sample([q for q in questions if q["answer"] is not None], n)
     nothing = rng.sample([q for q in questions if q["answer"] is None], min(n, 4))
-    rows: dict[str, list[dict[str, Any]]] = {"answerable": [], "abstention": []}
+    offline_of = {r["id"]: r for r in records}
+    out: dict[str, Any] = {}
     for key, asked in (("answerable", answerable), ("abstention", nothing)):
+        rows = []
         for q in asked:
             text, seconds = _local_answer(memory, q["question"])
-            rows[key].append({**_local_scores(q["answer"], text, seconds), "question": q["question"], "answer": text})
-    return {key: _summary(value) for key, value in rows.items()} | {"answers": rows}
+            offline = offline_of[q["id"]]
+            rows.append({**_local_scores(q["answer"], text, seconds), "question": q["question"], "answer": text,
+                         "offline": {"line": offline["offline_line_correct"], "f1": offline["offline_line_f1"],
+                                     "none": offline["offline_abstained"]}})
+        out[key] = _summary(rows) | {"offline": _summary([{**row["offline"], "seconds": None} for row in rows]),
+                                     "answers": rows}
+    return out
 
 
 def _local_eval(database: str, records: list[dict[str, Any]], groups: dict[str, tuple[str, ...]],

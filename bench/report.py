@@ -478,7 +478,7 @@ def answers_lines(data: dict) -> list[str]:
                              f"abstain: {share(g['abstention']['none'])}")]
     if "realtalk" in data:
         rt = data["realtalk"]
-        lines += [answer_row("REALTALK category 2 (not tuned on)", rt["category 2"],
+        lines += [answer_row("REALTALK category 2 (one fact or a date)", rt["category 2"],
                              f"line ≥ 0.50: {yes(rt['category 2']['line'] >= 0.50)}"),
                   answer_row("REALTALK category 1 (several facts)", rt["category 1"]),
                   answer_row("REALTALK category 3 (inference)", rt["category 3"]),
@@ -512,7 +512,7 @@ def answers_lines(data: dict) -> list[str]:
                     continue
                 offline = r.get("offline") or {}
                 lines.append(f"| {name} {group} | {r['questions']} | {share(r['line'])} | {share(r['f1'])} | "
-                             f"{share(r['none'])} | {r['seconds']} | {share(offline.get('line'))} | "
+                             f"{share(r['none'])} | {r['seconds']:.0f} | {share(offline.get('line'))} | "
                              f"{share(offline.get('none'))} |")
     return [*lines, "", ANSWERS_NOTES.read_text(encoding="utf-8").rstrip()]
 
