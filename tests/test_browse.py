@@ -29,7 +29,6 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import orjson
 import pytest
-from markupsafe import escape
 
 from conftest import CUEMEM, PYTHON, SAMPLES, chat_completion, child_env, new_pg_database, send_json, tier
 
@@ -278,7 +277,10 @@ def test_the_question_box_answers_as_ask_does_offline_and_writes_nothing(served)
     assert answered["answer_form"] == cli["answer_form"] in ("answer", "quote")  # the same line, said to be the same
     page = served.html("ask?" + urlencode({"q": QUESTIONS[0], "c": "maya-and-leo"}))
     label = {"answer": "answer: ", "quote": "best match: "}[cli["answer_form"]]
-    assert str(escape(label + cli["answer"].splitlines()[0])) in page  # as Jinja escapes it
+    from cuemem_cli.browse.app import markdown
+
+    shown = str(markdown(label + cli["answer"].splitlines()[0])).strip()
+    assert shown.startswith("<p>") and shown.removeprefix("<p>").removesuffix("</p>") in page  # as the page renders it
     assert _retrieved(served) == {e["source_id"] for e in cli["evidence"]}  # `ask` does: the check can see one
 
 
