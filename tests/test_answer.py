@@ -186,6 +186,22 @@ def test_no_answer_when_what_answers_is_someone_elses(embedder):
     assert right.form is not None and "Sweden" in right.text.splitlines()[0]
 
 
+def test_only_a_sentence_that_says_what_is_asked_can_make_the_answer_someone_elses():
+    """A sentence about someone else silences the answer only when it says a word the question asks about:
+    Maya's pottery class, ranked above Leo's new job, answers nothing of where Leo works (an MCP ask over
+    the sample dialogue's first 30 messages said no answer); her own work would."""
+    from cuemem_cli.answer.sentences import someone_elses
+
+    ctx = replace(context([("Maya", "I finally went to that pottery class yesterday!"),
+                           ("Leo", "Okay, my turn for news: I got the job at Fernwood Robotics!"),
+                           ("Maya", "I work at a bakery downtown, mostly early shifts.")]),
+                  question="Where does Leo work?")
+    pottery, job, bakery = ((2.5, ctx.evidence[0].text, 0), (1.9, ctx.evidence[1].text, 1),
+                            (2.5, ctx.evidence[2].text, 2))
+    assert not someone_elses(ctx, [pottery, job])
+    assert someone_elses(ctx, [bakery, job])
+
+
 def test_a_choice_is_read_off_the_sentence_that_answers():
     """Issue 49: "A or B?" is answered with the option the best sentence names alone; yes/no with the
     verdict of the sentence that decides it, its own "Yes"/"No" first, else No when it denies."""

@@ -159,7 +159,10 @@ def someone_elses(context: Context, answering: Ranked) -> bool:
     nothing about Melanie's grandma, and answering with Caroline's would be wrong (LoCoMo's adversarial
     questions: most swap the person). A sentence is about its speaker when it says I/my, about the one
     spoken to when it says your (a bare "you" is as often anyone: "three, if you count Figue"), and a
-    speaker's sentence saying neither is about the speaker. Measured on LoCoMo's adversarial questions it
+    speaker's sentence saying neither is about the speaker. A sentence about another one counts only when it
+    says a word the question asks about (besides the names): "I finally went to that pottery class!" ranked
+    above Leo's "I got the job at Fernwood Robotics!" answers nothing of "Where does Leo work?" (LoCoMo's
+    abstention 0.323 -> 0.321, false abstention unchanged). Measured on LoCoMo's adversarial questions it
     abstains on a third of them, and on 1-4 % of questions that have an answer (bench/RESULTS.md)."""
     evidence = context.evidence
     named = {ev.speaker for ev in evidence
@@ -175,9 +178,12 @@ def someone_elses(context: Context, answering: Ranked) -> bool:
             return speaker != asked
         return True if speaker == asked else None
 
+    asked_words = content_stems(context.question) - stems(" ".join(ev.speaker for ev in evidence if ev.speaker))
     best: dict[bool, float] = {}
     for score, sentence, i in answering:
         about = about_asked(sentence, evidence[i].speaker)
+        if about is False and asked_words and not stems(sentence) & asked_words:
+            continue  # says nothing the question asks about: it answers nothing, whoever's it is
         if about is not None and about not in best:
             best[about] = score
     return best.get(False, -math.inf) - best.get(True, -math.inf) > OWNER_MARGIN
