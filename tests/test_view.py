@@ -82,6 +82,21 @@ def test_hops_of_the_view_are_the_stores(memory):
         assert rows == sorted(zip(*(column.tolist() for column in by_sql), strict=True)) and rows
 
 
+def test_hops_of_a_narrowed_question_never_reach_another_conversation(memory):
+    """Semantic edges cross chats; a narrowed question's hops drop the other chats' turns before any is read
+    (in LoCoMo's ten conversations three of four turns a conv-26 question reached were elsewhere: reading them
+    took half its reconstruction), and keep every hop inside."""
+    store = memory.store
+    maya = store.conversation_id("maya-and-leo")
+    conversation_of = {t.id: cid for cid, _, _ in store.conversations() for t in store.turns(cid)}
+    seeds = [t.id for t in store.turns(maya)]
+    held = MemoryView(store, 384)
+    every = list(zip(*(column.tolist() for column in held.hops(seeds, 2, 5)), strict=True))
+    narrowed = list(zip(*(column.tolist() for column in held.hops(seeds, 2, 5, [maya])), strict=True))
+    assert any(conversation_of[hop[1]] != maya for hop in every)  # the memory has edges across chats
+    assert narrowed == [hop for hop in every if conversation_of[hop[1]] == maya]
+
+
 def test_the_sign_prefilter_finds_what_the_exact_search_finds(memory, monkeypatch):
     """Above EXACT_CUES the view ranks cues by sign bits and scores PREFILTER_CANDIDATES of them exactly:
     on these cues the top 20 overlaps the exact top 20 almost wholly, with exact similarities. A one-question

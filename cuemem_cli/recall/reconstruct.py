@@ -166,7 +166,7 @@ def _expand(source: MemoryView | StoreSource, hits: list[tuple[Cue, float]], lex
     what memory held then and within the conversations asked."""
     best = best_cues(hits)
     seeds = list(dict.fromkeys([*best, *lexical]))
-    hops = source.hops(seeds, settings.window, settings.sem_k) if settings.graph and seeds else Hops.of([])
+    hops = source.hops(seeds, settings.window, settings.sem_k, scope.ids) if settings.graph and seeds else Hops.of([])
     if hidden.turns and len(hops.dst):
         held = ~np.isin(hops.dst, np.fromiter(hidden.turns, np.int64, len(hidden.turns)))
         hops = Hops(*(column[held] for column in hops))

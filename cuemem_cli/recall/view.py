@@ -138,7 +138,9 @@ class StoreSource(_Source):
     def knn_cues(self, vector: np.ndarray, k: int, scope: Sequence[int] | None) -> list[tuple[Cue, float]]:
         return self.store.knn_cues(vector, k, scope)
 
-    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
+    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int, scope: Sequence[int] | None = None) -> Hops:
+        """One hop from `turn_ids`. `scope` is a hint the store's query does not take: the caller drops the
+        neighbours outside the conversations asked once their turns are read."""
         return Hops.of(self.store.neighbours(turn_ids, window, sem_k))
 
 
@@ -162,6 +164,10 @@ class MemoryView(_Source):
         self._temporal = np.concatenate([kind == TEMPORAL, np.zeros(int(semantic.sum()), dtype=bool)])[order]
         self._weight = np.concatenate([weight, weight[semantic]])[order]
         self._rank = np.concatenate([rank, rank[semantic]])[order]
+        # The conversation of each turn that has cues: semantic edges cross chats, and a narrowed question
+        # drops the other chats' turns before reading them (3 of 4 a conv-26 question reached in LoCoMo's ten).
+        self._cue_turn_ids, first = np.unique(self.cue_turns, return_index=True)
+        self._cue_turn_conversations = self.cue_conversations[first]
         self._speakers: dict[tuple[int, ...] | None, list[str]] = {}
         self._speaking: dict[tuple[tuple[str, ...], tuple[int, ...] | None], dict[int, str]] = {}
         self._people: dict[str, frozenset[str]] | None = None
@@ -224,12 +230,20 @@ class MemoryView(_Source):
         return [(cues[cue_id], by_row[row]) for row, cue_id in zip(best.tolist(), self.cue_ids[best].tolist(),
                                                                    strict=True) if cue_id in cues]
 
-    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int) -> Hops:
+    def hops(self, turn_ids: Sequence[int], window: int, sem_k: int, scope: Sequence[int] | None = None) -> Hops:
+        """One hop from `turn_ids`; with `scope` (conversation ids), none to a turn known to be outside it
+        (a turn without cues is kept: the caller reads its conversation with the turn)."""
         seeds = np.unique(np.asarray(turn_ids, dtype=np.int64))
         lo, hi = np.searchsorted(self._from, seeds, "left"), np.searchsorted(self._from, seeds, "right")
         rows = np.concatenate([np.arange(a, b) for a, b in zip(lo.tolist(), hi.tolist(), strict=True)]) \
             if len(seeds) else np.zeros(0, dtype=np.int64)
         keep = rows[self._rank[rows] <= np.where(self._temporal[rows], window, sem_k)]
+        if scope is not None and len(keep) and len(self._cue_turn_ids):
+            to = self._to[keep]
+            at = np.minimum(np.searchsorted(self._cue_turn_ids, to), len(self._cue_turn_ids) - 1)
+            known = self._cue_turn_ids[at] == to
+            inside = np.isin(self._cue_turn_conversations[at], np.asarray(scope, dtype=np.int64))
+            keep = keep[~known | inside]
         return Hops(self._from[keep], self._to[keep], self._temporal[keep], self._weight[keep])
 
     def _turn_vectors(self, turn_ids: Sequence[int]) -> dict[int, np.ndarray]:
