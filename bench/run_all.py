@@ -1,7 +1,7 @@
 """Run the benchmark suite, record each benchmark's result as bench/results/<name>.json and render
 bench/RESULTS.md from them (bench/report.py, its one writer): figures as measured, goals met or not.
 
-    python bench/run_all.py [LOCOMO_JSON] [N_CUES]   # the suite (bench/run_all.sh): ~10–15 min on 2 idle cores
+    python bench/run_all.py [LOCOMO_JSON]            # the suite (bench/run_all.sh): ~10–15 min on 2 idle cores
         [--history EXPORT]                           # then a whole chat history's ingest (bench_history.py)
         [--browse]                                   # then browse's pages on 23,528 turns (bench_browse.py)
     python bench/run_all.py --smoke FOLDER           # every benchmark of the suite, the two above and quality.py,
