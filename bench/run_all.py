@@ -99,13 +99,17 @@ def run(locomo: str, folder: Path, sizes: Sizes, history: str | None = None, bro
     return results | meta
 
 
-def main(argv: list[str] | None = None) -> None:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("locomo", nargs="?", default=str(DEFAULT_LOCOMO), help="LoCoMo's locomo10.json")
     parser.add_argument("--history", metavar="EXPORT", help="also ingest this ChatGPT-shaped export (bench_history)")
     parser.add_argument("--browse", action="store_true", help="also time browse on 23,528 turns (bench_browse)")
     parser.add_argument("--smoke", metavar="FOLDER", help="everything on a tiny input, recorded in FOLDER")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
     if args.smoke:
         smoke(args.smoke)
         return

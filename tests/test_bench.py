@@ -8,7 +8,9 @@ They read the bench/ folder beside these tests (it is not in the wheel) and skip
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +36,24 @@ def test_results_md_is_what_the_renderer_makes_of_the_recorded_results(bench, tm
     page = bench.render(bench.RESULTS, tmp_path / "RESULTS.md")
     assert page.read_text(encoding="utf-8") == (BENCH / "RESULTS.md").read_text(encoding="utf-8"), \
         "bench/RESULTS.md differs from its results: run `python bench/report.py` (never edit RESULTS.md by hand)"
+
+
+@pytest.mark.subprocess
+def test_run_all_sh_hands_its_arguments_to_run_all_py(bench, tmp_path):
+    """The documented command must start: run_all.sh passed a second position that run_all.py had stopped
+    taking, and failed before any benchmark ran. Its `python` here is a stand-in that prints what it got."""
+    (tmp_path / "python").write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    (tmp_path / "python").chmod(0o755)
+    locomo = str(BENCH / ".." / ".." / "shared" / "data" / "locomo10.json")
+    for args, passed in (([], [locomo]), (["L.json"], ["L.json"]), (["--history", "E"], [locomo, "--history", "E"]),
+                         (["L.json", "--browse"], ["L.json", "--browse"])):
+        done = subprocess.run(["bash", str(BENCH / "run_all.sh"), *args], capture_output=True, text=True, check=True,
+                              env=child_env(PATH=f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}"))
+        got = done.stdout.splitlines()
+        assert Path(got[0]).name == "run_all.py" and got[1:] == passed, (args, got)
+    import run_all
+
+    assert run_all.arguments([locomo, "--history", "E"]).history == "E"  # and run_all.py takes what it is given
 
 
 def test_the_readme_lists_every_benchmark_of_the_suite(bench):
