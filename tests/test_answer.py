@@ -300,3 +300,39 @@ def test_a_when_clause_inside_another_question_asks_no_date(question, kind):
     from cuemem_cli.answer.spans import question_kind
 
     assert question_kind(question) == kind
+
+
+def test_a_coarse_date_is_no_answer_alone():
+    """A year the sentence never writes ("this year" resolved) or a month the question already names is a
+    lone date that is not the answer (REALTALK's "When does Elise's semester start?" → "2024"): the line
+    quotes the sentence instead. A year or month the sentence writes, and a day, stay answers."""
+    from cuemem_cli.answer.extractive import Reading, vague_date
+
+    def vague(span: str, sentence: str, question: str = "When does Elise's semester start?") -> bool:
+        return vague_date(Reading("when", span, 0, sentence, strength=2), question)
+
+    assert vague("2024", "Is it looking like a tough or easy semester this year!")
+    assert not vague("2016", "I've been painting since 2016.")
+    assert vague("June 2023", "We're going camping next month.", "When did Melanie go camping in June?")
+    assert vague("February 2024", "Next month, I'm off to Ireland.", "What day did Tim get into the program?")
+    assert not vague("August 2023", "My game there is next month!", "When was John in Seattle for a game?")
+    assert not vague("9 June 2023", "We went camping last Friday.", "When did Melanie go camping in June?")
+    assert not vague_date(Reading("where", "2024 Main Street", 0, "at 2024 Main Street", strength=2), "Where?")
+
+
+@pytest.mark.parametrize(("question", "sentence", "sure_amount"), [
+    ("How long has Nate had his turtles?", "Look at my two turtles sitting in the sun.", None),
+    ("How long has Nate had his turtles?", "I've had them for 3 years now.", "3 years"),
+    ("How old is the audience my card game is aimed at?", "Each player gets 4 cards.", None),
+    ("How old is Luna?", "Luna is 5 years old.", "5 years old"),
+    ("How many turtles does Nate have?", "Look at my two turtles sitting in the sun.", "two turtles sitting"),
+])
+def test_a_how_long_or_how_old_question_is_answered_by_a_duration_or_an_age_not_a_count(question, sentence,
+                                                                                        sure_amount):
+    """"Two turtles" counts what the question names, but "how long" asks a duration ("How long has Nate had
+    his first two turtles?" was answered "three turtles sitting"): a counted noun makes an amount sure only
+    for "how many"."""
+    from cuemem_cli.answer.spans import amounts
+
+    found = amounts(sentence, stems(question), question, [])
+    assert [text for text, strength in found if strength >= 1][:1] == ([sure_amount] if sure_amount else [])
