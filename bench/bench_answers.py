@@ -5,7 +5,8 @@ hold the gold answer, and when does it say nothing answers?
 
 records bench/results/answers.json and renders bench/RESULTS.md ("Answers: the line a person reads";
 notes in bench/answers_notes.md). About 50 minutes on 2 idle cores, most of it LoCoMo's 1,986 questions;
-`--local N` adds N questions of each set answered by `local/qwen2.5-1.5b` (about 20-40 s each).
+`--local N` adds N questions of each set answered by `local/qwen2.5-1.5b` (about 20-40 s each); without it a
+set keeps the local sample recorded before, shown with the day it was measured.
 
 - sharegpt: bench/sharegpt_questions.json over its export (bench/sharegpt_questions.py: 120 real chats, one
   memory), every question asked with no conversation named, as `cuemem ask` does offline; the `tune` and
@@ -259,6 +260,13 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown set {', '.join(sorted(unknown))}: choose from {', '.join(SETS)}")
     result = run(sets, args.cache_dir, args.local)
     previous = report.load("answers") or {}
+    for name, figures in result.items():  # without --local, a set keeps the local sample recorded before, dated
+        before = previous.get(name, {})
+        if args.local:
+            figures["local_measured_at"] = figures["measured_at"]
+        elif before.get("local"):
+            figures |= {"local": before["local"], "local_model": before.get("local_model"),
+                        "local_measured_at": before.get("local_measured_at", before.get("measured_at"))}
     report.save("answers", previous | result)  # a run of some sets keeps the others' recorded figures
     print(report.render())
 

@@ -507,8 +507,9 @@ def answers_lines(data: dict) -> list[str]:
     local = [(name, data[name]["local"]) for name in ("sharegpt", "realtalk", "locomo")
              if data.get(name, {}).get("local")]
     if local:
+        dated = sorted({str(data[name].get("local_measured_at") or data[name].get("measured_at")) for name, _ in local})
         lines += ["", f"`{LOCAL}` on a seeded sample of each set, the same evidence, beside the offline answer on the "
-                  "same questions (none = the model said it does not know):", "",
+                  f"same questions (none = the model said it does not know), measured {', '.join(dated)}:", "",
                   "| set | n | line | F1 | none | s per answer | offline line | offline none |",
                   "|---|---|---|---|---|---|---|---|"]
         for name, groups in local:
