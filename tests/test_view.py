@@ -71,6 +71,27 @@ def test_view_gives_the_same_contexts_as_the_store(memory, scope):
         assert by_view.tokens == by_sql.tokens
 
 
+def test_a_view_asked_many_questions_across_scopes_gives_the_stores_contexts(memory):
+    """The view keeps what it decoded and read for the next question (the scope's cue vectors, the turns):
+    questions alternating between scopes must still get exactly what a one-question process gets."""
+    asks = [(question, scope) for question in QUESTIONS[:5] for scope in (None, "maya-and-leo", ["assistant-chat"])]
+    store = SQLiteStore.open(memory.store.path)
+    try:
+        cold = []
+        for question, scope in asks:
+            view.drop_view(store)
+            cold.append(reconstruct(store, memory.embedder(), question, scope))
+        reconstruct(store, memory.embedder(), QUESTIONS[0], None)
+        assert isinstance(memory_source(store, 384), MemoryView)
+        for (question, scope), by_sql in zip(asks, cold, strict=True):
+            by_view = reconstruct(store, memory.embedder(), question, scope)
+            assert [(e.conversation, e.source_id, e.via) for e in by_view.evidence] == \
+                [(e.conversation, e.source_id, e.via) for e in by_sql.evidence], (question, scope)
+            assert [e.score for e in by_view.evidence] == pytest.approx([e.score for e in by_sql.evidence], abs=2e-4)
+    finally:
+        store.close()
+
+
 def test_hops_of_the_view_are_the_stores(memory):
     store = memory.store
     every = [t.id for cid, _, _ in store.conversations() for t in store.turns(cid)]
