@@ -199,12 +199,13 @@ def speed_lines(r: dict) -> list[str]:
         f"(p50 {rc.get('first_question_sql_p50_ms', '—')} ms). Stage p50s: the question's embedding "
         f"{rc['stage_p50_ms']['embed_query']} ms (one MiniLM forward pass over ~15 tokens, compute-bound on these "
         f"cores), cue search {rc['stage_p50_ms']['cue_search']} ms (every cue of the conversation scored exactly, "
-        f"and SQLite's full-text search), expansion {rc['stage_p50_ms']['expand']} ms (the candidate turns read "
-        f"from SQLite and scored), trim {rc['stage_p50_ms']['trim']} ms. Since semantic edges reach across the "
+        f"and SQLite's full-text search), expansion {rc['stage_p50_ms']['expand']} ms (the candidate turns, read "
+        f"from SQLite once, and scored), trim {rc['stage_p50_ms']['trim']} ms. Since semantic edges reach across the "
         "memory (issue 34) a question's one hop reaches more turns than it did when the memory's own work was "
         "3.39 ms (2026-12-05); a question narrowed to one conversation skips the others' turns before reading "
-        "them (issue 48). Under 5 ms in all needs the candidate turns held in the view too, and a faster CPU "
-        "for the model or the caller passing a question vector it already has.",
+        "them (issue 48), and the view keeps the turns it read and the scope's decoded cue vectors for the next "
+        "question. Under 5 ms in all needs a faster CPU for the model or the caller passing a question vector "
+        "it already has, and less Python per candidate in the expansion and the trim.",
         f"- **Ingest.** Embedding takes {i['stage_s']['embed']} s of compute (the stages overlap: ingest parses one "
         "batch while it embeds the one before, so their seconds add up to more than the wall time): "
         f"{i['texts_embedded']:,} distinct texts (cues and whole turns; repeats are embedded once) at "
