@@ -13,7 +13,7 @@ from datetime import date
 
 from ..recall.question import said_in
 from ..records import Answer, Context
-from ..timeparse import DAY, When, dates, format_human, named_periods, said_on, time_phrases
+from ..timeparse import DAY, MONTH_NAMES, When, dates, format_human, named_periods, said_on, time_phrases
 from .choices import chosen, is_yes_no, options, verdict
 from .quotes import quote, quote_several, source
 from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
@@ -337,8 +337,6 @@ def _named(reading: Reading, common: frozenset[str]) -> bool:
     return " " in reading.span.strip() or reading.span.lower() not in common
 
 
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")
 _ASKS_DAY = re.compile(r"\b(what|which) (day|date)\b|\bexact date\b", re.I)
 
 
@@ -347,14 +345,14 @@ def vague_date(reading: Reading, question: str) -> bool:
     year" resolved to "2024" for "When does Elise's semester start?"), or a month without its day when
     the question names that month already ("When did Melanie go camping in June?" → "June 2023") or
     asks for a day. The quote of its sentence is the line instead. Measured on the lone wrong answer
-    lines: REALTALK 21 -> 17, LoCoMo single-hop + temporal 34 -> 27, every answer line share unchanged."""
+    lines: REALTALK 21 -> 17, LoCoMo's answerable questions 34 -> 27; every set's answer line share the same."""
     if reading.kind != "when":
         return False
     span = reading.span.strip()
     if re.fullmatch(r"\d{4}", span):
         return span not in reading.sentence
     month = re.fullmatch(r"([A-Z][a-z]+) \d{4}", span)
-    return bool(month and month[1].lower() in _MONTHS
+    return bool(month and month[1] in MONTH_NAMES
                 and (re.search(rf"\b{month[1]}\b", question, re.I) or _ASKS_DAY.search(question)))
 
 

@@ -328,7 +328,7 @@ def amounts(sentence: str, asked: set[str], question: str, taken: list[tuple[int
     old, often or far, which ask a measure), money for "how much", a duration for "how long", an age for
     "how old", a distance for "how far". Measured with the measure rule and the age: ShareGPT's answer
     line 0.614 -> 0.624, REALTALK category 2 0.305 -> 0.311, LoCoMo single-hop + temporal 0.429 -> 0.431;
-    its lone wrong lines ("two dogs playing" for how often) 27 -> 26."""
+    LoCoMo's lone wrong lines ("two dogs playing" for how often) 27 -> 26."""
     q = question.lower()
     found = []
     for match in _AMOUNT.finditer(sentence):

@@ -238,11 +238,12 @@ class MemoryView(_Source):
         k = min(int(k), count, count if self.max_k is None else self.max_k)
         if k <= 0:
             return []
-        if count > vec.EXACT_CUES and self.signs is not None:
+        prefilter = count > vec.EXACT_CUES and self.signs is not None
+        if prefilter:
             candidates = vec.nearest_signs(self.signs, self.cue_ids, vector, max(vec.PREFILTER_CANDIDATES, k), rows)
         else:
             candidates = np.arange(count) if rows is None else rows
-        if count <= vec.EXACT_CUES and count <= _DECODE_ROWS:  # every code in scope, decoded once per scope
+        if not prefilter and count <= _DECODE_ROWS:  # every code in scope, decoded once per scope
             key = None if scope is None else tuple(sorted(scope))
             if self._decoded is None or self._decoded[0] != key:
                 self._decoded = (key, decode(self.codes[candidates]))
