@@ -238,12 +238,12 @@ class MemoryView(_Source):
         k = min(int(k), count, count if self.max_k is None else self.max_k)
         if k <= 0:
             return []
-        prefilter = count > vec.EXACT_CUES and self.signs is not None
-        if prefilter:
-            candidates = vec.nearest_signs(self.signs, self.cue_ids, vector, max(vec.PREFILTER_CANDIDATES, k), rows)
+        signs = self.signs if count > vec.EXACT_CUES else None  # None: every code in scope is scored
+        if signs is not None:
+            candidates = vec.nearest_signs(signs, self.cue_ids, vector, max(vec.PREFILTER_CANDIDATES, k), rows)
         else:
             candidates = np.arange(count) if rows is None else rows
-        if not prefilter and count <= _DECODE_ROWS:  # every code in scope, decoded once per scope
+        if signs is None and count <= _DECODE_ROWS:  # every code in scope, decoded once per scope
             key = None if scope is None else tuple(sorted(scope))
             if self._decoded is None or self._decoded[0] != key:
                 self._decoded = (key, decode(self.codes[candidates]))
