@@ -32,8 +32,9 @@ from .output import fail, plain
 
 
 class _Group(TyperGroup):
-    """The top-level command group: a reader that stops early (`cuemem ask … | head -1`) ends us quietly;
-    help and completion as cli/help.py says."""
+    """The top-level command group: a `CuememError` from any command becomes its message, hint and exit
+    code; a reader that stops early (`cuemem ask … | head -1`) ends us quietly; help and completion as
+    cli/help.py says."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -44,8 +45,12 @@ class _Group(TyperGroup):
         super()._main_shell_completion(ctx_args, prog_name, complete_var)
 
     def invoke(self, ctx: Any) -> Any:  # typer's own (vendored) click Context
+        """Every command's (and sub-app's) library errors end here, printed in the CLI's words with their
+        exit code (cli/output.py `fail`): a command body holds only its work."""
         try:
             return super().invoke(ctx)
+        except CuememError as exc:
+            raise fail(exc) from exc
         except BrokenPipeError:
             _discard_stdout()
             raise typer.Exit(0) from None
@@ -212,14 +217,11 @@ def ingest(
         raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
                                  param_hint="--all-branches")
     show_progress = sys.stderr.isatty() and not json_out
-    try:
-        with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
-                     mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
-            report = memory.ingest_file(files, conversation, skip_invalid,
-                                        progress=progress, window=window, sem_k=sem_k, replace=replace,
-                                        from_format=from_format, all_branches=all_branches, workers=workers)
-    except CuememError as exc:
-        raise fail(exc) from exc
+    with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
+                 mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
+        report = memory.ingest_file(files, conversation, skip_invalid,
+                                    progress=progress, window=window, sem_k=sem_k, replace=replace,
+                                    from_format=from_format, all_branches=all_branches, workers=workers)
     _print_ingest_report(report, json_out)
 
 
@@ -286,70 +288,31 @@ def ask(
     """
     from ..errors import LLMError
     from ..recall.settings import Settings
-    from .render import captured, render_answer, render_evidence, render_timings, show, visible, write_json
+    from .render import AskOutput
 
-    top = _evidence_shown(evidence, context_only)
+    output = AskOutput(_evidence_shown(evidence, context_only), verbose, json_out)
     scope = conversation or None
     settings = Settings(top_m=top_m, window=window, sem_k=sem_k, budget=budget, graph=not no_graph,
                         excerpt_tokens=excerpt)
     chosen_model = config.answer_model(model)
-    streamed = {"any": False}
-
-    def on_token(token: str) -> None:
-        streamed["any"] = True
-        sys.stdout.write(visible(token))  # a model may echo the control characters of stored text
-        sys.stdout.flush()
-
-    shown = {"evidence": False}
-
-    def show_evidence(context, lines_after: int = 0, reader: str | None = "model") -> None:
-        """Before a streamed answer (from Memory.ask) or before a printed one, once. `reader`: who read
-        all the evidence (render_evidence)."""
-        if not shown["evidence"]:
-            shown["evidence"] = True
-            show(lambda: render_evidence(context, top, reader, verbose), lines_after)
-            if verbose:
-                render_timings(context)
-
+    stream = bool(chosen_model and not json_out and sys.stdout.isatty())
     failure: LLMError | None = None
-    try:
-        with _memory(embedder=embedder) as memory:
-            if context_only:
+    with _memory(embedder=embedder) as memory:
+        if context_only:
+            context, answer = memory.context(question, scope, settings, as_of), None
+        else:
+            try:
+                result = memory.ask(question, scope, settings, as_of, chosen_model, answerer=answerer,
+                                    on_token=output.token if stream else None,
+                                    on_context=output.before_stream if stream else None)
+                context, answer = result.context, result.answer
+            except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
+                failure, answer = exc, None
                 context = memory.context(question, scope, settings, as_of)
-                answer = None
-            else:
-                stream = on_token if (chosen_model and not json_out and sys.stdout.isatty()) else None
-                try:
-                    # a streamed answer's length is unknown: keep a few lines for it below the evidence
-                    result = memory.ask(question, scope, settings, as_of, chosen_model, on_token=stream,
-                                        answerer=answerer,
-                                        on_context=(lambda c: show_evidence(c, 3)) if stream else None)
-                    context, answer = result.context, result.answer
-                except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
-                    failure, answer = exc, None
-                    context = memory.context(question, scope, settings, as_of)
-    except CuememError as exc:
-        raise fail(exc) from exc
-    if json_out:
-        data = context.to_json(answer)
-        if failure is not None:
-            data["error"] = failure.message
-        write_json(data)
-    else:
-        printed = answer if not streamed["any"] else None
-        panel_lines = 0
-        if printed is not None and sys.stdout.isatty():
-            panel = printed
-            panel_lines = captured(lambda: render_answer(panel)).count("\n")
-        show_evidence(context, panel_lines, None if answer is None else "offline" if answer.kind == "extractive"
-                      else "model")
-        if streamed["any"]:
-            sys.stdout.write("\n")
-        elif printed is not None:
-            render_answer(printed)
+    output.finish(context, answer, None if failure is None else failure.message)
     if failure is not None:
         sys.stdout.flush()
-        raise fail(failure)
+        raise failure
 
 
 def _evidence_shown(value: str | None, context_only: bool) -> int | None:
@@ -390,26 +353,23 @@ def inspect_graph(
             raise typer.BadParameter(f"--json prints JSON, --format {fmt} asks for {fmt}: give one of them",
                                      param_hint="--json")
         fmt = "json"
-    try:
-        with _memory() as memory:
-            store = memory.store
-            if fmt in ("dot", "graphml"):
-                if turn is not None:
-                    name, turns, edges = inspector.neighbourhood(store, conversation, turn)
-                else:
-                    name, turns, edges = inspector.graph_of(store, conversation)
-                out.file.write(graph_dot(name, turns, edges) if fmt == "dot" else graph_graphml(name, turns, edges))
-                return
+    with _memory() as memory:
+        store = memory.store
+        if fmt in ("dot", "graphml"):
             if turn is not None:
-                detail = inspector.turn_detail(store, conversation, turn)
-                if fmt == "json":
-                    write_json(detail)
-                else:
-                    render_turn(detail)
-                return
-            summary = inspector.summary(store, conversation, graph=fmt == "json")
-    except CuememError as exc:
-        raise fail(exc) from exc
+                name, turns, edges = inspector.neighbourhood(store, conversation, turn)
+            else:
+                name, turns, edges = inspector.graph_of(store, conversation)
+            out.file.write(graph_dot(name, turns, edges) if fmt == "dot" else graph_graphml(name, turns, edges))
+            return
+        if turn is not None:
+            detail = inspector.turn_detail(store, conversation, turn)
+            if fmt == "json":
+                write_json(detail)
+            else:
+                render_turn(detail)
+            return
+        summary = inspector.summary(store, conversation, graph=fmt == "json")
     if fmt == "json":
         write_json(summary)
     else:
@@ -418,21 +378,18 @@ def inspect_graph(
 
 # ---------------------------------------------------------------- convert
 def _convert(kind: str, files: list[str], all_branches: bool = False) -> None:
+    import orjson
+
     from ..input.converters import convert_files
 
-    try:
-        import orjson
-
-        write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-        for message in convert_files(kind, files, all_branches):
-            line = orjson.dumps(message.to_json()) + b"\n"
-            if write:
-                write(line)
-            else:
-                sys.stdout.write(line.decode())
-        sys.stdout.flush()
-    except CuememError as exc:
-        raise fail(exc) from exc
+    write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
+    for message in convert_files(kind, files, all_branches):
+        line = orjson.dumps(message.to_json()) + b"\n"
+        if write:
+            write(line)
+        else:
+            sys.stdout.write(line.decode())
+    sys.stdout.flush()
 
 
 @convert_app.command("locomo")
@@ -499,11 +456,8 @@ def extract(
 
     if not pending:
         raise typer.BadParameter("only --pending is supported: it retries failed extractions", param_hint="--pending")
-    try:
-        with _memory() as memory:
-            report = memory.extract_pending(extract_model, conversation)
-    except CuememError as exc:
-        raise fail(exc) from exc
+    with _memory() as memory:
+        report = memory.extract_pending(extract_model, conversation)
     if json_out:
         write_json(report)
     else:
@@ -562,12 +516,9 @@ def forget(
         err.print(f"About to forget {plain(report.summary(done=False))}.")
         return typer.confirm("Forget them? This cannot be undone", default=False, err=True)
 
-    try:
-        with _memory() as memory:
-            report = memory.forget(conversation, session, turn or (), before, decay, lru, as_of, dry_run=dry_run,
-                                   vacuum=vacuum, confirm=confirm)
-    except CuememError as exc:
-        raise fail(exc) from exc
+    with _memory() as memory:
+        report = memory.forget(conversation, session, turn or (), before, decay, lru, as_of, dry_run=dry_run,
+                               vacuum=vacuum, confirm=confirm)
     if json_out:
         write_json(report.to_json())
     elif report.dry_run:
@@ -602,18 +553,15 @@ def export(
     from ..text import plural
     from .render import err
 
-    try:
-        # closing: a reader that stops early leaves the records' read snapshot to end before the store does
-        with _memory() as memory, closing(memory.export(conversation)) as records:
-            if output and output != "-":
-                with open_private_output(output) as fh:
-                    count = write_export(records, fh)
-                err.print(f"exported {plural(count, 'turn')} to {plain(output)}")
-            else:
-                sys.stdout.flush()
-                write_export(records, sys.stdout.buffer)
-    except CuememError as exc:
-        raise fail(exc) from exc
+    # closing: a reader that stops early leaves the records' read snapshot to end before the store does
+    with _memory() as memory, closing(memory.export(conversation)) as records:
+        if output and output != "-":
+            with open_private_output(output) as fh:
+                count = write_export(records, fh)
+            err.print(f"exported {plural(count, 'turn')} to {plain(output)}")
+        else:
+            sys.stdout.flush()
+            write_export(records, sys.stdout.buffer)
 
 
 @app.command("import")
@@ -626,11 +574,8 @@ def import_(
     from .render import ingest_progress
 
     show_progress = sys.stderr.isatty() and not json_out
-    try:
-        with _memory(create=True, embedder=embedder) as memory, ingest_progress(show_progress) as progress:
-            report = memory.import_file(file, progress=progress)
-    except CuememError as exc:
-        raise fail(exc) from exc
+    with _memory(create=True, embedder=embedder) as memory, ingest_progress(show_progress) as progress:
+        report = memory.import_file(file, progress=progress)
     _print_ingest_report(report, json_out)
 
 
@@ -651,15 +596,12 @@ def mcp(
     try:
         import mcp as _sdk  # noqa: F401  (the optional extra; imported here, never by `cuemem --help`)
     except ImportError:
-        raise fail(CuememError("`cuemem mcp` needs the MCP SDK (the Python package `mcp`), which is not installed",
-                               "pip install 'cuemem[mcp]'")) from None
+        raise CuememError("`cuemem mcp` needs the MCP SDK (the Python package `mcp`), which is not installed",
+                          "pip install 'cuemem[mcp]'") from None
     from ..mcp_server import serve
 
-    try:
-        serve(state.db, allow_forget=allow_forget, model=config.answer_model(model), extractor=extractor,
-              extract_model=extract_model)
-    except CuememError as exc:
-        raise fail(exc) from exc
+    serve(state.db, allow_forget=allow_forget, model=config.answer_model(model), extractor=extractor,
+          extract_model=extract_model)
 
 
 # ----------------------------------------------------------------- browse
@@ -682,16 +624,13 @@ def browse(
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as exc:
-        raise fail(CuememError(f"`cuemem browse` needs the web packages of the browse extra ({exc.name} is not "
-                               "installed)", "pip install 'cuemem[browse]'")) from None
+        raise CuememError(f"`cuemem browse` needs the web packages of the browse extra ({exc.name} is not "
+                          "installed)", "pip install 'cuemem[browse]'") from None
     from ..browse.server import serve
 
-    try:
-        with _memory() as memory:
-            serve(memory, port=port, open_browser=not no_open, model=config.answer_model(model),
-                  db_shown=_db_shown())
-    except CuememError as exc:
-        raise fail(exc) from exc
+    with _memory() as memory:
+        serve(memory, port=port, open_browser=not no_open, model=config.answer_model(model),
+              db_shown=_db_shown())
 
 
 def run() -> None:

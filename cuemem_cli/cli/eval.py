@@ -1,14 +1,18 @@
 """`cuemem eval locomo|longmemeval FILE`: parse options, run `evaluate.runner`, print the table.
 
 Exit codes: 0 done; 1 an error cuemem explains (or a model that kept failing: partial results are
-still written); 130 interrupted with Ctrl-C (partial results written).
+still written), printed by cli/app.py's command group as every command's; 130 interrupted with Ctrl-C
+(partial results written).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,7 +21,6 @@ import typer
 
 from ..config import ASK_SEM_K, ASK_WINDOW, DEFAULT_BUDGET, DEFAULT_TOP_M, EMBEDDER_HELP
 from ..errors import CuememError
-from .output import fail
 
 EXIT_INTERRUPTED = 130
 
@@ -27,39 +30,65 @@ eval_app = typer.Typer(
     no_args_is_help=True,
 )
 
-_SYSTEMS = typer.Option(None, "--systems", help="Comma-separated: cuemem, no-graph, no-semantic, no-temporal, "
-                                                "full-history, naive-rag, bm25 (the default), and the ablations "
-                                                "no-lexical, no-speaker, no-date, cue-only, turn-only, "
-                                                "no-context, mixed-context, whole-turns.")
-_BUDGET = typer.Option(None, "--budget", help="Evidence budget in tokens (≈ characters / 4); repeat for several "
-                                              f"(default: ask's, {DEFAULT_BUDGET}).")
-_LIMIT = typer.Option(None, "--limit", min=1, help="Evaluate only the first N questions.")
-_EXTRACTOR = typer.Option("spacy", help="Cue extractor for ingest: spacy or llm.")
-_EXTRACT_MODEL = typer.Option(None, help="litellm model for --extractor llm.")
-_EMBEDDER = typer.Option(None, help=EMBEDDER_HELP)
-_TOP_M = typer.Option(None, "--top-m", min=1, max=4096, help=f"Cues retrieved (default: ask's, {DEFAULT_TOP_M}).")
-_WINDOW = typer.Option(None, "--window", min=0, help=f"Temporal neighbours per side (default: ask's, {ASK_WINDOW}).")
-_SEM_K = typer.Option(None, "--sem-k", min=0, help=f"Semantic neighbours of rank ≤ k (default: ask's, {ASK_SEM_K}).")
-_MODEL = typer.Option(None, "--model", "-m", help="Answerer, any litellm model (default: retrieval only; "
-                                                  "$CUEMEM_MODEL is not read here).")
-_JUDGE = typer.Option(None, "--judge-model", help="Judge, any litellm model (needs --model).")
-_NO_PRIORITY = typer.Option(False, "--ablation-no-priority",
-                            help="Answer without the recency instruction (the paper's second ablation).")
-_WORKERS = typer.Option(4, "--workers", min=1, help="Parallel LLM calls per question.")
-_CACHE_DIR = typer.Option(None, "--cache-dir", help="Where ingested databases are cached "
-                                                    "(default: the per-user cache dir, …/cuemem/eval).")
-_REBUILD = typer.Option(False, "--rebuild", help="Ingest again even if a cached database exists.")
-_STORE = typer.Option(None, "--store", help="Evaluate on this PostgreSQL database (postgresql://…, empty or "
-                      "holding this same eval) instead of the SQLite cache.")
-_OUT = typer.Option(None, "--out", help="Write the summary and every per-question record as JSON.")
-_OFFLINE = typer.Option(False, "--offline-answers", help="Also answer each question offline, as `ask` does without "
-                        "a model, and report the share whose answer line (its first line), and whose whole answer, "
-                        "hold every content word of the gold answer, the line's token F1, and how often it gives no "
-                        "answer.")
-_JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout instead of the table.")
+
+def _shared_options(
+    systems: str | None = typer.Option(
+        None, "--systems", help="Comma-separated: cuemem, no-graph, no-semantic, no-temporal, full-history, naive-rag, "
+                                "bm25 (the default), and the ablations no-lexical, no-speaker, no-date, cue-only, "
+                                "turn-only, no-context, mixed-context, whole-turns."),
+    budget: list[int] | None = typer.Option(
+        None, "--budget", help="Evidence budget in tokens (≈ characters / 4); repeat for several (default: ask's, "
+                               f"{DEFAULT_BUDGET})."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Evaluate only the first N questions."),
+    extractor: str = typer.Option("spacy", help="Cue extractor for ingest: spacy or llm."),
+    extract_model: str | None = typer.Option(None, help="litellm model for --extractor llm."),
+    embedder: str | None = typer.Option(None, help=EMBEDDER_HELP),
+    top_m: int | None = typer.Option(None, "--top-m", min=1, max=4096,
+                                     help=f"Cues retrieved (default: ask's, {DEFAULT_TOP_M})."),
+    window: int | None = typer.Option(None, "--window", min=0,
+                                      help=f"Temporal neighbours per side (default: ask's, {ASK_WINDOW})."),
+    sem_k: int | None = typer.Option(None, "--sem-k", min=0,
+                                     help=f"Semantic neighbours of rank ≤ k (default: ask's, {ASK_SEM_K})."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Answerer, any litellm model (default: retrieval "
+                                                                 "only; $CUEMEM_MODEL is not read here)."),
+    judge_model: str | None = typer.Option(None, "--judge-model", help="Judge, any litellm model (needs --model)."),
+    no_priority: bool = typer.Option(False, "--ablation-no-priority",
+                                     help="Answer without the recency instruction (the paper's second ablation)."),
+    workers: int = typer.Option(4, "--workers", min=1, help="Parallel LLM calls per question."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Where ingested databases are cached (default: "
+                                                                    "the per-user cache dir, …/cuemem/eval)."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Ingest again even if a cached database exists."),
+    store: str | None = typer.Option(None, "--store", help="Evaluate on this PostgreSQL database (postgresql://…, "
+                                                           "empty or holding this same eval) instead of the SQLite "
+                                                           "cache."),
+    offline_answers: bool = typer.Option(
+        False, "--offline-answers", help="Also answer each question offline, as `ask` does without a model, and "
+                                         "report the share whose answer line (its first line), and whose whole "
+                                         "answer, hold every content word of the gold answer, the line's token F1, "
+                                         "and how often it gives no answer."),
+    out: Path | None = typer.Option(None, "--out", help="Write the summary and every per-question record as JSON."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout instead of the table."),
+) -> None:
+    """The options every eval command takes, after its own: their declaration, read by `eval_options`."""
+
+
+def eval_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give `command` (whose `**shared` receives them) the options of `_shared_options`, after its own, as
+    Typer reads a signature (sqlite-utils' `output_options` does the same for click)."""
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind != p.VAR_KEYWORD]
+    params = own + list(inspect.signature(_shared_options, eval_str=True).parameters.values())
+
+    @functools.wraps(command)
+    def with_options(**options: Any) -> None:
+        command(**options)
+
+    with_options.__signature__ = inspect.Signature(params, return_annotation=None)  # type: ignore[attr-defined]
+    with_options.__annotations__ = {p.name: p.annotation for p in params}
+    return with_options
 
 
 @eval_app.command("locomo")
+@eval_options
 def locomo(
     file: Path = typer.Argument(..., help="LoCoMo JSON, e.g. ../shared/data/locomo10.json."),
     conversations: list[str] | None = typer.Option(None, "--conversations",
@@ -72,18 +101,14 @@ def locomo(
              "all in ONE memory, and every question is asked over the whole memory, as of a chat export; "
              "baselines search the whole memory too. With --conversations the memory holds those samples' "
              "sessions only (a database of its own)."),
-    systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
-    extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
-    top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
-    model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
-    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD, store: str | None = _STORE,
-    offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
+    **shared: Any,
 ) -> None:
     """LoCoMo: categories 1–4 (multi-hop, temporal, open-domain, single-hop; the standard 1,540 questions)."""
-    _run(locals(), "locomo")
+    _run("locomo", file=file, conversations=conversations, adversarial=adversarial, setting=setting, **shared)
 
 
 @eval_app.command("longmemeval")
+@eval_options
 def longmemeval(
     file: Path = typer.Argument(..., help="LongMemEval JSON, e.g. longmemeval_s.json."),
     conversations: list[str] | None = typer.Option(None, "--questions", "--conversations",
@@ -95,16 +120,11 @@ def longmemeval(
              "the haystack is one person's chat export, every session a chat titled by its first user message's "
              "opening words, and the question is asked over all of them with none named; baselines search that "
              "memory too (not with --store, which is one memory)."),
-    systems: str | None = _SYSTEMS, budget: list[int] | None = _BUDGET, limit: int | None = _LIMIT,
-    extractor: str = _EXTRACTOR, extract_model: str | None = _EXTRACT_MODEL, embedder: str | None = _EMBEDDER,
-    top_m: int | None = _TOP_M, window: int | None = _WINDOW, sem_k: int | None = _SEM_K,
-    model: str | None = _MODEL, judge_model: str | None = _JUDGE, no_priority: bool = _NO_PRIORITY,
-    workers: int = _WORKERS, cache_dir: Path | None = _CACHE_DIR, rebuild: bool = _REBUILD, store: str | None = _STORE,
-    offline_answers: bool = _OFFLINE, out: Path | None = _OUT, json_out: bool = _JSON,
+    **shared: Any,
 ) -> None:
     """LongMemEval: each question's haystack a memory of its own, one conversation (or, --setting as-exports, a chat
     per session); types reported apart, `_abs` as abstention."""
-    _run(locals(), "longmemeval")
+    _run("longmemeval", file=file, conversations=conversations, setting=setting, **shared)
 
 
 def _split(values: list[str] | str | None) -> tuple[str, ...]:
@@ -114,7 +134,7 @@ def _split(values: list[str] | str | None) -> tuple[str, ...]:
     return tuple(part.strip() for item in items for part in item.split(",") if part.strip())
 
 
-def _run(options: dict[str, Any], dataset: str) -> None:
+def _run(dataset: str, **options: Any) -> None:
     from ..evaluate.runner import EvalConfig, run
     from ..evaluate.systems import DEFAULT_SYSTEMS
 
@@ -131,8 +151,6 @@ def _run(options: dict[str, Any], dataset: str) -> None:
     try:
         with progress_display(sys.stderr.isatty()) as progress:
             result = run(config, progress=progress)
-    except CuememError as exc:
-        raise fail(exc) from exc
     except KeyboardInterrupt:  # before the database was open: nothing to keep
         sys.stderr.write("interrupted before evaluation started\n")
         raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -147,7 +165,7 @@ def _run(options: dict[str, Any], dataset: str) -> None:
     else:
         render_summary(summary)
     if summary.get("error"):
-        raise fail(CuememError(summary["error"], "partial results were kept; check the model and run again"))
+        raise CuememError(summary["error"], "partial results were kept; check the model and run again")
     if result.interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
 

@@ -209,6 +209,59 @@ def show(render: Callable[[], None], lines_after: int = 0) -> None:
         out.file.flush()
 
 
+class AskOutput:
+    """What `ask` prints, in this order: the evidence once, then the answer, either streamed token by token
+    (the evidence goes first, as soon as the memory hands it over: `before_stream`) or printed whole below
+    it (`finish`); with `json_out`, one JSON object instead. `top` and `verbose` are `render_evidence`'s."""
+
+    def __init__(self, top: int | None, verbose: bool, json_out: bool):
+        self.top = top
+        self.verbose = verbose
+        self.json_out = json_out
+        self.streamed = False  # a token reached stdout: the answer is printed already
+        self.evidence_shown = False
+
+    def token(self, token: str) -> None:
+        """One token of a streamed answer (`Memory.ask`'s on_token)."""
+        self.streamed = True
+        sys.stdout.write(visible(token))  # a model may echo the control characters of stored text
+        sys.stdout.flush()
+
+    def before_stream(self, context: Context) -> None:
+        """The evidence before a streamed answer (`Memory.ask`'s on_context), whose length is unknown: a
+        few lines are kept for it below the evidence."""
+        self._evidence(context, 3, "model")
+
+    def finish(self, context: Context, answer: Answer | None, error: str | None = None) -> None:
+        """What is left to print once the answer (or `error`, the model's failure) is known."""
+        if self.json_out:
+            data = context.to_json(answer)
+            if error is not None:
+                data["error"] = error
+            write_json(data)
+            return
+        printed = answer if not self.streamed else None
+        panel_lines = 0
+        if printed is not None and sys.stdout.isatty():
+            panel = printed
+            panel_lines = captured(lambda: render_answer(panel)).count("\n")
+        self._evidence(context, panel_lines, None if answer is None else "offline" if answer.kind == "extractive"
+                       else "model")
+        if self.streamed:
+            sys.stdout.write("\n")
+        elif printed is not None:
+            render_answer(printed)
+
+    def _evidence(self, context: Context, lines_after: int, reader: str | None) -> None:
+        """The evidence, once. `reader`: who read all of it (render_evidence)."""
+        if self.evidence_shown:
+            return
+        self.evidence_shown = True
+        show(lambda: render_evidence(context, self.top, reader, self.verbose), lines_after)
+        if self.verbose:
+            render_timings(context)
+
+
 def _pager_command() -> str | None:
     if "PAGER" in os.environ:
         return os.environ["PAGER"].strip() or None  # PAGER= (empty) turns paging off
