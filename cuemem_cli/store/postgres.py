@@ -56,6 +56,7 @@ from ..records import Cue
 from .base import Version, has_vectors
 from .sql import SQLStore
 from .sql.core import Dialect
+from .sql.faults import translating_cursor
 from .migrations import TEXT_SEARCH
 from .vectors import encode, roundtrip
 
@@ -159,65 +160,15 @@ class PostgresDialect(Dialect):
 @lru_cache(maxsize=1)
 def _driver_classes() -> tuple[Any, type, type]:
     """psycopg's connection and its client and server cursors, the cursors reporting storage errors as
-    cuemem's (the connection's `storage_error`, set by the store); made on first use, since psycopg is
-    imported only then."""
+    cuemem's (store/sql/faults.py, through the connection's `storage_error`, set by the store); made on
+    first use, since psycopg is imported only then."""
     import psycopg
 
     class Connection(psycopg.Connection):
         storage_error: Any = None  # the store's `_storage_error`
 
-    def translating(base: Any) -> type:
-        class Translating(base):
-            def _fail(self, exc: Exception) -> None:
-                mapped = self.connection.storage_error(exc) if self.connection.storage_error else None
-                if mapped is not None:
-                    raise mapped from exc
-
-            def execute(self, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    return super().execute(*args, **kwargs)
-                except psycopg.Error as exc:
-                    self._fail(exc)
-                    raise
-
-            def executemany(self, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    return super().executemany(*args, **kwargs)
-                except psycopg.Error as exc:
-                    self._fail(exc)
-                    raise
-
-            def fetchone(self) -> Any:
-                try:
-                    return super().fetchone()
-                except psycopg.Error as exc:
-                    self._fail(exc)
-                    raise
-
-            def fetchmany(self, *args: Any, **kwargs: Any) -> Any:
-                try:
-                    return super().fetchmany(*args, **kwargs)
-                except psycopg.Error as exc:
-                    self._fail(exc)
-                    raise
-
-            def fetchall(self) -> Any:
-                try:
-                    return super().fetchall()
-                except psycopg.Error as exc:
-                    self._fail(exc)
-                    raise
-
-            def __next__(self) -> Any:
-                try:
-                    return super().__next__()
-                except psycopg.Error as exc:
-                    self._fail(exc)
-                    raise
-
-        return Translating
-
-    return Connection, translating(psycopg.Cursor), translating(psycopg.ServerCursor)
+    return (Connection, translating_cursor(psycopg.Cursor, psycopg.Error),
+            translating_cursor(psycopg.ServerCursor, psycopg.Error))
 
 
 def register_vector(conn) -> None:

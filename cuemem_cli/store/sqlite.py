@@ -9,11 +9,12 @@ KNN and its limit `VEC0_MAX_K`, reading vec0's chunks whole, FTS5 upkeep and BM2
 page-for-page copy `copy_to`.
 
 Faults of a real machine arrive as cuemem's errors, not the driver's: every statement runs through
-`_Connection`/`_Cursor`, which turn SQLite's storage errors (a full disk, a read-only file, an I/O error,
-a damaged file, a lock held too long) into `StoreError`s with a hint (`_translated`); other driver
-errors (a bug in a query) stay as they are. A file that cannot be written here (a read-only mount or
-folder, a read-only file, a full disk that leaves no room for SQLite's `-shm` index) is opened for
-reading only (`_connect`, docs/your-data.md): reads work, writes are refused before they start.
+`_Connection`/`_Cursor` (store/sql/faults.py, as in PostgreSQL), which turn SQLite's storage errors (a full
+disk, a read-only file, an I/O error, a damaged file, a lock held too long) into `StoreError`s with a hint
+(`_translated`); other driver errors (a bug in a query) stay as they are. A file that cannot be written
+here (a read-only mount or folder, a read-only file, a full disk that leaves no room for SQLite's `-shm`
+index) is opened for reading only (`_connect`, docs/your-data.md): reads work, writes are refused before
+they start.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from . import vectors as vec
 from .base import Version
 from .sql import SQLStore
 from .sql.core import Dialect
+from .sql.faults import raise_storage_error, translating_cursor
 
 BUSY_TIMEOUT = 30.0  # seconds a process waits for another one's write lock before giving up
 APPLICATION_ID = 0x43554D45  # "CUME": marks a file as a cuemem store
@@ -60,59 +62,14 @@ _PERM, _BUSY, _LOCKED, _NOMEM, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _A
 _NEARLY_FULL = 1 << 20  # bytes free under which an I/O error while writing is taken for a full disk
 
 
-_DriverCursor: Any = sqlite3.Cursor
 _DriverConnection: Any = sqlite3.Connection
-
-
-class _Cursor(_DriverCursor):
-    """A cursor whose storage errors arrive as cuemem's (`_Connection.storage_error`)."""
-
-    def execute(self, *args: Any) -> Any:
-        try:
-            return super().execute(*args)
-        except sqlite3.Error as exc:
-            self.connection.fail(exc)
-            raise
-
-    def executemany(self, *args: Any) -> Any:
-        try:
-            return super().executemany(*args)
-        except sqlite3.Error as exc:
-            self.connection.fail(exc)
-            raise
-
-    def fetchone(self) -> Any:
-        try:
-            return super().fetchone()
-        except sqlite3.Error as exc:
-            self.connection.fail(exc)
-            raise
-
-    def fetchmany(self, *args: Any) -> Any:
-        try:
-            return super().fetchmany(*args)
-        except sqlite3.Error as exc:
-            self.connection.fail(exc)
-            raise
-
-    def fetchall(self) -> Any:
-        try:
-            return super().fetchall()
-        except sqlite3.Error as exc:
-            self.connection.fail(exc)
-            raise
-
-    def __next__(self) -> Any:
-        try:
-            return super().__next__()
-        except sqlite3.Error as exc:
-            self.connection.fail(exc)
-            raise
+_Cursor = translating_cursor(sqlite3.Cursor, sqlite3.Error)
 
 
 class _Connection(_DriverConnection):
     """The store's connection: its cursors (`conn.execute` included) and backups report storage errors
-    through `storage_error`, set once the store exists (until then, while opening, errors stay raw)."""
+    through `storage_error` (store/sql/faults.py), set once the store exists (until then, while opening,
+    errors stay raw)."""
 
     storage_error: Callable[[Exception], StoreError | None] | None = None
 
@@ -123,14 +80,8 @@ class _Connection(_DriverConnection):
         try:
             super().backup(*args, **kwargs)
         except sqlite3.Error as exc:
-            self.fail(exc)
+            raise_storage_error(self, exc)
             raise
-
-    def fail(self, exc: Exception) -> None:
-        """Raise cuemem's error for a driver error about storage; return for any other (the caller re-raises)."""
-        mapped = self.storage_error(exc) if self.storage_error is not None else None
-        if mapped is not None:
-            raise mapped from exc
 
 
 def _candidates(k: int) -> int:

@@ -8,6 +8,8 @@ part per protocol of store/base.py, each of them a class of this folder:
 - `extraction.py`: `ExtractionRows`, the LLM extractor's cache and pending turns (`ExtractionRecords`).
 - `maintenance.py`: `MaintenanceRows`, forget, export, statistics, turn-by-turn reads (`Maintenance`).
 - `browse.py`: `BrowseRows` (`BrowseQueries`); `evaluation.py`: `EvalRows` (`EvalQueries`).
+- `faults.py`: the cursor class both backends' connections make, which reports a driver's errors about
+  storage as cuemem's.
 
 `SQLStore` joins them with what is the store's as a whole: opening and closing, the migration loop,
 metadata and the embedding model. A backend (store/sqlite.py, store/postgres.py) supplies only what truly
