@@ -29,3 +29,15 @@ EMBEDDER_HELP = ("onnx-int8 (default), onnx (float, the paper's exact vectors), 
 def answer_model(flag: str | None) -> str | None:
     """--model, else $CUEMEM_MODEL; None means answer offline."""
     return flag or os.environ.get("CUEMEM_MODEL") or None
+
+
+PROGRESS_SECONDS = 10.0  # an ingest's progress line when stderr is not a terminal: one this often
+
+
+def progress_seconds() -> float:
+    """Seconds between an ingest's progress lines off a terminal: $CUEMEM_PROGRESS_SECONDS, else PROGRESS_SECONDS."""
+    try:
+        seconds = float(os.environ.get("CUEMEM_PROGRESS_SECONDS", PROGRESS_SECONDS))
+    except ValueError:
+        return PROGRESS_SECONDS
+    return seconds if seconds > 0 else PROGRESS_SECONDS

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+import time
 
 import numpy as np
 import pytest
@@ -243,6 +245,49 @@ def test_progress_tells_turns_per_second_and_time_left_from_the_recent_rate():
     assert progress_fields(seen, 11.0, 600, 1000)[0] == "55"
     assert progress_fields(seen, 80.0, 700, 1000) == ("1.4", "3:27 left")  # 100 turns in 69 s
     assert progress_fields(seen, 90.0, 1000, 1000)[1] == "done"
+
+
+def test_progress_rate_starts_at_the_first_turn_not_while_models_load():
+    seen: list[tuple[float, int]] = []
+    for second in range(0, 20, 2):
+        progress_fields(seen, float(second), 0, 100)
+    assert progress_fields(seen, 20.0, 10, 100) == ("5.0", "0:18 left")  # 10 turns in 2 s, not in 20
+
+
+def test_ingest_off_a_terminal_writes_a_progress_line_every_interval_on_stderr_only(cli, stub_models, tmp_path,
+                                                                                     monkeypatch):
+    """In a pipe or a log (issue 58: an export's ingest printed nothing for five minutes): one line every
+    CUEMEM_PROGRESS_SECONDS with turns, cues, rate and time left, on stderr; stdout keeps the JSON alone;
+    --quiet silences it. Chunks of two turns and a slowed stand-in embedder make the ingest last long enough."""
+    from conftest import StubEmbedder
+
+    monkeypatch.setenv("CUEMEM_PROGRESS_SECONDS", "0.1")
+    monkeypatch.setattr(ingest, "CHUNK_TURNS", 2)
+    monkeypatch.setattr(ingest, "BATCH_TURNS", 8)
+    embed = StubEmbedder.embed
+
+    def slow(self, texts):
+        time.sleep(0.01 * len(texts))
+        return embed(self, texts)
+
+    monkeypatch.setattr(StubEmbedder, "embed", slow)
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps(line) + "\n" for line in conversation(
+        "c", [("user", f"Day {i}: we walked along the river and ate grilled sardines.") for i in range(40)])))
+    result = cli("--db", str(tmp_path / "m.db"), "ingest", str(src), "--json")
+    assert json.loads(result.stdout)["turns_added"] == 40, "stdout holds the JSON summary and nothing else"
+    lines = [line for line in result.stderr.splitlines() if line.startswith("ingest:")]
+    assert len(lines) >= 3, result.stderr
+    for line in lines:
+        assert re.fullmatch(r"ingest: \d+/40 turns \(\d+%\), [\d,]+ cues?, (–|[\d.]+) turns/s(, \d+:\d\d left|, done)?",
+                            line), line
+    done = [int(re.search(r"(\d+)/40", line).group(1)) for line in lines]
+    assert done == sorted(done) and len(set(done)) >= 2, "the count moves within the input, not only at its end"
+    assert any(re.search(r"\d+ turns/s, \d+:\d\d left", line) for line in lines), "a rate and a time left"
+
+    quiet = cli("--db", str(tmp_path / "q.db"), "ingest", str(src), "--json", "--quiet")
+    assert json.loads(quiet.stdout)["turns_added"] == 40
+    assert "ingest:" not in quiet.stderr
 
 
 @pytest.mark.slow

@@ -81,6 +81,8 @@ from .eval import eval_app  # noqa: E402  (a sub-app; heavy imports stay inside 
 app.add_typer(eval_app, name="eval")
 
 EXIT_PARTIAL = 3
+QUIET_HELP = ("No progress on stderr (by default a bar on a terminal, else a line every 10 s; "
+              "CUEMEM_PROGRESS_SECONDS sets how often).")
 
 
 class State:
@@ -185,6 +187,7 @@ def ingest(
                                        help="Processes that parse and embed: default one per core (up to 8) for "
                                             "inputs of 1,000 lines or more; 1 keeps all work in this process."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> None:
     """Store dialogues: turns, cues, cue vectors and graph edges, in the database (--db).
 
@@ -216,9 +219,8 @@ def ingest(
     if all_branches and from_format != "chatgpt":
         raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
                                  param_hint="--all-branches")
-    show_progress = sys.stderr.isatty() and not json_out
     with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
-                 mix_extractors=mix_extractors) as memory, ingest_progress(show_progress) as progress:
+                 mix_extractors=mix_extractors) as memory, ingest_progress(not quiet) as progress:
         report = memory.ingest_file(files, conversation, skip_invalid,
                                     progress=progress, window=window, sem_k=sem_k, replace=replace,
                                     from_format=from_format, all_branches=all_branches, workers=workers)
@@ -569,12 +571,12 @@ def import_(
     file: str = typer.Argument(..., help="A `cuemem export` file, or - for standard input."),
     embedder: str | None = typer.Option(None, help=config.EMBEDDER_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON summary on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help=QUIET_HELP),
 ) -> None:
     """Re-create turns from a `cuemem export` file with their recorded cues (no extraction), embed and link them."""
     from .render import ingest_progress
 
-    show_progress = sys.stderr.isatty() and not json_out
-    with _memory(create=True, embedder=embedder) as memory, ingest_progress(show_progress) as progress:
+    with _memory(create=True, embedder=embedder) as memory, ingest_progress(not quiet) as progress:
         report = memory.import_file(file, progress=progress)
     _print_ingest_report(report, json_out)
 

@@ -22,6 +22,7 @@ from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.table import Table
 
+from .. import config
 from ..input.exports import RECOGNISED
 from ..input.sources import SHOWN_SKIPPED
 from ..records import Answer, Context, Evidence, Turn, chat_label
@@ -269,12 +270,18 @@ def _pager_command() -> str | None:
 
 
 @contextmanager
-def ingest_progress(enabled: bool, clock: Callable[[], float] = time.monotonic):
-    """A rich progress bar on a terminal (nothing when piped): turns done of all the input's, cues, turns/s
-    and time left. The rate is that of the last RATE_SECONDS, not since the start: model loading, and the
-    stored turns a re-run skips in a blink, would make it say too much, then too little."""
+def ingest_progress(enabled: bool, clock: Callable[[], float] = time.monotonic, every: float | None = None):
+    """Progress of an ingest on stderr (never stdout): on a terminal a rich bar of the turns done of all the
+    input's, cues, turns/s and time left, moving as batches are prepared; elsewhere (a pipe, a log file) the
+    same as one line every `every` seconds (config.progress_seconds: 10 unless CUEMEM_PROGRESS_SECONDS says).
+    `enabled` False (`--quiet`): nothing. The rate is that of the last RATE_SECONDS, not since the start:
+    model loading, and the stored turns a re-run skips in a blink, would make it say too much, then too little."""
     if not enabled:
         yield None
+        return
+    if not err.is_terminal:
+        with _progress_lines(clock, config.progress_seconds() if every is None else every) as update:
+            yield update
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -291,6 +298,42 @@ def ingest_progress(enabled: bool, clock: Callable[[], float] = time.monotonic):
         yield update
 
 
+@contextmanager
+def _progress_lines(clock: Callable[[], float], every: float):
+    """Progress off a terminal: a thread writes the latest state as one line every `every` seconds (not when
+    nothing was reported yet), so a log shows the ingest is alive even while one batch takes long."""
+    import threading
+
+    latest: list[tuple[int, int, int]] = []
+    seen: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def update(done: int, cues: int, total: int) -> None:
+        latest.append((done, cues, total))
+        del latest[:-1]
+
+    def write() -> None:
+        while not stop.wait(every):
+            if latest:
+                err.print(progress_line(*latest[-1], seen, clock()), markup=False, highlight=False)
+
+    writer = threading.Thread(target=write, name="cuemem-progress", daemon=True)
+    writer.start()
+    try:
+        yield update
+    finally:
+        stop.set()
+        writer.join()
+
+
+def progress_line(done: int, cues: int, total: int, seen: list[tuple[float, int]], now: float) -> str:
+    """One line of ingest progress for a log: turns done of all, cues, turns/s and time left."""
+    rate, left = progress_fields(seen, now, done, total)
+    share = f" ({100 * done // total}%)" if total else ""
+    return (f"ingest: {done:,}/{total:,} turns{share}, {plural(cues, 'cue')}, {rate} turns/s"
+            f"{', ' + left if left else ''}")
+
+
 RATE_SECONDS = 60.0
 
 
@@ -298,8 +341,8 @@ def progress_fields(seen: list[tuple[float, int]], now: float, done: int, total:
     """The rate and time left for a progress line, from `seen` (earlier (time, turns done) samples, this one
     appended): over the samples of the last RATE_SECONDS, or the last two when they are further apart."""
     seen.append((now, done))
-    while len(seen) > 2 and now - seen[1][0] >= RATE_SECONDS:
-        del seen[0]
+    while len(seen) > 2 and (now - seen[1][0] >= RATE_SECONDS or seen[1][1] == 0):
+        del seen[0]  # (the time before the first turn, loading the models, is not part of the rate either)
     (then, before) = seen[0]
     if now <= then or done <= before:
         return "–", "" if done < total else "done"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,10 @@ from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .prepare import Pair, Prepared, Workers, cues_of, embed_cues, embed_distinct, embed_turns
 
 BATCH_TURNS = 256
+# Turns prepared (parsed and embedded) per task: a batch is prepared a chunk at a time, so progress moves
+# within a batch (a chunk of long assistant answers takes a second or two), and stored a batch at a time.
+CHUNK_TURNS = 16
+PROGRESS_POLL = 0.5  # seconds between progress reports while the writer waits for a batch
 @dataclass
 class IngestReport:
     lines: int = 0
@@ -104,11 +108,37 @@ class _Written:
 @dataclass
 class _Batch:
     """A batch between its sorting out and its storage: the turns to store, what their turn vectors are read
-    with, and the cues and vectors being computed for them (ingest/prepare.py) in a thread or a worker process."""
+    with, and the cues and vectors being computed for them (ingest/prepare.py) in a thread or a worker process,
+    CHUNK_TURNS turns a task (`chunks`, in order)."""
 
     fresh: list[_Fresh]
     pairs: list[Pair]
-    prepared: Future[Prepared]
+    chunks: list[Future[Prepared]]
+
+    def prepared(self) -> Prepared:
+        """The whole batch's cues and vectors, once every chunk is ready (a chunk's failure is raised here)."""
+        return merge_prepared([chunk.result() for chunk in self.chunks])
+
+    def ready(self) -> tuple[int, int]:
+        """Turns and cues of the chunks prepared so far (for progress)."""
+        turns = cues = 0
+        for chunk in self.chunks:
+            if chunk.done() and not chunk.cancelled() and chunk.exception() is None:
+                done = chunk.result()
+                turns += len(done.triples)
+                cues += sum(len(t or []) for t in done.triples)
+        return turns, cues
+
+
+def merge_prepared(parts: Sequence[Prepared]) -> Prepared:
+    """Chunks' preparations as one batch's, in order. A text is embedded alone (one model pass per text), so a
+    turn's vectors are the same whichever chunk it was prepared in; only `texts_embedded` counts a text repeated
+    in two chunks twice."""
+    if len(parts) == 1:
+        return parts[0]
+    return Prepared([t for p in parts for t in p.triples], [v for p in parts for v in p.cue_vectors],
+                    np.concatenate([p.turn_vectors for p in parts]), sum(p.texts_embedded for p in parts),
+                    sum(p.extract_seconds for p in parts), sum(p.embed_seconds for p in parts))
 
 
 def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:
@@ -266,12 +296,12 @@ class Ingestor:
             for message in messages:
                 batch.append(message)
                 if len(batch) >= batch_turns:
-                    self._next_batch(batch, queue, background, workers, report, languages)
+                    self._next_batch(batch, queue, background, workers, report, languages, progress)
                     batch = []
                     while len(queue) > ahead:
                         self._store_next(queue, report, progress)
             if batch:
-                self._next_batch(batch, queue, background, workers, report, languages)
+                self._next_batch(batch, queue, background, workers, report, languages, progress)
             while queue:
                 self._store_next(queue, report, progress)
         except StoreError as exc:  # a full disk, a lost server: say what the batches before it stored
@@ -283,12 +313,12 @@ class Ingestor:
                             "what is stored", exc.fields) from exc
         finally:
             for pending in queue:
-                pending.prepared.cancel()
+                for chunk in pending.chunks:
+                    chunk.cancel()
             if background is not None:
                 background.shutdown(wait=True, cancel_futures=True)
             self._dispatched.clear()
-        if progress:
-            progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+        self._tick([], report, progress)
         report.extraction_failures = list(getattr(self.extractor, "failures", ()))
         report.other_languages = languages.others()
         report.seconds = time.perf_counter() - started
@@ -338,11 +368,12 @@ class Ingestor:
             self._seen_others = others
 
     def _next_batch(self, batch: list[Message], queue: deque[_Batch], background: ThreadPoolExecutor | None,
-                    workers: Workers | None, report: IngestReport, languages: LanguageWatch) -> None:
-        """Sort `batch` out and start preparing what is new in it. Preparation runs outside the write lock
-        (other processes keep writing meanwhile); under it the turns are sorted out again and stored: the
-        same rows as if the processes had run one by one. In this process the parse runs here while the
-        batch before is embedded, and a failed parse still stores the batch before it."""
+                    workers: Workers | None, report: IngestReport, languages: LanguageWatch,
+                    progress: Callable[[int, int, int], None] | None) -> None:
+        """Sort `batch` out and start preparing what is new in it, CHUNK_TURNS turns a task. Preparation runs
+        outside the write lock (other processes keep writing meanwhile); under it the turns are sorted out
+        again and stored: the same rows as if the processes had run one by one. In this process the parse
+        runs here while the chunk before is embedded, and a failed parse still stores the batches before it."""
         fresh = self._sort_out([_Fresh(m, source_id_of(m), content_hash(m)) for m in batch], report)
         if not fresh:
             return
@@ -350,26 +381,46 @@ class Ingestor:
         for m in messages:
             languages.see(m.conversation, m.role, m.text)
         pairs = self._turn_pairs(fresh)
+        current = _Batch(fresh, pairs, [])
+        spans = [(lo, min(lo + CHUNK_TURNS, len(messages))) for lo in range(0, len(messages), CHUNK_TURNS)]
         if workers is not None and self.derive_cues:  # a worker makes its own extractor and derives cues
-            queue.append(_Batch(fresh, pairs, workers.submit(messages, pairs)))
+            current.chunks = [workers.submit(messages[lo:hi], pairs[lo:hi]) for lo, hi in spans]
+            queue.append(current)
             return
         assert background is not None
-        t0 = time.perf_counter()
-        try:
-            triples = self._cues(messages)
-        except BaseException:
-            while queue:
-                self._store_next(queue, report, None)
-            raise
-        extract_seconds = time.perf_counter() - t0
+        for lo, hi in spans:
+            t0 = time.perf_counter()
+            try:
+                triples = self._cues(messages[lo:hi])
+            except BaseException:
+                for chunk in current.chunks:
+                    chunk.cancel()
+                while queue:
+                    self._store_next(queue, report, None)
+                raise
+            current.chunks.append(background.submit(self._embed, messages[lo:hi], pairs[lo:hi], triples,
+                                                    time.perf_counter() - t0))
+            self._tick([*queue, current], report, progress)
+        queue.append(current)
 
-        def embed() -> Prepared:
-            t1 = time.perf_counter()
-            cue_vectors, turn_vectors, passes = embed_cues(self.embedder, [m.speaker for m in messages], triples,
-                                                           pairs)
-            return Prepared(triples, cue_vectors, turn_vectors, passes, extract_seconds, time.perf_counter() - t1)
+    def _embed(self, messages: list[Message], pairs: list[Pair], triples: list[list[Triple] | None],
+               extract_seconds: float) -> Prepared:
+        t1 = time.perf_counter()
+        cue_vectors, turn_vectors, passes = embed_cues(self.embedder, [m.speaker for m in messages], triples, pairs)
+        return Prepared(triples, cue_vectors, turn_vectors, passes, extract_seconds, time.perf_counter() - t1)
 
-        queue.append(_Batch(fresh, pairs, background.submit(embed)))
+    def _tick(self, queue: Iterable[_Batch], report: IngestReport,
+              progress: Callable[[int, int, int], None] | None) -> None:
+        """Tell `progress` the turns done so far (stored, skipped, or prepared and waiting to be stored) and
+        their cues, of all the input's lines."""
+        if progress is None:
+            return
+        turns = report.turns_added + report.turns_existing + report.conflicts
+        cues = report.cues
+        for batch in queue:
+            ready_turns, ready_cues = batch.ready()
+            turns, cues = turns + ready_turns, cues + ready_cues
+        progress(min(turns, report.lines), cues, report.lines)
 
     def _cues(self, turns: Sequence[Any]) -> list[list[Triple] | None]:
         """The cues of these turns: the extractor's, with those ingest derives unless `derive_cues` is off."""
@@ -377,9 +428,14 @@ class Ingestor:
 
     def _store_next(self, queue: deque[_Batch], report: IngestReport,
                     progress: Callable[[int, int, int], None] | None) -> None:
-        """Store the oldest batch in flight once its cues and vectors are ready."""
-        batch = queue.popleft()
-        prepared = batch.prepared.result()
+        """Store the oldest batch in flight once its cues and vectors are ready; while waiting, tell `progress`
+        every PROGRESS_POLL seconds how far the preparation is."""
+        batch = queue[0]
+        if progress is not None:
+            while wait(batch.chunks, timeout=PROGRESS_POLL).not_done:
+                self._tick(queue, report, progress)
+        queue.popleft()
+        prepared = batch.prepared()
         report.add_time("extract", prepared.extract_seconds)
         report.add_time("embed", prepared.embed_seconds)
         report.texts_embedded += prepared.texts_embedded
@@ -392,8 +448,7 @@ class Ingestor:
             self._store_batch(self._sort_out(batch.fresh, report), report)
         self._committed = report.turns_added
         report.add_time("store+graph", time.perf_counter() - t0)
-        if progress:
-            progress(report.turns_added + report.turns_existing, report.cues, report.lines)
+        self._tick(queue, report, progress)
 
     def _turn_pairs(self, items: list[_Fresh]) -> list[Pair]:
         """(text, text of the turn before it in its session or None) for each new turn: the message before
