@@ -9,7 +9,7 @@ import pytest
 
 from cuemem_cli.recall.excerpt import GAP, excerpt
 from cuemem_cli.recall.lines import estimate_tokens
-from cuemem_cli.cues.statements import sentences
+from cuemem_cli.text import sentences
 
 TEXT = ("We land in Osaka on Monday. The hotel is near the station. Breakfast is included every day. "
         "The museum closes early on Fridays. We fly home from Tokyo.")

@@ -182,7 +182,7 @@ def test_locomo_conv26_evidence_on_postgres_equals_sqlites(locomo_path, tmp_path
     from cuemem_cli.input.converters import load_json, locomo
     from cuemem_cli.memory import Memory
     from cuemem_cli.recall.question import fts_query
-    from cuemem_cli.cues.statements import without_names
+    from cuemem_cli.text import without_names
     from cuemem_cli.recall.view import drop_view
 
     sample = [s for s in load_json(locomo_path) if s["sample_id"] == "conv-26"]

@@ -17,8 +17,9 @@ from cuemem_cli import Memory
 from cuemem_cli.ingest import pipeline as ingest
 from cuemem_cli.cues.language import language_of
 from cuemem_cli.cli.render import progress_fields
-from cuemem_cli.cues.statements import is_padding, prose_spans, sentences, statement_cues
+from cuemem_cli.cues.statements import is_padding, prose_spans, statement_cues
 from cuemem_cli.store.vectors import decode
+from cuemem_cli.text import sentences
 
 from conftest import assert_whole, raw
 

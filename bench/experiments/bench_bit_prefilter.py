@@ -35,7 +35,7 @@ from cuemem_cli import cells
 from cuemem_cli.store import vectors as vec
 from cuemem_cli.config import DEFAULT_TOP_M
 from cuemem_cli.models.embedders import get_embedder, spec_for
-from cuemem_cli.cues.statements import without_names
+from cuemem_cli.text import without_names
 from cuemem_cli.store.base import NewTurn, conversation_names
 from cuemem_cli.store.sqlite import SQLiteStore
 

@@ -39,7 +39,7 @@ from cuemem_cli.recall.excerpt import excerpt_turn
 from cuemem_cli.recall.lines import turn_cost
 from cuemem_cli.recall.reconstruct import reconstruct
 from cuemem_cli.recall.settings import Settings
-from cuemem_cli.cues.statements import without_names
+from cuemem_cli.text import without_names
 from cuemem_cli.store.sqlite import SQLiteStore
 from cuemem_cli.recall.view import conversation_source
 

@@ -13,13 +13,13 @@ from collections import Counter
 
 import numpy as np
 
-from ..cues.statements import sentences as split_sentences
-from ..cues.statements import without_names
 from ..models.embedders import embed_questions
 from ..recall.excerpt import GAP
 from ..recall.question import fts_query
 from ..recall.view import in_context
 from ..records import Context, Evidence
+from ..text import sentences as split_sentences
+from ..text import without_names
 from .spans import content_stems, places, stems
 
 Ranked = list[tuple[float, str, int]]  # (score, sentence, evidence index), best first

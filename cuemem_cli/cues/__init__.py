@@ -2,7 +2,8 @@
 
 - `rules.py`: the default extractor, dependency rules over spaCy's parse, and date cues.
 - `llm.py`: an extractor that asks any litellm model, several turns per call, cached.
-- `statements.py`: each sentence of a turn as a statement cue, and the sentence splitter others share.
+- `statements.py`: each sentence of a turn as a statement cue (split by `cuemem_cli.text.sentence_spans`), what
+  is prose, and the text a cue is embedded as.
 - `language.py`: which chats the English pipeline cannot read, said once at ingest.
 - `names.py`: who is who: the names a chat calls its people by, learned from greetings and introductions.
 """

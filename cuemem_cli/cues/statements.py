@@ -11,14 +11,12 @@ matches.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from ..records import Triple
+from ..text import SENTENCE_END, sentence_spans, without_names
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|(?<=[。！？])\s*|\n+")
 MIN_WORDS = 3  # "Nice." or "Oh no!" locate nothing
 MIN_CJK = 6  # the same for Chinese or Japanese, written without spaces: characters, not words
-MAX_CHARS = 400  # the embedder reads 128 WordPiece tokens; longer sentences are cut into pieces
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # What is not prose: a fenced code block (an unclosed fence runs to the end of the turn) and a run of
 # markdown table rows. Kept whole in the turn and its full-text index, but no cue is made from it (see
@@ -31,34 +29,6 @@ _PADDING = re.compile(
     r"(?:\s+(?:please|writing|generating|it|the (?:story|code|text|list|answer)|your (?:answer|last response)"
     r"|from where you (?:left off|stopped)|from the last line))*(?:\s+please)?",
     re.I)
-
-
-def sentences(text: str) -> list[str]:
-    """Sentences of a turn, long ones cut at word boundaries so each fits the embedder."""
-    return [text[start:end] for start, end in sentence_spans(text)]
-
-
-def sentence_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
-    """(start, end) in `text` of each sentence of `text[start:end]`, stripped, long ones cut at word
-    boundaries into pieces of at most MAX_CHARS: what `sentences` and `statement_cues` read."""
-    end = len(text) if end is None else end
-    out: list[tuple[int, int]] = []
-    bounds = [start, *(i for m in _SENTENCE_END.finditer(text, start, end) for i in (m.start(), m.end())), end]
-    for a, b in zip(bounds[::2], bounds[1::2], strict=True):
-        while a < b and text[a].isspace():
-            a += 1
-        while b > a and text[b - 1].isspace():
-            b -= 1
-        while b - a > MAX_CHARS:
-            cut = text.rfind(" ", a, a + MAX_CHARS)
-            cut = cut if cut > a else a + MAX_CHARS
-            out.append((a, cut))
-            a = cut
-            while a < b and text[a].isspace():
-                a += 1
-        if a < b:
-            out.append((a, b))
-    return out
 
 
 def prose_spans(text: str) -> list[tuple[int, int]]:
@@ -104,7 +74,7 @@ def pieces(text: str, limit: int, at: int = 0) -> list[tuple[int, str]]:
     start = 0
     while len(text) - start > limit:
         end = start + limit
-        ends = [m.end() for m in _SENTENCE_END.finditer(text, start + 1, end)]
+        ends = [m.end() for m in SENTENCE_END.finditer(text, start + 1, end)]
         cut = ends[-1] if ends else text.rfind(" ", start + 1, end) + 1
         cut = cut if cut > start else end
         out.append((at + start, text[start:cut]))
@@ -120,14 +90,6 @@ def statement_cues(speaker: str | None, text: str) -> list[Triple]:
     return [Triple(who, "said", text[a:b], kind="statement")
             for start, end in prose_spans(text) for a, b in sentence_spans(text, start, end)
             if long_enough(text[a:b])]
-
-
-def without_names(text: str, names: Iterable[str]) -> str:
-    """`text` with each name (and its possessive) removed, whitespace tidied."""
-    for name in names:
-        if name:
-            text = re.sub(rf"\b{re.escape(name)}(?:'s|’s)?\b", " ", text, flags=re.IGNORECASE)
-    return re.sub(r"\s+", " ", text).strip(" ,")
 
 
 def cue_text(cue: Triple, speaker: str | None) -> str:

@@ -7,7 +7,7 @@ turn longer than the budget could never be shown at all. So a turn whose evidenc
 than `Settings.excerpt_tokens` is shown as the sentences whose statement cues are nearest the
 question (their vectors are already stored, so nothing is embedded at question time), added best
 first while the line fits. The best sentence is always kept, so an excerpt is over the limit only
-when that sentence alone is (a sentence is at most 400 characters, statements.MAX_CHARS). Scoring
+when that sentence alone is (a sentence is at most 400 characters, `cuemem_cli.text.MAX_CHARS`). Scoring
 is untouched: a long turn still ranks by its whole text and its best cue; only what it costs and
 shows changes.
 """
@@ -20,8 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..cues.statements import sentences
 from ..records import Turn
+from ..text import sentences
 from .lines import estimate_tokens, evidence_line, line_cost, shown_cost, turn_cost
 
 GAP = "…"

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cues.statements import without_names
 from ..errors import CuememError
 from ..models.embedders import embed_questions
 from ..records import Context, Cue, Evidence, ScoredCue, Turn
 from ..store.base import TURN_ALONE, Store, check_embedder, has_vectors, turn_vector_text
+from ..text import without_names
 from .evidence import chronological, context_tokens, fill_budget
 from .excerpt import Excerpts
 from .lines import turn_cost
