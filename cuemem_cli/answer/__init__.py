@@ -6,4 +6,5 @@
 - `choices.py`: questions answered by a choice: yes or no, one of two options.
 - `quotes.py`: how the offline answer quotes a sentence (its line) and whole turns (its sources).
 - `spans.py`: what part of a sentence answers each kind of question part.
+- `stated_dates.py`: the dates a sentence states, resolved against the day it was said.
 """

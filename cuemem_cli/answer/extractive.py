@@ -11,9 +11,10 @@ import re
 from dataclasses import dataclass, replace
 from datetime import date
 
+from ..cues.relative_dates import time_phrases
 from ..recall.question import said_in
 from ..records import Answer, Context
-from ..timeparse import DAY, MONTH_NAMES, When, dates, format_human, named_periods, said_on, time_phrases
+from ..timeparse import MONTH_NAMES, format_human, named_periods, said_on
 from .choices import chosen, is_yes_no, options, verdict
 from .quotes import quote, quote_several, source
 from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
@@ -37,6 +38,7 @@ from .spans import (
     stems,
     what_phrases,
 )
+from .stated_dates import DAY, When, dates
 
 EXTRACTIVE_SOURCES = 3
 ANSWER_NEAR = 5  # see _quoted_sentence
@@ -383,9 +385,9 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     (`someone_elses`).
 
     The spans each part of the question asks for (question_parts: "What breed is the dog Maya adopted,
-    and when?" has two; _Reader.answer): when → a date or range (timeparse.dates: "June 1st", "the 15th
-    of November, back on the 18th", "last weekend" resolved against the day it was said and given with
-    it); where → a capitalised place after in/at/to/from/into/on/along, or a name the evidence uses so
+    and when?" has two; _Reader.answer): when → a date or range (`cuemem_cli.answer.stated_dates.dates`:
+    "June 1st", "the 15th of November, back on the 18th", "last weekend" resolved against the day it was said
+    and given with it); where → a capitalised place after in/at/to/from/into/on/along, or a name the evidence uses so
     elsewhere; who → a name with its title ("Professor de Vries"), or a relative ("my mother"); how many
     → a number and what it counts; what → the noun phrase (spaCy) nearest the question's focus ("breed"
     → "beagle"). A span the question already says answers nothing, so "I adopted a dog last weekend!" is

@@ -3,8 +3,9 @@ each with who said it and the day, relative dates resolved."""
 
 from __future__ import annotations
 
+from ..cues.relative_dates import dated
 from ..records import Evidence
-from ..timeparse import dated, format_human, said_on
+from ..timeparse import format_human, said_on
 from .sentences import sentences
 
 LINE_CHARS = 240  # the answer line a person reads (issue 49)

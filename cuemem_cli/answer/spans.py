@@ -9,8 +9,8 @@ adopted?" however close its words are. Places and names are read with regular ex
 capitalised name after in/at/to/from/into/on/along is a place; a name another sentence of the
 evidence puts after such a word is a place wherever it stands, as "Portland" in "I'd miss Portland");
 noun phrases for what-questions come from the extractor's spaCy parser, loaded only when such a
-question is asked offline. The dates a sentence states are timeparse's (`dates`); which of them
-answers the question is chosen here (`best_date`).
+question is asked offline. The dates a sentence states are `cuemem_cli.answer.stated_dates`'s; which of
+them answers the question is chosen here (`best_date`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..recall.question import fts_query, question_periods
-from ..timeparse import MONTH_NAMES, When
+from ..timeparse import MONTH_NAMES
+from .stated_dates import When
 
 WH = r"(?:when|where|who(?:m|se)?|what|which|how\s+(?:many|much|long|old|often|far))"
 _TWO_WH = re.compile(rf"^\s*({WH})\s+and\s+({WH})\s+(.*)$", re.I)  # Where and when did …?

@@ -3,7 +3,7 @@
 Cues are what retrieval embeds and matches, so they must name who did what ("Caroline go to LGBTQ
 support group"), and carry absolute dates, since questions ask "when" long after "yesterday" was said.
 The default extractor is offline and deterministic: spaCy's dependency parse plus a few rules. Date
-phrases are spotted here, in the parse; what one means on the day the turn was said is timeparse's.
+phrases are spotted here, in the parse; what one means on the day the turn was said is relative_dates.py's.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ from typing import Any, Protocol
 
 from ..errors import CuememError
 from ..records import Triple
-from ..timeparse import (
+from ..timeparse import MONTH_NAMES, MONTH_NUMBERS, said_on
+from .relative_dates import (
     DIRECTIONS,
-    MONTH_NAMES,
-    MONTH_NUMBERS,
     NUMBER_WORDS,
     PARTS_OF_DAY,
     UNITS,
@@ -31,7 +30,6 @@ from ..timeparse import (
     resolve_day_word,
     resolve_relative,
     resolve_weekday,
-    said_on,
     stated_day,
 )
 from .statements import pieces, prose_spans, reads_as_latin
@@ -394,7 +392,7 @@ class _Turn:
         return out
 
     def find_dates(self, sent: Any) -> list[tuple[Any, str]]:
-        """Spot date expressions by token rules and resolve them against the turn's date (timeparse's rules).
+        """Spot date expressions by token rules and resolve them against the turn's date (relative_dates.py's rules).
 
         Returns (anchor token, absolute date text); date tokens are remembered so noun phrases skip them.
         """

@@ -7,7 +7,8 @@ import math
 from functools import lru_cache
 
 from ..records import Turn
-from ..timeparse import dated, said_on
+from ..cues.relative_dates import dated
+from ..timeparse import said_on
 
 
 def estimate_tokens(text: str) -> int:
@@ -33,8 +34,9 @@ def evidence_line(speaker: str | None, text: str) -> str:
 def shown_text(text: str, time: str | None) -> str:
     """A turn's text as the answer prompt shows it: each relative date ("yesterday", "last week", "next
     month") followed by the day it means, resolved against the day the turn was said, by the rules the
-    date cues and the offline answer use (timeparse.dated): "yesterday [7 May 2023]". The local-model run
-    missed temporal questions over an unresolved "yesterday" (issue 34); the budget pays for the notes."""
+    date cues and the offline answer use (`cuemem_cli.cues.relative_dates.dated`): "yesterday [7 May 2023]".
+    The local-model run missed temporal questions over an unresolved "yesterday" (issue 34); the budget pays
+    for the notes."""
     return dated(text, said_on(time), brief=True)
 
 
