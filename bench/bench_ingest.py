@@ -19,9 +19,9 @@ from pathlib import Path
 
 
 def spacy_reference(texts: list[str]) -> float:
-    from cuemem_cli.cues.rules import _load_spacy, MODEL
+    from cuemem_cli.cues.parser import load_pipeline
 
-    nlp = _load_spacy(MODEL)
+    nlp = load_pipeline()
     start = time.perf_counter()
     for _ in nlp.pipe(texts, batch_size=256):
         pass

@@ -238,7 +238,7 @@ def test_a_question_asking_for_several_things_quotes_more_than_one_turn():
     """"What activities does Melanie do?" is answered across turns: the best sentence, then others whole
     while the line stays within 240 characters, the speaker said once while it stays."""
     from cuemem_cli.answer.quotes import quote_several
-    from cuemem_cli.answer.spans import asks_for_several
+    from cuemem_cli.answer.question_parts import asks_for_several
 
     assert asks_for_several("What activities does Melanie partake in?") and asks_for_several("What are Kate's hobbies?")
     assert not asks_for_several("What breed is the dog?") and not asks_for_several("What class does she take?")
@@ -297,7 +297,7 @@ def test_a_place_or_person_is_sure_only_when_it_reads_as_a_name():
 def test_a_when_clause_inside_another_question_asks_no_date(question, kind):
     """"… when they see it" is a clause of a how- or what-question, not a question about a date (LoCoMo gave
     such questions a lone date as their answer line); a "when" that opens a question or follows "and" asks."""
-    from cuemem_cli.answer.spans import question_kind
+    from cuemem_cli.answer.question_parts import question_kind
 
     assert question_kind(question) == kind
 

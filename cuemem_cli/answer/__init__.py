@@ -5,6 +5,8 @@
 - `sentences.py`: which evidence sentences answer a question, best first, and whether any does.
 - `choices.py`: questions answered by a choice: yes or no, one of two options.
 - `quotes.py`: how the offline answer quotes a sentence (its line) and whole turns (its sources).
+- `question_parts.py`: what a question asks for: its parts (when, where, who, how many, what), their tense,
+  and what a what-question is about.
 - `spans.py`: what part of a sentence answers each kind of question part.
 - `stated_dates.py`: the dates a sentence states, resolved against the day it was said.
 """

