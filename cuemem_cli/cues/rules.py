@@ -34,8 +34,8 @@ from .relative_dates import (
 from .statements import pieces, prose_spans, reads_as_latin
 
 # A turn longer than this is parsed in pieces of at most this many characters, cut at sentence ends
-# (statements.pieces), and all its pieces give cues: spaCy's parser memory grows with the characters of
-# a document, so a multi-megabyte turn parsed whole would not fit in memory (and spaCy refuses over 1M
+# (`cuemem_cli.cues.statements.pieces`), and all its pieces give cues: spaCy's parser memory grows with the
+# characters of a document, so a multi-megabyte turn parsed whole would not fit in memory (and spaCy refuses over 1M
 # characters; bench/design-notes.md, "Measured choices elsewhere in the code"). No dialogue turn is this
 # long, so their extraction is unchanged.
 PARSE_CHARS = 10_000

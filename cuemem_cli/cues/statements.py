@@ -68,8 +68,8 @@ def long_enough(sentence: str) -> bool:
 def pieces(text: str, limit: int, at: int = 0) -> list[tuple[int, str]]:
     """`text` as consecutive slices of at most `limit` characters that join back to it, each ending at a
     sentence end where one falls inside the limit, else at a space: how a turn too long to parse in one
-    go (extract.PARSE_CHARS) is parsed, so that no part of it goes without cues. Each slice comes with
-    where it starts, counted from `at` (where `text` starts in its turn)."""
+    go (`cuemem_cli.cues.rules.PARSE_CHARS`) is parsed, so that no part of it goes without cues. Each slice
+    comes with where it starts, counted from `at` (where `text` starts in its turn)."""
     out: list[tuple[int, str]] = []
     start = 0
     while len(text) - start > limit:
