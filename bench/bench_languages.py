@@ -64,7 +64,7 @@ from typing import Any
 
 from corpus import is_padding, prose
 from cuemem_cli import Memory
-from cuemem_cli.input.converters import chatgpt
+from cuemem_cli.input.formats import FORMATS
 from cuemem_cli.cues.language import LanguageWatch
 from cuemem_cli.recall.settings import Settings
 from cuemem_cli.records import Message
@@ -110,7 +110,7 @@ def load_chats(path: Path, count: int | None, seed: int, keep: set[str] | None =
 
 
 def make_chat(language: str, conversation: dict[str, Any], messages: int, chars: int) -> Chat | None:
-    whole = list(chatgpt([conversation]))
+    whole = list(FORMATS["chatgpt"].convert([conversation]))
     if not whole:
         return None
     watch = LanguageWatch()

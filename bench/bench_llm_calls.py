@@ -20,7 +20,7 @@ def main(locomo: str, conversation: str = "conv-26", turns: int | str = 200) -> 
     import orjson
     from litellm.utils import custom_llm_setup
 
-    from cuemem_cli.input.converters import CONVERTERS, Options, load_json
+    from cuemem_cli.input.convert import convert
     from cuemem_cli.cues.llm import LLMExtractor
 
     calls = {"n": 0}
@@ -37,7 +37,7 @@ def main(locomo: str, conversation: str = "conv-26", turns: int | str = 200) -> 
 
     litellm.custom_provider_map = [{"provider": "count", "custom_handler": Counting()}]
     custom_llm_setup()
-    messages = [m for m in CONVERTERS["locomo"](load_json(locomo), Options()) if m.conversation == conversation][:turns]
+    messages = [m for m in convert("locomo", [str(locomo)]) if m.conversation == conversation][:turns]
     batched = LLMExtractor("count/x", store=None).extract(messages)
     batched_calls, calls["n"] = calls["n"], 0
     single = LLMExtractor("count/x", store=None, batch_turns=1).extract(messages)

@@ -119,10 +119,10 @@ def _cold_ask(db: Path, conversation: str, question: str) -> float:
 
 def main(locomo: str = str(DEFAULT_LOCOMO), conversation: str = "conv-26", batch: str = "20", *,
          cold_runs: int = COLD_RUNS) -> dict:
-    from cuemem_cli.input.converters import convert_files
+    from cuemem_cli.input.convert import convert
 
     messages = [{k: v for k, v in m.to_json().items() if k != "conversation"}
-                for m in convert_files("locomo", [locomo]) if m.conversation == conversation]
+                for m in convert("locomo", [str(locomo)]) if m.conversation == conversation]
     questions = [q["question"] for c in json.loads(Path(locomo).read_text()) if c["sample_id"] == conversation
                  for q in c["qa"]]
     with tempfile.TemporaryDirectory(prefix="cuemem-bench-mcp-") as work:

@@ -21,9 +21,8 @@ import orjson
 from .errors import CuememError, DiskFull, NoDatabase, ReadOnlyStore, StoreBusy
 from .ingest.pipeline import Ingestor, IngestReport, check_graph_options, open_writer
 from .ingest.prepare import Workers, worker_count
-from .input.converters import converted_input
+from .input.dialogue import open_dialogue
 from .input.jsonl import parse_line, read_messages, validate
-from .input.exports import dialogue_input
 from .recall.reconstruct import reconstruct
 from .recall.settings import Settings
 from .records import Answer, Context, Message
@@ -125,20 +124,17 @@ class Memory:
                     sem_k: int | None = None, replace: bool = False, from_format: str | None = None,
                     all_branches: bool = False, workers: int | None = None) -> IngestReport:
         """Validate the whole input first; then write it in atomic batches. `path` is one or more message JSONL
-        files, `-` (standard input), folders (their `*.jsonl` files) or gzip/zip files (sources.open_input),
-        read in the order given, with the ChatGPT and Claude.ai exports among them converted (input/exports.py);
-        with `from_format`, export files, converted (input/converters.py) before validation.
+        files, `-` (standard input), folders (their `*.jsonl` files) or gzip/zip files (input.sources.open_input),
+        read in the order given, with the ChatGPT and Claude.ai exports among them converted; with `from_format`
+        (a name of input.formats.FORMATS), files in that format, converted (input.dialogue.open_dialogue).
         `replace`: a line whose id is stored with another text replaces that turn (else it is reported as a
         conflict). `workers`: processes that parse and embed (`worker_count` chooses when None)."""
         self.check_writable()  # a memory that cannot be written says so before the input is read
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
-        empty: list[str] = []  # an export's conversations with nothing to store, reported (convert.Options.empty)
-        source = dialogue_input(paths, empty) if from_format is None else \
-            converted_input(from_format, paths, all_branches, empty)
-        with source:
+        with open_dialogue(paths, from_format, all_branches) as source:
             checked = validate(source, conversation, skip_invalid)
             report = IngestReport(lines=checked.lines, invalid=checked.invalid)
-            report.empty_conversations = empty
+            report.empty_conversations = source.empty  # an export's conversations with nothing to store
             report.exports = dict(source.exports)
             report.files_skipped = [{"file": s.file, "why": s.why} for s in source.skipped]
             messages = read_messages(source, conversation, None, skip_invalid)

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cuemem_cli.input.converters import CONVERTERS, Options, load_json
+from cuemem_cli.input.formats import FORMATS
+from cuemem_cli.input.formats.base import Options, load_json
 from cuemem_cli.errors import CuememError, InputError
 from cuemem_cli.records import Message
 from cuemem_cli.timeparse import parse_time
@@ -27,7 +28,7 @@ REQUIRED = ("conversation", "session", "time", "speaker", "text", "id")
 
 
 def convert(fmt: str, data: Any) -> list[Message]:
-    return list(CONVERTERS[fmt](data))
+    return list(FORMATS[fmt].convert(data))
 
 
 # ---------------------------------------------------------------- locomo
@@ -201,7 +202,7 @@ def test_openai_list_of_conversations() -> None:
     ]
     messages = convert("openai", data)
     assert [(m.conversation, m.text) for m in messages] == [("trip", "a"), ("chat-2", "b"), ("work", "c")]
-    tagged = list(CONVERTERS["openai"](data, Options(tag="chats-0123abcd")))
+    tagged = list(FORMATS["openai"].convert(data, Options(tag="chats-0123abcd")))
     assert [m.conversation for m in tagged] == ["trip", "chats-0123abcd-2", "work"]
 
 

@@ -66,11 +66,11 @@ def test_ingest_help_names_every_input_field_and_points_to_the_formats_page(cli)
 
 def test_every_converter_has_an_example_that_converts_as_shown(cli, tmp_path):
     """docs/input-formats.md: each `<!-- example: FORMAT -->` input block becomes exactly its output block."""
-    from cuemem_cli.input.converters import CONVERTERS
+    from cuemem_cli.input.formats import FORMATS
 
     page = (REPO / "docs" / "input-formats.md").read_text(encoding="utf-8")
     examples = re.findall(r"<!-- example: (\S+) .*?-->\n```\w+\n(.*?)```\n.*?```jsonl\n(.*?)```", page, re.S)
-    assert sorted(fmt for fmt, _, _ in examples) == sorted(CONVERTERS)
+    assert sorted(fmt for fmt, _, _ in examples) == sorted(FORMATS)
     for fmt, source, expected in examples:
         path = tmp_path / f"{fmt}.json"
         path.write_text(source, encoding="utf-8")

@@ -176,7 +176,8 @@ def test_a_run_interrupted_by_another_conversation_pays_for_its_second_header():
 
 # ------------------------------------------------------------------ cache key
 @pytest.mark.parametrize("module", ["store/base.py", "store/sqlite.py", "store/postgres.py", "store/migrations.py",
-                                    "cues/rules.py", "ingest/pipeline.py"])
+                                    "cues/rules.py", "ingest/pipeline.py", "input/formats/locomo.py",
+                                    "input/formats/base.py", "input/convert.py"])
 def test_a_change_to_what_shapes_the_database_changes_the_cache_key(tmp_path, module):
     """The store and its migrations decide the rows a benchmark reads as much as the extractor does: a
     change to any of them must build a new database, not reuse one written by the old code."""

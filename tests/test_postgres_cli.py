@@ -179,7 +179,8 @@ def test_locomo_conv26_evidence_on_postgres_equals_sqlites(locomo_path, tmp_path
     two lexical indexes rank its words differently: PostgreSQL stems with Snowball English where FTS5
     uses Porter ("plays" and "playing" are one stem in both, but "play" is "plai" only in Porter), the one
     difference between the two indexes left (docs/postgres.md). Each differing question must show it."""
-    from cuemem_cli.input.converters import load_json, locomo
+    from cuemem_cli.input.formats import FORMATS
+    from cuemem_cli.input.formats.base import load_json
     from cuemem_cli.memory import Memory
     from cuemem_cli.recall.question import fts_query
     from cuemem_cli.text import without_names
@@ -188,7 +189,7 @@ def test_locomo_conv26_evidence_on_postgres_equals_sqlites(locomo_path, tmp_path
     sample = [s for s in load_json(locomo_path) if s["sample_id"] == "conv-26"]
     questions = [qa["question"] for qa in sample[0]["qa"]][::4]
     memories = [Memory(str(tmp_path / "memory.db"), embedder=embedder), Memory(pg_url, embedder=embedder)]
-    messages = list(locomo(sample))
+    messages = list(FORMATS["locomo"].convert(sample))
     for memory in memories:
         assert memory.add(messages).turns_added == len(messages)
     cids = [memory.store.conversation_id("conv-26") for memory in memories]

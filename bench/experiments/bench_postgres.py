@@ -44,14 +44,14 @@ def new_database(server: str) -> str:
 
 
 def conversation(locomo: str, name: str):
-    from cuemem_cli.input.converters import load_json
-    from cuemem_cli.input.converters import locomo as convert
+    from cuemem_cli.input.formats import FORMATS
+    from cuemem_cli.input.formats.base import load_json
 
-    return list(convert([s for s in load_json(locomo) if s["sample_id"] == name]))
+    return list(FORMATS["locomo"].convert([s for s in load_json(locomo) if s["sample_id"] == name]))
 
 
 def questions(locomo: str, name: str) -> list[str]:
-    from cuemem_cli.input.converters import load_json
+    from cuemem_cli.input.formats.base import load_json
 
     return [qa["question"] for s in load_json(locomo) if s["sample_id"] == name for qa in s["qa"]]
 
@@ -161,11 +161,11 @@ def knn(server: str, n: int, dim: int = 384, queries: int = 30) -> dict:
 
 
 def ingest_all(db: str, locomo: str) -> dict:
-    from cuemem_cli.input.converters import load_json
-    from cuemem_cli.input.converters import locomo as convert
+    from cuemem_cli.input.formats import FORMATS
+    from cuemem_cli.input.formats.base import load_json
     from cuemem_cli.memory import Memory
 
-    messages = list(convert(load_json(locomo)))
+    messages = list(FORMATS["locomo"].convert(load_json(locomo)))
     with Memory(db) as memory:
         memory.embedder().embed(["warm-up"])
         t0 = time.perf_counter()

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from cuemem_cli.ingest import prepare
-from cuemem_cli.input.converters import convert_files
+from cuemem_cli.input.convert import convert
 from cuemem_cli.models.embedders import get_embedder
 from cuemem_cli.registry import make_extractor
 
@@ -40,7 +40,7 @@ class PerText:
 
 
 def passes(export: str, turns: int) -> None:
-    messages = list(itertools.islice(convert_files("chatgpt", [export]), turns))
+    messages = list(itertools.islice(convert("chatgpt", [str(export)]), turns))
     model = get_embedder(None)
     model.threads = 1
     model.embed(["warm up"])

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from first_person import first_person
 
-from cuemem_cli.input.converters import locomo
+from cuemem_cli.input.formats import FORMATS
 from cuemem_cli.models.embedders import get_embedder
 from cuemem_cli.evaluate.datasets import export_title, load_locomo
 from cuemem_cli.recall.evidence import fill_budget
@@ -78,7 +78,7 @@ def sample_export(sample: dict, one_chat: bool) -> tuple[list[dict], str, str]:
     """The sample as a ChatGPT export (speaker_a the user), and the user's and assistant's names."""
     user, other = sample["conversation"]["speaker_a"], sample["conversation"]["speaker_b"]
     sessions: dict[str, list[tuple[str, str, float, str]]] = defaultdict(list)
-    for m in locomo([sample]):
+    for m in FORMATS["locomo"].convert([sample]):
         start = epoch(m.time)
         sessions[m.session].append((m.source_id, "user" if m.speaker == user else "assistant",
                                     start + 20 * len(sessions[m.session]), m.text))
@@ -138,7 +138,7 @@ def main(locomo_path: str, sharegpt_path: str, *wanted: str) -> None:
     keep = os.environ.get("KEEP")
     with tempfile.TemporaryDirectory(prefix="cuemem-export-shaped-") as tmp:
         folder = Path(keep or tmp)
-        times = [epoch(m.time) for s in samples for m in locomo([s]) if m.time]
+        times = [epoch(m.time) for s in samples for m in FORMATS["locomo"].convert([s]) if m.time]
         base = folder / "base.db"
         started = time.time()
         if not base.exists():

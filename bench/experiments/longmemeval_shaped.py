@@ -31,7 +31,7 @@ from pathlib import Path
 
 from first_person import first_person
 
-from cuemem_cli.input.converters import chatgpt, locomo
+from cuemem_cli.input.formats import FORMATS
 from cuemem_cli.evaluate.datasets import load_locomo
 
 
@@ -43,7 +43,7 @@ def lme_date(iso: str) -> str:
 def filler_chats(path: str) -> list[list[dict]]:
     """Each real chat as a LongMemEval session: its messages' roles and words, in order."""
     chats: dict[str, list[dict]] = defaultdict(list)
-    for m in chatgpt(json.loads(Path(path).read_text())):
+    for m in FORMATS["chatgpt"].convert(json.loads(Path(path).read_text())):
         chats[m.conversation].append({"role": m.role, "content": m.text})
     return [turns for turns in chats.values() if any(t["role"] == "user" for t in turns)]
 
@@ -54,7 +54,7 @@ def haystack(sample: dict, filler: list[list[dict]], count: int) -> tuple[list[s
     each of the sample's turns is (LoCoMo id → session id, index)."""
     user = sample["conversation"]["speaker_a"]
     said: dict[str, list] = defaultdict(list)
-    for m in locomo([sample]):
+    for m in FORMATS["locomo"].convert([sample]):
         said[m.session].append(m)
     sessions = [(said[n][0].time, f"{sample['sample_id']}_s{n}", said[n]) for n in said]
     times = [datetime.fromisoformat(t) for t, _, _ in sessions]

@@ -27,6 +27,7 @@ from ..config import (
     DEFAULT_TOP_M,
 )
 from ..errors import CuememError
+from ..input.formats import FORMATS, Format
 from . import help as cli_help
 from .output import fail, plain
 
@@ -151,6 +152,9 @@ def main(
 
 
 # ------------------------------------------------------------------ ingest
+_BRANCHING = " or ".join(f"--from {name}" for name, fmt in FORMATS.items() if fmt.branches)  # --all-branches' use
+
+
 @app.command()
 def ingest(
     files: list[str] = typer.Argument(..., help="Message JSONL files, read in the order given: - for standard "
@@ -161,10 +165,9 @@ def ingest(
                                       metavar="FILE"),
     from_format: str | None = typer.Option(None, "--from", metavar="FORMAT",
                                            help="Convert from this format first (as `cuemem convert FORMAT`): "
-                                                "chatgpt, claude, claude-code, openai, locomo, longmemeval; "
-                                                "jsonl is cuemem's own (the default)."),
+                                                f"{', '.join(FORMATS)}; jsonl is cuemem's own (the default)."),
     all_branches: bool = typer.Option(False, "--all-branches",
-                                      help="With --from chatgpt: every edited or regenerated branch, not only the "
+                                      help=f"With {_BRANCHING}: every edited or regenerated branch, not only the "
                                            "kept one."),
     conversation: str | None = typer.Option(None, "--conversation", "-c",
                                             help="Store every line in this conversation, whatever it names "
@@ -209,15 +212,15 @@ def ingest(
     Other fields are kept with the turn. Other formats: --from FORMAT.
     Every field and converter, with examples: docs/input-formats.md
     """
-    from ..input.converters import CONVERTERS
     from .render import ingest_progress
 
     if from_format == "jsonl":  # cuemem's own format, named: the default
         from_format = None
-    if from_format is not None and from_format not in CONVERTERS:
-        raise typer.BadParameter(f"{from_format!r} is not one of jsonl, {', '.join(CONVERTERS)}", param_hint="--from")
-    if all_branches and from_format != "chatgpt":
-        raise typer.BadParameter("only ChatGPT exports have branches: use it with --from chatgpt",
+    if from_format is not None and from_format not in FORMATS:
+        raise typer.BadParameter(f"{from_format!r} is not one of jsonl, {', '.join(FORMATS)}", param_hint="--from")
+    if all_branches and (from_format is None or not FORMATS[from_format].branches):
+        called = " or ".join(fmt.called for fmt in FORMATS.values() if fmt.branches)
+        raise typer.BadParameter(f"branches are kept only in {called}: use it with {_BRANCHING}",
                                  param_hint="--all-branches")
     with _memory(create=True, embedder=embedder, extractor=extractor, extract_model=extract_model,
                  mix_extractors=mix_extractors) as memory, ingest_progress(not quiet) as progress:
@@ -379,13 +382,13 @@ def inspect_graph(
 
 
 # ---------------------------------------------------------------- convert
-def _convert(kind: str, files: list[str], all_branches: bool = False) -> None:
+def _convert(fmt: str, files: list[str], all_branches: bool = False) -> None:
     import orjson
 
-    from ..input.converters import convert_files
+    from ..input.convert import convert
 
     write = sys.stdout.buffer.write if hasattr(sys.stdout, "buffer") else None
-    for message in convert_files(kind, files, all_branches):
+    for message in convert(fmt, files, all_branches):
         line = orjson.dumps(message.to_json()) + b"\n"
         if write:
             write(line)
@@ -394,54 +397,22 @@ def _convert(kind: str, files: list[str], all_branches: bool = False) -> None:
     sys.stdout.flush()
 
 
-@convert_app.command("locomo")
-def convert_locomo(file: str = typer.Argument(..., help="LoCoMo JSON, e.g. locomo10.json.")) -> None:
-    """LoCoMo → JSONL (ids are LoCoMo dia_ids such as D1:3; image turns keep their caption)."""
-    _convert("locomo", [file])
+def _add_convert_command(fmt: Format) -> None:
+    """`cuemem convert NAME FILE...` for one entry of input.formats.FORMATS, its help from the entry."""
+    files_argument = typer.Argument(..., help=fmt.files, metavar="FILE")
+    if fmt.branches:
+        def command(files: list[str] = files_argument,
+                    all_branches: bool = typer.Option(False, "--all-branches", help="Every edited or regenerated "
+                                                      "branch, not only the one kept (current_node).")) -> None:
+            _convert(fmt.name, files, all_branches)
+    else:
+        def command(files: list[str] = files_argument) -> None:  # type: ignore[misc]  # the other signature
+            _convert(fmt.name, files)
+    convert_app.command(fmt.name, help=fmt.summary)(command)
 
 
-@convert_app.command("longmemeval")
-def convert_longmemeval(file: str = typer.Argument(..., help="LongMemEval JSON (e.g. longmemeval_s.json).")) -> None:
-    """LongMemEval → JSONL (one conversation per question id; ids are SESSION:INDEX)."""
-    _convert("longmemeval", [file])
-
-
-@convert_app.command("openai")
-def convert_openai(
-    files: list[str] = typer.Argument(..., help="Chat-completions messages JSON or JSONL; - for stdin.",
-                                      metavar="FILE"),
-) -> None:
-    """OpenAI chat-completions `messages` → JSONL (unnamed conversations: FILE_STEM-SHA256PREFIX)."""
-    _convert("openai", files)
-
-
-@convert_app.command("chatgpt")
-def convert_chatgpt(
-    files: list[str] = typer.Argument(..., help="ChatGPT export: the .zip, its conversations.json or its "
-                                                "unpacked folder; - for stdin.", metavar="FILE"),
-    all_branches: bool = typer.Option(False, "--all-branches",
-                                      help="Every edited or regenerated branch, not only the one kept (current_node)."),
-) -> None:
-    """ChatGPT data export → JSONL (conversation = its id, title kept; ids = message ids)."""
-    _convert("chatgpt", files, all_branches)
-
-
-@convert_app.command("claude")
-def convert_claude(
-    files: list[str] = typer.Argument(..., help="Claude.ai export: the .zip, its conversations.json or its "
-                                                "unpacked folder; - for stdin.", metavar="FILE"),
-) -> None:
-    """Claude.ai data export → JSONL (conversation = its uuid, title kept; human → user)."""
-    _convert("claude", files)
-
-
-@convert_app.command("claude-code")
-def convert_claude_code(
-    files: list[str] = typer.Argument(..., help="Session .jsonl files, or folders of them (~/.claude/projects).",
-                                      metavar="FILE"),
-) -> None:
-    """Claude Code session transcripts → JSONL (conversation = sessionId; user and assistant text only)."""
-    _convert("claude-code", files)
+for _format in FORMATS.values():
+    _add_convert_command(_format)
 
 
 # ---------------------------------------------------------------- extract

@@ -23,7 +23,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from .. import config
-from ..input.exports import RECOGNISED
+from ..input.formats import FORMATS
 from ..input.sources import SHOWN_SKIPPED
 from ..records import Answer, Context, Evidence, Turn, chat_label
 from ..text import plural
@@ -365,7 +365,7 @@ def render_ingest_report(report: dict[str, Any]) -> None:
         f"{plural(report['semantic_edges'], 'semantic edge')} in {report['seconds']:.1f} s"
     )
     for name, fmt in report.get("exports", {}).items():
-        err.print(f"[dim]read {escape(name)} as {RECOGNISED.get(fmt, fmt)}[/dim]", soft_wrap=True)
+        err.print(f"[dim]read {escape(name)} as {FORMATS[fmt].called}[/dim]", soft_wrap=True)
     skipped = report.get("files_skipped") or []
     if skipped:
         shown = ", ".join(f"{s['file']} ({s['why']})" for s in skipped[:SHOWN_SKIPPED])

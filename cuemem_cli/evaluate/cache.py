@@ -28,14 +28,17 @@ from pathlib import Path
 
 from ..config import BUILD_SEM_K, BUILD_WINDOW
 from ..ingest.pipeline import IngestReport, open_writer
+from ..input.formats import FORMATS
 from ..records import Message
 from ..registry import make_extractor
 from ..store.base import Store
 
 CACHE_VERSION = "eval-cache-v1"
 # What turns a data file into a database, as modules of the package; `store.open` reaches the backends
-# (store.sqlite, store.postgres), which consumers import only through it.
-_INGEST_ROOTS = ("input.converters", "ingest.pipeline", "cues.rules", "cues.llm", "models.embedders", "store.open")
+# (store.sqlite, store.postgres), which consumers import only through it, and input.formats.Format.convert
+# the format modules, which it imports by name.
+_INGEST_ROOTS = ("input.convert", *(fmt.module.removeprefix("cuemem_cli.") for fmt in FORMATS.values()),
+                 "ingest.pipeline", "cues.rules", "cues.llm", "models.embedders", "store.open")
 # Imported by ingest but not deciding what it writes: errors and the LLM call mechanics do not change
 # cues (the extraction prompt lives in cues.llm). The store and its migrations are hashed: the
 # rows and tables they write are the database the benchmark reads.

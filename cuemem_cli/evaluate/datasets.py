@@ -1,8 +1,8 @@
 """Benchmark questions with their gold evidence, and the dialogue messages they are asked about.
 
-Messages come from the same converters `cuemem convert` uses, so evaluation ingests exactly what a
-user would. Evidence ids that do not name a turn are reported and skipped, never fatal: LoCoMo has
-a few malformed ones ("D8:6; D9:17", "D", "D:11:26") and some that point at no turn.
+Messages come from the file as `cuemem convert` and `ingest --from` read it (input.convert.convert), so
+evaluation ingests exactly what a user would. Evidence ids that do not name a turn are reported and skipped,
+never fatal: LoCoMo has a few malformed ones ("D8:6; D9:17", "D", "D:11:26") and some that point at no turn.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any
 import orjson
 
 from ..errors import CuememError
-from ..input.converters import CONVERTERS, Options, load_json
+from ..input.convert import convert
+from ..input.formats.base import load_json
 from ..records import Message
 from ..timeparse import parse_time
 
@@ -127,8 +128,8 @@ def load_locomo(path: str | Path, conversations: Sequence[str] | None = None, li
             if isinstance(qa, dict) and qa.get("category") in wanted:
                 raw.append((sample, index, qa))
     raw = raw[:limit] if limit is not None else raw
-    needed = [s for s in samples if any(s is r[0] for r in raw)]
-    messages = _group(CONVERTERS["locomo"](needed, Options()))
+    needed = {str(s.get("sample_id")) for s in samples if any(s is r[0] for r in raw)}
+    messages = _group(m for m in convert("locomo", [str(path)]) if m.conversation in needed)
     exported = as_export_sessions(messages) if as_exports else messages
     questions, problems = [], []
     for sample, index, qa in raw:
@@ -159,8 +160,8 @@ def exported_name(message: Message) -> str:
 def as_export_sessions(messages: dict[str, list[Message]]) -> dict[str, list[Message]]:
     """LoCoMo as a chat export: each session of each sample its own conversation (`exported_name`), keeping
     its date and two speakers, titled like a chat list would show it ("Caroline and Melanie, session 3", in
-    every message's extra, as input/converters.py keeps an export's title); sample by sample, session by session, the
-    order an export file would be ingested in."""
+    every message's extra, as input/formats/chatgpt.py keeps an export's title); sample by sample, session by
+    session, the order an export file would be ingested in."""
     out: dict[str, list[Message]] = {}
     for items in messages.values():
         sessions: dict[str, list[Message]] = {}
@@ -197,7 +198,8 @@ def load_longmemeval(path: str | Path, questions: Sequence[str] | None = None, l
         raise CuememError(f"{path}: not a LongMemEval file (expected a list of questions)")
     items = _select([q for q in data if isinstance(q, dict)], "question_id", questions, "LongMemEval question")
     items = items[:limit] if limit is not None else items
-    converted = _group(CONVERTERS["longmemeval"](items, Options()))  # checks every question's shape
+    asked = {str(item.get("question_id")) for item in items}
+    converted = _group(m for m in convert("longmemeval", [str(path)]) if m.conversation in asked)
     first: dict[str, str] = {}  # haystack → the first question asked in it
     home = {str(item["question_id"]): first.setdefault(_haystack_key(item), str(item["question_id"]))
             for item in items}

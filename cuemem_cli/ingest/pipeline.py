@@ -240,7 +240,7 @@ class Ingestor:
 
     def _conversation(self, name: str, title: Any = None) -> _Conversation:
         """A conversation's write state (created if new, titled by the first message that carries a
-        `title`: input/converters.py keeps a ChatGPT or Claude chat's in each message's extra)."""
+        `title`: input/formats/chatgpt.py and claude.py keep a chat's in each message's extra)."""
         conv = self._conversations.get(name)
         if conv is None:
             cid = self.store.conversation_id(name, create=True)

@@ -1,7 +1,7 @@
 """cuemem's message JSONL, read: one JSON object per line, its field aliases (`content` for `text`, …),
 each line checked and turned into a Message, and the first pass that finds every bad line before anything
 is stored. Where the bytes come from (files, standard input, gzip, zip, folders) is input/sources.py's
-business; other formats are converted to these lines first (input/converters.py). ingest/pipeline.py stores
+business; other formats are converted to these lines first (input/dialogue.py). ingest/pipeline.py stores
 what this module reads.
 """
 

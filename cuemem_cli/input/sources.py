@@ -66,7 +66,8 @@ class Input:
     name: str
     spools: list[IO[bytes]] = field(default_factory=list)  # temporary files closed with the input
     skipped: list[Skipped] = field(default_factory=list)  # the files of its folders and archives not read
-    exports: dict[str, str] = field(default_factory=dict)  # a part read as a chat export → its format (exports.py)
+    exports: dict[str, str] = field(default_factory=dict)  # a part read as a chat export → its format (dialogue.py)
+    empty: list[str] = field(default_factory=list)  # conversations converted that had no message to store
 
     @classmethod
     def of_spool(cls, spool: IO[bytes], name: str) -> Input:

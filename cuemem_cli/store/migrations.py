@@ -273,7 +273,7 @@ def sqlite_m011_edge_kind_codes(conn: Connection) -> None:
 
 def _title_backfill(json_text: str, is_text: str) -> str:
     """The UPDATE that gives each conversation the title its earliest titled turn kept from an export
-    (input/converters.py puts a ChatGPT or Claude chat's title in each turn's extra)."""
+    (input/formats/chatgpt.py and claude.py put a chat's title in each turn's extra)."""
     return ("UPDATE conversations SET title = (SELECT " + json_text + " FROM turns t"
             " WHERE t.conversation_id = conversations.id AND t.extra IS NOT NULL AND " + is_text +
             " ORDER BY t.position LIMIT 1)")
