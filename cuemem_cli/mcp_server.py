@@ -26,18 +26,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from .config import DEFAULT_BUDGET
-from .errors import CuememError, InputError, UnknownConversation
+from .errors import CuememError, UnknownConversation
 from .ingest.pipeline import Ingestor, IngestReport
-from .input.jsonl import parse_line
+from .input.jsonl import checked_messages
 from .memory import Memory, Result
 from .recall.evidence import evidence_lines
 from .recall.scope import conversation_labels
 from .recall.settings import Settings
-from .records import Context, Message, chat_label
+from .records import Context, chat_label
 from .store.base import maintenance, now_iso
 from .text import plural
 
@@ -113,26 +112,7 @@ class MemoryTools:
         conversation = _name(conversation)
         if not messages:
             raise CuememError("messages is empty: nothing to remember", "pass a list of {text, speaker?, time?, id?}")
-        parsed: list[Message] = []
-        problems: list[str] = []
-        hints: list[str] = []
-        for index, item in enumerate(messages):
-            try:
-                message = parse_line(orjson.dumps(item), "messages", index, conversation)
-            except InputError as exc:
-                problems.append(f"messages[{index}]: {exc.message.removeprefix(f'messages:{index}: ')}")
-                hints.append(tool_hint("remember", exc) or "")
-                continue
-            if message is None:  # an empty object
-                problems.append(f"messages[{index}]: missing or empty 'text'")
-            else:
-                parsed.append(message)
-        if problems:
-            shown = "; ".join(problems[:10]) + (f"; … and {len(problems) - 10} more" if len(problems) > 10 else "")
-            # the hints of the problems found (a date format, how to split a long text), not those of others
-            said = "; ".join(dict.fromkeys(h for h in hints if h))
-            raise CuememError(f"{plural(len(problems), 'invalid message')}, nothing stored: {shown}",
-                              said or "each message needs a non-empty 'text'")
+        parsed = checked_messages(messages, conversation)  # one bad message rejects the call
         self.flush_used()
         if self._writer is None:
             self._writer = self.memory.writer()

@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .errors import CuememError, DiskFull, NoDatabase, ReadOnlyStore, StoreBusy
 from .ingest.pipeline import Ingestor, IngestReport, check_graph_options, open_writer
 from .ingest.prepare import Workers, worker_count
 from .input.dialogue import open_dialogue
-from .input.jsonl import parse_line, read_messages, validate
+from .input.jsonl import checked_messages, read_messages, validate
 from .recall.reconstruct import reconstruct
 from .recall.settings import Settings
 from .records import Answer, Context, Message
@@ -157,15 +155,9 @@ class Memory:
 
     def add(self, messages: Iterable[dict[str, Any] | Message], conversation: str | None = None,
             window: int | None = None, sem_k: int | None = None, replace: bool = False) -> IngestReport:
-        """Add messages (dicts in the JSONL format, or Message records); all are checked before any is stored."""
-        parsed: list[Message] = []
-        for number, item in enumerate(messages, start=1):
-            if isinstance(item, Message):
-                parsed.append(item)
-                continue
-            message = parse_line(orjson.dumps(item), "<messages>", number, conversation)
-            if message is not None:
-                parsed.append(message)
+        """Add messages (dicts in the JSONL format, or Message records); all are checked before any is stored
+        (input.jsonl.checked_messages: one bad message rejects them all)."""
+        parsed = checked_messages(messages, conversation)
         report = IngestReport(lines=len(parsed))
         return self.writer(window, sem_k, replace).run(parsed, report)
 

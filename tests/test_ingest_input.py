@@ -461,3 +461,33 @@ def test_a_text_file_is_said_not_to_be_a_dialogue_in_one_line(cli, db_path, tmp_
     assert with_chat.exit_code == 1
     assert with_chat.stderr.splitlines()[0] == f"error: {readme}: not a dialogue: no line of it is JSON"
     assert not db_path.exists()
+
+
+def test_messages_handed_over_in_a_call_are_checked_in_one_place_with_one_error(db_path):
+    """`Memory.add` and the MCP server's `remember` take message dicts, not a file: both check them with
+    input.jsonl.checked_messages and refuse a batch with a bad one in the same words, storing nothing."""
+    from cuemem_cli.errors import CuememError
+    from cuemem_cli.mcp_server import MemoryTools
+    from cuemem_cli.memory import Memory
+
+    messages = [{"text": "I moved to Denver.", "id": "a"}, {"speaker": "Maya", "id": "b"},
+                {"text": "We met on the 42nd of May.", "time": "the 42nd of May", "id": "c"}]
+    errors = []
+    with Memory(db_path) as memory:
+        with pytest.raises(CuememError) as added:
+            memory.add(messages, conversation="c")
+        errors.append(added.value)
+    tools = MemoryTools(db_path)
+    try:
+        with pytest.raises(CuememError) as remembered:
+            tools.remember("c", messages)
+        errors.append(remembered.value)
+    finally:
+        tools.close()
+    said = [(error.message, error.hint) for error in errors]
+    assert said[0] == said[1]
+    message, hint = said[0]
+    assert message.startswith("2 invalid messages, nothing stored: messages[1]: missing or empty 'text'")
+    assert "; messages[2]: cannot read time 'the 42nd of May'" in message
+    assert hint == "every message needs its text; use ISO 8601 (2023-05-08T13:56:00) or e.g. '1:56 pm on 8 May, 2023'"
+    assert not db_path.exists()

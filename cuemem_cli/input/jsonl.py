@@ -7,7 +7,7 @@ what this module reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +121,45 @@ def parse_line(raw: bytes | str, path: str, line: int, conversation: str | None)
         conversation=conv, text=text, source_id=fields["id"], session=fields["session"], time=iso,
         speaker=fields["speaker"], role=fields["role"], extra=extra, line=line,
     )
+
+
+def checked_messages(items: Iterable[Mapping[str, Any] | Message], conversation: str | None,
+                     source: str = "messages") -> list[Message]:
+    """Messages handed over in a call rather than a file (Memory.add, the MCP server's remember tool): each a
+    dict as a JSONL line holds it (checked as `parse_line` checks a line) or a Message already. A bad one
+    rejects them all: `InvalidMessages` names every bad one by its place in `source` (`messages[3]`)."""
+    parsed: list[Message] = []
+    problems: list[InputError] = []
+    for index, item in enumerate(items):
+        if isinstance(item, Message):
+            parsed.append(item)
+            continue
+        try:
+            message = parse_line(orjson.dumps(item), source, index, conversation)
+        except InputError as exc:
+            problems.append(exc)
+            continue
+        if message is None:  # parse_line's blank line: no dict serialises to one, but say so if it did
+            problems.append(InputError(source, index, "missing or empty 'text'"))
+        else:
+            parsed.append(message)
+    if problems:
+        raise InvalidMessages(source, problems)
+    return parsed
+
+
+class InvalidMessages(CuememError):
+    """Messages of a call of which some are bad (`checked_messages`); nothing of the call was stored. The
+    message lists them (the first `SHOWN_INVALID`), the hint says what the problems found need."""
+
+    def __init__(self, source: str, problems: list[InputError]):
+        self.problems = problems
+        said = [f"{source}[{exc.line}]: {exc.message.removeprefix(f'{source}:{exc.line}: ')}" for exc in problems]
+        shown = "; ".join(said[:SHOWN_INVALID])
+        more = f"; … and {len(said) - SHOWN_INVALID} more" if len(said) > SHOWN_INVALID else ""
+        hints = "; ".join(dict.fromkeys(exc.hint for exc in problems if exc.hint))  # those of the problems found
+        super().__init__(f"{plural(len(problems), 'invalid message')}, nothing stored: {shown}{more}",
+                         hints or "each message needs a non-empty 'text'")
 
 
 class NotJSON(InputError):
