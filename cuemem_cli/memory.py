@@ -21,6 +21,7 @@ from .ingest.pipeline import Ingestor, IngestReport, check_graph_options, open_w
 from .ingest.prepare import Workers, worker_count
 from .input.dialogue import open_dialogue
 from .input.jsonl import checked_messages, read_messages, validate
+from .input.sources import open_input
 from .recall.reconstruct import reconstruct
 from .recall.settings import Settings
 from .records import Answer, Context, Message
@@ -259,10 +260,17 @@ class Memory:
         return export_records(self.store, conversation)
 
     def import_file(self, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
-        """Re-create turns from a `cuemem export` file with their recorded cues (no extraction)."""
-        from .manage.export import import_file
+        """Re-create turns from a `cuemem export` file with their recorded cues (no extraction, no model call).
+        The whole export is checked first (manage.export.count_turns): nothing is written if a line is bad or
+        it holds no turn; then it is stored in batches by this memory's writer, with exactly those cues.
+        `path` may be gzipped, or a zip archive or folder of export files."""
+        from .manage.export import StoredCues, count_turns, read_export
 
-        return import_file(self, path, progress)
+        self.check_writable()
+        with open_input([os.fspath(path)]) as source:
+            report = IngestReport(lines=count_turns(source))
+            cues = StoredCues()
+            return self.writer(cues=cues).run(read_export(source, cues.remember), report, progress)
 
     def extract_pending(self, model: str | None = None, conversation: str | None = None) -> dict[str, Any]:
         """`cuemem extract --pending`: extract again for the turns an LLM extractor left pending (a failed

@@ -22,9 +22,8 @@ from typing import IO, Any
 import orjson
 
 from ..errors import CuememError, InputError
-from ..ingest.pipeline import IngestReport
 from ..input.jsonl import read_messages
-from ..input.sources import Input, open_input
+from ..input.sources import Input
 from ..recall.scope import resolve_one
 from ..records import Message, Triple, source_id_of
 from ..store.base import Store, maintenance
@@ -132,17 +131,11 @@ class StoredCues:
         return [self._cues.pop((m.conversation, source_id_of(m)), None) for m in turns]
 
 
-def import_file(memory, path: str, progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
-    """Validate the whole export first (nothing is written if a line is bad, or if it holds no turn); then
-    ingest it in batches. `path` may be gzipped, or a zip archive or folder of export files."""
-    memory.check_writable()
-    with open_input([path]) as source:
-        report = IngestReport()
-        for _ in read_export(source):
-            report.lines += 1
-        if report.lines == 0:
-            raise CuememError(f"{source.name}: no turns: the export is empty",
-                              "import reads what an export writes, one turn per line")
-        cues = StoredCues()
-        messages = read_export(source, cues.remember)
-        return memory.writer(cues=cues).run(messages, report, progress)  # exactly the recorded cues
+def count_turns(source: Input) -> int:
+    """How many turns an export holds, every line checked (read_export): a bad line or an export without a
+    turn is an error, before anything is written (Memory.import_file then stores it)."""
+    count = sum(1 for _ in read_export(source))
+    if count == 0:
+        raise CuememError(f"{source.name}: no turns: the export is empty",
+                          "import reads what an export writes, one turn per line")
+    return count
