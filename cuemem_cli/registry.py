@@ -107,7 +107,12 @@ def make_embedder(spec: str, quick_start: bool = False) -> Any:
 
 
 def make_answerer(name: str, **options: Any) -> Callable[[Any], Any]:
-    return _factory("answerer", name)(**options)
+    return answerer_factory(name)(**options)
+
+
+def answerer_factory(name: str) -> Factory:
+    """The factory registered as answerer `name` (from its entry point when first asked for)."""
+    return _factory("answerer", name)
 
 
 # ----------------------------------------------------- one extractor per database

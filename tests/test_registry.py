@@ -190,6 +190,26 @@ def test_a_registered_answerer_answers_ask(cli, chat_file, db_path):
     assert missing.exit_code == 1 and "needs a model" in missing.stderr
 
 
+def test_an_answerer_registered_over_a_built_in_one_answers_in_its_place(cli, chat_file, db_path):
+    """Memory.ask calls cuemem's own answerers directly, but only while they are the ones registered."""
+    seen = []
+
+    def make_over(name):
+        def make(model=None, embedder=None, priority=True, on_token=None, **_):
+            seen.append((name, model))
+            return lambda context: Answer(text=f"{name} replaced", kind="plugin")
+
+        return make
+
+    assert cli("--db", str(db_path), "ingest", str(chat_file)).exit_code == 0
+    for name, options in (("extractive", []), ("llm", ["--model", "some/model"])):
+        registry.register_answerer(name, make_over(name), replace=True)
+        result = cli("--db", str(db_path), "ask", "Who named Biscuit?", *options, "--json")
+        assert result.exit_code == 0, result.stderr
+        assert orjson.loads(result.stdout)["answer"] == f"{name} replaced"
+    assert seen == [("extractive", None), ("llm", "some/model")]
+
+
 def test_a_registered_embedder_gets_its_argument():
     calls = []
     embedder = StubEmbedder()

@@ -166,8 +166,8 @@ class _Reader:
     def _reply_place(self, sentence: str, i: int) -> tuple[str, int] | None:
         """A place opening the reply to a where-question (`cuemem_cli.answer.spans.reply_place`), strength 1."""
         ev = self.evidence
-        if i == 0 or ev[i - 1].session != ev[i].session or ev[i].position - ev[i - 1].position != 1 \
-                or not ev[i].text.strip().startswith(sentence[:20]):
+        if (i == 0 or ev[i - 1].session != ev[i].session or ev[i].position - ev[i - 1].position != 1
+                or not ev[i].text.strip().startswith(sentence[:20])):
             return None
         name = reply_place(sentence, ev[i - 1].text, self.speakers)
         return (name, 1) if name else None

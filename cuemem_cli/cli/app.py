@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
@@ -30,6 +30,9 @@ from ..errors import CuememError
 from ..input.formats import FORMATS, Format
 from . import help as cli_help
 from .output import fail, plain
+
+if TYPE_CHECKING:
+    from ..memory import Memory  # imported when a command runs: `cuemem --help` loads no engine module
 
 
 class _Group(TyperGroup):
@@ -112,7 +115,7 @@ def _show_warnings() -> None:
     logging.getLogger("psycopg").setLevel(logging.ERROR)
 
 
-def _memory(create: bool = False, **kwargs):
+def _memory(create: bool = False, **kwargs: Any) -> Memory:
     """The memory --db names (resolved as Memory resolves it: store/open.py). Only the commands that store
     turns (ingest, import) create the database."""
     from ..memory import Memory
@@ -302,7 +305,8 @@ def ask(
     chosen_model = config.answer_model(model)
     stream = bool(chosen_model and not json_out and sys.stdout.isatty())
     failure: LLMError | None = None
-    with _memory(embedder=embedder) as memory:
+    memory: Memory = _memory(embedder=embedder)  # typed: a reader (or a call-graph tool) follows memory.ask
+    with memory:
         if context_only:
             context, answer = memory.context(question, scope, settings, as_of), None
         else:
