@@ -23,7 +23,7 @@ def convert(fmt: str, paths: Sequence[str], all_branches: bool = False, empty: l
     `skipped` the files of its folders and archives that were not read (input.sources.Input).
 
     A folder or a zip archive (the form ChatGPT and Claude.ai deliver their exports in) stands for the files
-    its format names (`Format.members`: `conversations.json`, `*.jsonl` …), found at any depth, in path
+    its format names (`input.formats.Format.members`: `conversations.json`, `*.jsonl` …), found at any depth, in path
     order; gzip is read as it is (input.sources.open_input)."""
     format_ = format_named(fmt)
     for path in paths:

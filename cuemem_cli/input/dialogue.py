@@ -33,8 +33,8 @@ MEMBERS = ("*.jsonl", EXPORT_FILE)
 
 def open_dialogue(paths: Sequence[str], fmt: str | None = None, all_branches: bool = False) -> Input:
     """`paths` as one input of message JSONL: in format `fmt` (a name of input.formats.FORMATS), converted;
-    without one, every `.jsonl` part as it is and every ChatGPT or Claude.ai export converted (`Input.exports`
-    names them). The input's `empty` lists the conversations converted that had no message to store; its
+    without one, every `.jsonl` part as it is and every ChatGPT or Claude.ai export converted (the input's
+    `exports` name them). The input's `empty` lists the conversations converted that had no message to store; its
     `skipped`, the files of its folders and archives not read. Close it (or use it as a context manager)."""
     return _opened_as(fmt, paths, all_branches) if fmt is not None else _recognised(paths)
 

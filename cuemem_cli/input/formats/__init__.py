@@ -10,9 +10,9 @@ recognises without a name are all made from this index: a new format is its modu
 - `locomo.py`: the LoCoMo benchmark.
 - `longmemeval.py`: the LongMemEval benchmark.
 
-Each module's `convert(data, options)` turns the file's loaded JSON into messages (`base.Converter`). This
+Each module's `convert(data, options)` turns the file's loaded JSON into messages (`input.formats.base.Converter`). This
 index imports none of them: `cuemem --help` lists the formats without loading a converter, and a format's
-module is imported when it first converts (`Format.convert`).
+module is imported when it first converts (`input.formats.Format.convert`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Conversation = its `conversation_id` (else `id`, else the source's tag and `-N`:
 `input.formats.base.Options.tag`), `title` kept as a field. A conversation's messages are the branch from the
 root to `current_node`: what the user kept after editing or regenerating (`all_branches`: every node once,
 depth first, children in their order). Only text the user saw: system and tool messages, hidden ones
-(`metadata.is_visually_hidden_from_conversation`), messages to a tool (`recipient` other than
+(`is_visually_hidden_from_conversation` in `metadata`), messages to a tool (`recipient` other than
 `all`) and content other than text, multimodal text and code (reasoning, browsing results…) are
 skipped. Text parts are joined with newlines; other parts become `[image]`, `[audio]`, `[file]`
 or `[<content type>]`. Time: the message's `create_time`, else the conversation's.
