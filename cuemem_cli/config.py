@@ -16,7 +16,7 @@ DEFAULT_EXCERPT_TOKENS = 150
 # `ask` shows this many of the evidence turns (the highest-scoring, each with the turns said just before
 # and after it); the model reads all of them, and `--evidence all` shows all (render.shown_evidence).
 DEFAULT_EVIDENCE_SHOWN = 5
-# Build-time defaults of `ingest`: the graph a new database gets, fixed for its life (ingest.Ingestor).
+# Build-time defaults of `ingest`: the graph a new database gets, fixed for its life (ingest.pipeline.Ingestor).
 # Wider than the question-time values above, so that `ask` may follow more (or fewer) edges without a
 # rebuild.
 BUILD_WINDOW = 2  # temporal edges to turns within this many positions

@@ -25,7 +25,7 @@ name is asked for (a plugin costs nothing otherwise):
 What each factory is called with (keywords; accept `**_` for options added later) and must return:
 - extractor: `factory(model=None | str, store=Store | None)` → an object with `name` and `extract(turns)`
   (cues/rules.Extractor). `model` is `--extract-model`; `store` lets it cache results in the database.
-- embedder: `factory(argument=None | str, quick_start=bool)` → an embed.Embedder. The spec
+- embedder: `factory(argument=None | str, quick_start=bool)` → an models.embedders.Embedder. The spec
   `NAME:ARGUMENT` passes what follows the first colon (`sentence-transformers:/path/to/model`).
 - answerer: `factory(model=None | str, embedder=<function returning the database's embedder>,
   priority=bool, on_token=None | callable)` → a function `answer(context) -> records.Answer`.

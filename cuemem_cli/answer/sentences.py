@@ -37,7 +37,7 @@ _TITLE_END = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr)\.$")
 
 
 def sentences(text: str) -> list[str]:
-    """The project's sentences (statements.sentences), a title's full stop not taken for a sentence's
+    """The project's sentences (text.sentences), a title's full stop not taken for a sentence's
     end ("They assigned me Dr. Helen Marsh." is one sentence), an excerpt's gap marks dropped."""
     out: list[str] = []
     for sentence in split_sentences(text):

@@ -248,7 +248,7 @@ def _haystack_key(item: dict[str, Any]) -> str:
 
 
 def _marked(item: dict[str, Any]) -> list[str]:
-    """The ids (`SESSION_ID:INDEX`, as convert.longmemeval names turns) of the turns a question marks
+    """The ids (`SESSION_ID:INDEX`, as input.formats.longmemeval names turns) of the turns a question marks
     `has_answer`, in haystack order."""
     return [f"{sid}:{index}"
             for sid, session in zip(item.get("haystack_session_ids") or [], item.get("haystack_sessions") or [],

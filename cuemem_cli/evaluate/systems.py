@@ -4,7 +4,7 @@ Two ablations need turn vectors the database does not hold (the turn alone, with
 it): they run on a copy of the database with those vectors, made once and cached beside it (runner).
 
 Every budgeted system fills the same budget by the same rule as `reconstruct` (`fill_budget`): turns
-in rank order, each whole or skipped, cost = `reconstruct.turn_cost` plus a day header for each new
+in rank order, each whole or skipped, cost = `recall.lines.turn_cost` plus a day header for each new
 day and the "…" lines between turns not said one after the other; the context is then put in
 chronological order and shown the same way. Latency is query-time work: the question's embedding
 (computed once per question and charged to every system that needs it), search, expansion and
@@ -207,7 +207,7 @@ def naive_rag(env: Env, view: ConversationView, question, budget: int) -> Retrie
 
 def bm25(env: Env, view: ConversationView, question, budget: int) -> Retrieval:
     """The question's content words against the turns' FTS5 index, read as cuemem's lexical signal reads
-    them (reconstruct.fts_query), filled to the budget by BM25 rank."""
+    them (recall.question.fts_query), filled to the budget by BM25 rank."""
     t0 = time.perf_counter()
     query = fts_query(question.question)
     hits = env.store.search_turns_fts(query, len(view.turns), view.ids) if query else []

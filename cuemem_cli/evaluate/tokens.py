@@ -1,6 +1,6 @@
 """Context size, counted three ways so numbers compare with the paper's and with any budget.
 
-- `estimate`: `reconstruct.turn_cost` (characters / 4 of the evidence line), the unit every system's
+- `estimate`: `recall.lines.turn_cost` (characters / 4 of the evidence line), the unit every system's
   budget is filled in, so baselines and CueMem get equal room;
 - `wordpiece`: the all-MiniLM-L6-v2 WordPiece tokenizer cuemem ships (untruncated);
 - `cl100k_base`: GPT-4's BPE, read from the copy litellm bundles (tiktoken would otherwise
@@ -60,7 +60,7 @@ def _cl100k() -> Any | None:
 
 
 class TokenCounter:
-    """The real tokenizers (the estimate is `reconstruct.turn_cost`, taken where the budget is filled)."""
+    """The real tokenizers (the estimate is `recall.lines.turn_cost`, taken where the budget is filled)."""
 
     def __init__(self):
         self._wordpiece = _wordpiece()

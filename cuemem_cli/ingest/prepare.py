@@ -65,7 +65,7 @@ def embed_distinct(embedder, texts: list[str]) -> tuple[np.ndarray, int]:
 
 def embed_turns(embedder, pairs: list[Pair]) -> np.ndarray:
     """Turn vectors: each turn's own tokens, read by the model with the turn before it in its session
-    after them (embed.own_positions). A reply is often only readable next to what it answers ("Yep, a
+    after them (models.embedders.own_positions). A reply is often only readable next to what it answers ("Yep, a
     few years back" after "Do you still paint?"). Measured on LoCoMo at 2,000 tokens, it puts all the
     evidence in the context for more questions than the turn alone plus 0.3 of its predecessor's vector
     mixed in at question time (the `mixed-context` ablation) or the turn alone (`no-context`):

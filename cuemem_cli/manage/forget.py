@@ -18,7 +18,7 @@ Two policies then apply *within* that selection, per conversation:
 A forgotten turn takes its cues, cue vectors, lexical-index entries, its edges in both directions and
 its LLM-extraction cache entries with it, in one transaction; a conversation left without turns goes
 too. The turn said right after a forgotten one in the same session was read together with it
-(ingest.embed_turns), so its vector is embedded again, in the same transaction, from its own text
+(ingest.prepare.embed_turns), so its vector is embedded again, in the same transaction, from its own text
 and the turn now before it: no forgotten word stays in a vector. Only then is the embedding model
 loaded (forgetting whole sessions or conversations never needs it). Positions are not renumbered:
 the neighbours of a forgotten turn simply lose their temporal edges to it. Deleted pages are zeroed

@@ -3,7 +3,7 @@ strongly the chats of its people hold the question.
 
     own(t)   = cue_weight · best cue similarity of t  (candidates without a top-m cue: the m-th similarity)
              + (1 − cue_weight) · similarity of t as a whole: its turn vector, its own tokens read with
-                               the turn before it in the session (ingest.embed_turns)
+                               the turn before it in the session (ingest.prepare.embed_turns)
              + speaker_weight  if t was said by a person the question names (by label, or by a name
                                t's chat calls them: recall/people.py), or by the role its pronouns
                                name in a user/assistant chat (addressed_roles)

@@ -49,7 +49,7 @@ class Hops(NamedTuple):
 
     @classmethod
     def of(cls, rows: Sequence[tuple]) -> Hops:
-        """From (src, dst, kind, weight, …) rows, as Store.neighbours and Store.all_edges return them."""
+        """From (src, dst, kind, weight, …) rows, as Store.neighbours and Maintenance.all_edges return them."""
         n = len(rows)
         return cls(np.fromiter((r[0] for r in rows), np.int64, n), np.fromiter((r[1] for r in rows), np.int64, n),
                    np.fromiter((r[2] == "temporal" for r in rows), bool, n),
@@ -61,7 +61,7 @@ def in_context(vectors: np.ndarray, previous: np.ndarray, weight: float) -> np.n
 
     A reply is often only readable next to what it answers ("Yep, a few years back" after "Do you still
     paint?"). Used for the turn vectors of databases from before m005, which hold the turn alone (newer
-    ones are read with the turn before them, ingest.embed_turns), and for the extractive answer's
+    ones are read with the turn before them, ingest.prepare.embed_turns), and for the extractive answer's
     sentences (answer/extractive.py).
     """
     mixed = vectors + np.float32(weight) * previous
@@ -109,7 +109,7 @@ class _Source:
 
     def people(self) -> dict[str, frozenset[str]]:
         """Each conversation's people (its speakers), by conversation name: chats with the same people are
-        one circle (reconstruct.within_circles, circle_strength)."""
+        one circle (recall.score.within_circles, circle_strength)."""
         sets = self.store.speaker_sets()
         return {name: sets.get(cid, frozenset()) for cid, name, _ in self.store.conversations()}
 

@@ -29,7 +29,7 @@ SEMANTIC, TEMPORAL = KIND_CODE["semantic"], KIND_CODE["temporal"]
 KIND_NAME = "CASE e.kind " + " ".join(f"WHEN {code} THEN '{name}'" for name, code in KIND_CODE.items()) + " END"
 
 # What a database's turn vectors were embedded from (meta `turn_vectors`, see m005): the turn read with
-# the turn before it in its session (ingest.embed_turns), or (databases written before m005) the turn alone.
+# the turn before it in its session (ingest.prepare.embed_turns), or (databases written before m005) the turn alone.
 TURN_WITH_PREVIOUS = "turn+previous"
 TURN_ALONE = "turn"
 

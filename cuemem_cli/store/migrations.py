@@ -3,7 +3,7 @@ module alone says what a database holds.
 
 Each migration (`Migration`) has a name, a SQLite body and a PostgreSQL body. The store applies each
 pending one once, in list order, in its own write transaction together with its record in `_migrations`
-(store.SQLStore._migrate), on either backend, so both record the same names and a schema version means
+(store.sql.SQLStore._migrate), on either backend, so both record the same names and a schema version means
 the same on both. Never edit a released migration (databases have recorded it): add one at the end,
 with both bodies. A database recording a migration this code does not know was written by a newer
 cuemem and is refused.
@@ -173,7 +173,7 @@ def sqlite_m004_porter_fts(conn: Connection) -> None:
 
 def sqlite_m005_turn_vector_text(conn: Connection) -> None:
     """From here on a turn's vector is its own tokens as the model reads them with the turn before it in
-    its session (ingest.embed_turns): a reply is read with what it answers. Vectors written before held
+    its session (ingest.prepare.embed_turns): a reply is read with what it answers. Vectors written before held
     the turn alone; this records that, so they are still read as such (recall/reconstruct.py)."""
     conn.execute("INSERT INTO meta(key, value) SELECT 'turn_vectors', 'turn'"
                  " WHERE EXISTS (SELECT 1 FROM turn_vectors)")
@@ -200,7 +200,7 @@ def sqlite_m007_cue_vectors(conn: Connection, dim: int) -> None:
 
 def sqlite_m008_cue_cells(conn: Connection, dim: int) -> None:
     """The cue vectors of a conversation that has cells (the cells.py of that time, m003), again, partitioned
-    by cell. Empty until a conversation grew past cells.MIN_CUES; before this migration it was created at that
+    by cell. Empty until a conversation grew past cells.py's MIN_CUES; before this migration it was created at that
     point. m013 drops it."""
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS cue_cells USING vec0(cue_id INTEGER PRIMARY KEY,"

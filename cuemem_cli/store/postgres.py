@@ -1,8 +1,8 @@
 """The store on PostgreSQL + pgvector: what only PostgreSQL does (the queries both backends share are
-store.SQLStore; the schema, both backends' bodies of each migration, is store/migrations.py).
+store.sql.SQLStore; the schema, both backends' bodies of each migration, is store/migrations.py).
 
 Chosen by a `postgresql://` (or `postgres://`) URL as --db or $CUEMEM_DB (store/open.py). The
-pipeline above never knows which store it has: both satisfy the `store.Store` Protocol.
+pipeline above never knows which store it has: both satisfy the `store.base.Store` Protocol.
 
 What differs here, and why:
 - Vectors are pgvector `vector` columns holding what SQLite's int8 codes decode to (store/vectors.py), so both
@@ -26,7 +26,7 @@ What differs here, and why:
   IMMEDIATE is in SQLite), so concurrent ingests into one memory serialise their short write phases and
   each re-reads what it decided under the lock, while other memories on the server write freely;
   readers never wait (MVCC). `snapshot()` is a REPEATABLE READ, READ ONLY transaction. Migrations run
-  under the same lock, one transaction each (store.SQLStore._migrate); no file to back up.
+  under the same lock, one transaction each (store.sql.SQLStore._migrate); no file to back up.
 - `scrub()` (forget --vacuum) runs VACUUM on the tables a forget touches: see docs/postgres.md for what
   PostgreSQL still keeps after it.
 - Faults arrive as cuemem's errors: the connection's cursors turn the server's storage errors (a full disk,

@@ -1,4 +1,4 @@
-"""The store in one SQLite file: what only SQLite does (the queries both backends share are store.SQLStore).
+"""The store in one SQLite file: what only SQLite does (the queries both backends share are store.sql.SQLStore).
 
 SQLite comes from `pysqlite3` because this Python's stdlib sqlite3 cannot load extensions; sqlite-vec
 provides the `vec0` table of the memory's cue vectors (one table, each row's conversation a metadata column
