@@ -70,7 +70,7 @@ def score(records: list[dict[str, Any]]) -> dict[str, Any]:
             and len((answer_line(r["answer"]) or "").split()) <= 2]
     return {"questions": len(records), "scored": sum(r.get("offline_correct") is not None for r in records),
             "line": mean("offline_line_correct"), "f1": mean("offline_line_f1"), "block": mean("offline_correct"),
-            "none": mean("offline_abstained"), "lone_wrong": len(lone)}
+            "none": mean("offline_abstained"), "lone_wrong": len(lone), "all_evidence": mean("all_evidence")}
 
 
 # ------------------------------------------------------------------ ShareGPT: a person's own ChatGPT history
@@ -91,9 +91,12 @@ def sharegpt(folder: Path, questions: dict[str, Any] | None = None, export: Path
     records = []
     with Memory(db, create=False) as memory:
         for q in questions["questions"]:
-            answer = memory.ask(q["question"], record_retrieval=False).answer
+            result = memory.ask(q["question"], record_retrieval=False)
+            answer, shown = result.answer, {e.source_id for e in result.context.evidence}
             records.append({"id": q["id"], "question": q["question"], "gold": q["answer"], "kind": q["kind"],
                             "split": q["split"], "answer": answer.text, "form": answer.form,
+                            # the context holds every message the answer is in (none for an abstention question)
+                            "all_evidence": set(q["evidence"]) <= shown if q["answer"] is not None else None,
                             **offline_scores(q["answer"] or "", answer.text, q["answer"] is None)})
         local_result = _local_sharegpt(memory, questions["questions"], local, records) if local else None
     answerable = [r for r in records if r["gold"] is not None]

@@ -2,6 +2,15 @@
 
     python bench/bench_history.py EXPORT.json [--db DB] [--out summary.json] [-- more ingest options, e.g. --workers 2]
     python bench/bench_history.py EXPORT.json --db DB --count-only   # only the counts below, no ingest
+    python bench/bench_history.py EXPORT.json --compare /work/base --repeat 3 [--into BIG.db] [--profile DIR]
+
+Comparing (issue 58): `--compare CODE` times the same ingest with the cuemem_cli found at CODE (PYTHONPATH=CODE;
+e.g. /work/base, main at 4fd05f7) beside this one's, alternating run by run (this code, then CODE, `--repeat`
+times), each into a memory of its own: new and empty, or a fresh copy of `--into BIG.db` (the growth measure:
+run it once with `--into` and once without, or give `--compare-empty` to time, alternating, the same code into
+an empty memory and into the copy). Printed: each run's wall and CPU seconds, database bytes and load averages,
+and per code the median and the ratio to the first code's median. `--profile DIR` runs each ingest's main
+process under cProfile (DIR/<label>-<run>.prof) and adds its 15 costliest functions by cumulative time.
 
 EXPORT is a ChatGPT-shaped `conversations.json`, e.g. from `bench/corpus.py` (real ShareGPT chats; writing
 one needs the extra `cuemem[corpus]`, this script does not). `python bench/run_all.py --history EXPORT` runs
@@ -91,6 +100,65 @@ def cue_sources(db: Path) -> dict[str, Any]:
     return counts
 
 
+def _help_of(code: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "cuemem_cli", "ingest", "--help"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(code)})
+    return done.stdout
+
+
+def top_functions(profile: Path, count: int = 15) -> list[str]:
+    """The costliest functions of a cProfile dump by cumulative time, one line each."""
+    import io
+    import pstats
+
+    out = io.StringIO()
+    pstats.Stats(str(profile), stream=out).sort_stats("cumulative").print_stats(count)
+    return [line.strip() for line in out.getvalue().splitlines() if re.match(r"\s*\d", line)]
+
+
+def compare(export: Path, code: Path | None, repeat: int, into: Path | None, empty_too: bool, profile: Path | None,
+            extra: list[str]) -> dict[str, Any]:
+    """Alternating runs of two variants (this code and `code`; or, with `empty_too`, this code into an empty
+    memory and into a copy of `into`), each into a memory of its own; per variant the runs and their medians."""
+    import shutil
+    import statistics
+
+    variants = [("new", None, into)]
+    variants.append(("new-into-empty", None, None) if empty_too else ("base", code, into))
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in variants}
+    with tempfile.TemporaryDirectory(prefix="cuemem-history-", dir=os.environ.get("CUEMEM_BENCH_TMP")) as folder:
+        for number in range(repeat):
+            for label, variant_code, start in variants:
+                db = Path(folder) / f"{label}-{number}.db"
+                if start is not None:
+                    for suffix in ("", "-wal"):
+                        if Path(f"{start}{suffix}").exists():
+                            shutil.copyfile(f"{start}{suffix}", f"{db}{suffix}")
+                prof = profile / f"{label}-{number}.prof" if profile else None
+                if prof:
+                    prof.parent.mkdir(parents=True, exist_ok=True)
+                result = measure(export, db, extra, variant_code, prof, count=False)
+                if prof:
+                    result["profile_top"] = top_functions(prof)
+                runs[label].append(result)
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{db}{suffix}").unlink(missing_ok=True)
+    summary: dict[str, Any] = {"export": str(export), "into": str(into) if into else None, "repeat": repeat,
+                               "extra": extra, "variants": {}}
+    first = None
+    for label, variant_code, _ in variants:
+        rows = runs[label]
+        medians = {key: statistics.median(r[key] for r in rows if r.get(key) is not None)
+                   for key in ("wall_seconds", "cpu_seconds", "db_bytes", "peak_rss_mb")
+                   if any(r.get(key) is not None for r in rows)}
+        first = first or medians
+        summary["variants"][label] = {
+            "code": str(variant_code or Path(__file__).resolve().parent.parent), "medians": medians,
+            "ratio_to_new": {k: round(v / first[k], 3) for k, v in medians.items() if first.get(k)},
+            "runs": rows}
+    return summary
+
+
 class LoadSampler(threading.Thread):
     """The highest 1-minute load average seen while the ingest runs."""
 
@@ -104,14 +172,20 @@ class LoadSampler(threading.Thread):
             self.highest = max(self.highest, os.getloadavg()[0])
 
 
-def measure(export: Path, db: Path, extra: list[str]) -> dict[str, Any]:
+def measure(export: Path, db: Path, extra: list[str], code: Path | None = None, profile: Path | None = None,
+            count: bool = True) -> dict[str, Any]:
+    """One ingest of `export` into `db` in its own process, with this cuemem_cli or the one at `code`."""
     before = os.getloadavg()
     sampler = LoadSampler()
     sampler.start()
-    command = ["/usr/bin/time", "-v", sys.executable, "-m", "cuemem_cli", "--db", str(db), "ingest",
-               "--from", "chatgpt", str(export), "--json", *extra]
+    runner = ["-m", "cProfile", "-o", str(profile)] if profile else []
+    command = ["/usr/bin/time", "-v", sys.executable, *runner, "-m", "cuemem_cli", "--db", str(db), "ingest",
+               "--from", "chatgpt", str(export), "--json", "--quiet", *extra]
+    env = {**os.environ, "PYTHONPATH": str(code)} if code else None
+    if code and "--quiet" not in _help_of(code):  # the reference code may predate --quiet
+        command.remove("--quiet")
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     sampler.done.set()
     after = os.getloadavg()
@@ -119,7 +193,7 @@ def measure(export: Path, db: Path, extra: list[str]) -> dict[str, Any]:
         sys.stderr.write(done.stderr)
         sys.exit(f"bench_history.py: ingest exited {done.returncode}")
     report = json.loads(done.stdout)
-    sources = cue_sources(db)
+    sources = cue_sources(db) if count else None
     added = report["turns_added"]
     return {
         "measured_at": datetime.now().isoformat(timespec="minutes"),
@@ -145,6 +219,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--out", type=Path, help="also write the JSON summary here")
     parser.add_argument("--count-only", action="store_true",
                         help="no ingest: count what the memory --db holds (a build that was stopped, say)")
+    parser.add_argument("--compare", type=Path, metavar="CODE",
+                        help="also time the ingest with the cuemem_cli at CODE (e.g. /work/base), alternating")
+    parser.add_argument("--compare-empty", action="store_true",
+                        help="with --into: time this code into an empty memory and into --into's copy, alternating")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each code when comparing (medians)")
+    parser.add_argument("--into", type=Path, help="when comparing, ingest into a fresh copy of this memory")
+    parser.add_argument("--profile", type=Path, metavar="DIR", help="when comparing, cProfile each ingest into DIR")
     argv = sys.argv[1:] if argv is None else argv
     # What follows `--` goes to `cuemem ingest` as is (argparse would not take "--workers 2" as a positional).
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -153,6 +234,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if not args.db:
             parser.error("--count-only needs --db")
         result = {"db": str(args.db), "db_bytes": db_bytes(args.db), "memory": cue_sources(args.db)}
+    elif args.compare or args.compare_empty:
+        result = compare(args.export, args.compare, args.repeat, args.into, args.compare_empty, args.profile, extra)
     elif args.db:
         args.db.parent.mkdir(parents=True, exist_ok=True)
         result = measure(args.export, args.db, extra)

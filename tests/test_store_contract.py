@@ -426,13 +426,27 @@ def test_every_protocol_method_has_a_contract_test():
     both backends: a method added to a Protocol (or a Protocol added) without a contract test fails here."""
     members = {name for protocol in protocols() for name in {*vars(protocol), *protocol.__annotations__}
                if not name.startswith("_")}
-    assert [p.__name__ for p in protocols()] == ["Store", "ExtractionRecords", "Maintenance", "BrowseQueries",
-                                                 "EvalQueries"]
+    assert [p.__name__ for p in protocols()] == ["Store", "SavedCueGraph", "ExtractionRecords", "Maintenance",
+                                                 "BrowseQueries", "EvalQueries"]
     assert len(members) > 60 and {"knn_cues", "delete_turns", "max_k", "path", "cached_triples", "forget_selection",
                                   "browse_conversations", "all_turn_texts"} <= members
     used = {node.attr for node in ast.walk(ast.parse(Path(__file__).read_text(encoding="utf-8")))
             if isinstance(node, ast.Attribute)}
     assert sorted(members - used) == []
+
+
+def test_the_saved_cue_graph_is_replaced_whole_and_read_back(any_store):
+    """The ingest's HNSW graph (ingest/graph.py) is kept as named parts of bytes, replaced whole in a write
+    transaction; a backend without the table is not one (base.saved_cue_graph then says None)."""
+    saved = base.saved_cue_graph(any_store)
+    assert saved is any_store and saved.cue_graph() == {}
+    with any_store.transaction():
+        saved.save_cue_graph({"header": b'{"version": 1}', "neighbors": bytes(range(256)) * 4})
+    assert saved.cue_graph() == {"header": b'{"version": 1}', "neighbors": bytes(range(256)) * 4}
+    with any_store.transaction():
+        saved.save_cue_graph({"header": b"{}"})
+    assert saved.cue_graph() == {"header": b"{}"}
+    assert base.saved_cue_graph(SimpleNamespace(path="elsewhere")) is None
 
 
 def test_each_backend_is_every_protocol_and_a_backend_without_one_is_refused_by_name(any_store):

@@ -24,46 +24,186 @@ early turn still reaches the later turns that chose it (a pair is linked when ei
 other's top-k over the history before the later one). A database written before memory-wide edges
 keeps its old edges (within a conversation); turns stored from then on link across conversations.
 
-Similarities are exact: a NumPy matmul of the new cues against the memory's cues in blocks
-(`NeighbourIndex` holds them as int8 codes, store/vectors.py, decoded a block at a time), a running top-k per
-new cue merged block by block, never an all-pairs Python loop. Measured on LoCoMo, narrowing the
-candidates first by turn similarity lost many of the exact neighbours (bench/design-notes.md, "Measured
-choices elsewhere in the code"); exact is simplest.
-Its cost grows with the memory: each new cue is compared with every stored cue (bench/RESULTS.md,
-"One memory across every conversation", has the ingest times at scale).
+Up to ANN_FROM stored cues the similarities are exact: a NumPy matmul of the new cues against the memory's
+cues in blocks (`NeighbourIndex` holds them as int8 codes, store/vectors.py, decoded a block at a time), a
+running top-k per new cue merged block by block, never an all-pairs Python loop. Exact costs each new cue a
+comparison with every stored cue, so building a whole history that way is quadratic (issue 58: the 2,550-chat
+corpus did not finish). From ANN_FROM cues on, the memory-wide top-k comes from an HNSW graph over the stored
+cues (faiss `IndexHNSWFlat` on the decoded codes, `CueGraph`), whose cost per new cue grows with the log of
+the memory; measured on real cue vectors it keeps 0.97 of the exact top-5 (bench/RESULTS.md, "Ingest cost
+flat as the memory grows"). The top-k within a cue's own conversation, within its circle, and among the new
+cues of the batch stay exact (they are small), as does any search where stored cues are not all of earlier
+turns (a pending turn's cues, completed late). Measured on LoCoMo, narrowing the candidates first by turn
+similarity lost many of the exact neighbours (bench/design-notes.md, "Measured choices elsewhere in the
+code"); a graph made for nearest-neighbour search does not.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..store.base import Store
+from ..store.base import CUE_DELETIONS, Store, saved_cue_graph
 from ..store.vectors import decode, encode
 
 COLUMNS = 8192  # stored cues decoded at a time: 12.6 MB of float32 at 384 dimensions
 MAX_BLOCK_CELLS = 1 << 22  # similarities per block (16 MB of float32): memory flat whatever the history
+# From this many stored cues the memory-wide neighbours come from the HNSW graph: below it an exact scan costs
+# less than building the graph (~0.3 ms a cue on one idle core against ~50,000 × 384 multiply-adds).
+ANN_FROM = 50_000
+HNSW_M = 16  # links per node (32 on the base layer): 132 bytes a cue
+HNSW_EF_CONSTRUCTION = 100
+HNSW_EF_SEARCH = 128  # candidates a search keeps: 0.97 of the exact top-5 on real cues (bench/RESULTS.md)
+GRAPH_VERSION = 1  # the saved graph's layout (CueGraph.to_parts)
+SAVE_AFTER_NODES = 5_000  # a graph is saved again once this many nodes (or a twentieth of it) were added
+
+
+class CueGraph:
+    """An HNSW graph (faiss) over stored cues: node i is the i-th cue added. Nodes of cues that were deleted
+    (a replaced turn's) stay in the graph, marked dead and skipped in results; the ingest builds a new graph
+    once they are a fifth of it. Built with one thread, so the same cues added in the same calls give the same
+    graph, hence the same edges. Saved in the store (`to_parts`, links only) and read back (`from_parts`);
+    bench/design-notes.md says why that stays consistent with the database."""
+
+    def __init__(self, dim: int):
+        import faiss
+
+        self._faiss = faiss
+        self.index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+        self.index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+        self.index.hnsw.efSearch = HNSW_EF_SEARCH
+        self.cue_rows = np.zeros(0, dtype=np.int64)  # node → its cue's row in NeighbourIndex (-1: deleted)
+        self.dead = 0
+        self.saved_nodes = 0  # nodes of the graph as saved in the store (from_parts), or 0
+
+    def worth_saving(self) -> bool:
+        """Enough nodes were added since it was saved (or it was built here) that the next ingest would spend
+        longer adding them again than this one spends saving (a few seconds per million nodes)."""
+        added = len(self.cue_rows) - self.saved_nodes
+        return added >= max(SAVE_AFTER_NODES, len(self.cue_rows) // 20)
+
+    def add(self, vectors: np.ndarray, rows: np.ndarray) -> None:
+        self._faiss.omp_set_num_threads(1)
+        self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        self.cue_rows = np.concatenate([self.cue_rows, rows])
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(similarities, NeighbourIndex rows) of each query's k best live nodes, best first; -inf / -1 pad."""
+        extra = min(self.dead, 4 * k)  # dead nodes take places in the result: ask for more
+        self._faiss.omp_set_num_threads(os.cpu_count() or 1)
+        sims, nodes = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k + extra)
+        rows = np.where(nodes >= 0, self.cue_rows[np.maximum(nodes, 0)], -1)
+        sims = np.where(rows >= 0, sims, -np.inf).astype(np.float32)
+        return sims, rows
+
+    def to_parts(self, cue_ids: np.ndarray, deletions: str) -> dict[str, bytes]:
+        """What SavedCueGraph.save_cue_graph keeps: the links and, per node, its cue's id (-1: deleted), never the
+        vectors (they are the stored codes); `deletions` is the memory's CUE_DELETIONS count the graph agrees with."""
+        hnsw: Any = self.index.hnsw  # faiss's type stubs leave out the graph's arrays
+        nodes = np.where(self.cue_rows >= 0, cue_ids[np.maximum(self.cue_rows, 0)], -1).astype(np.int64)
+        header = {"version": GRAPH_VERSION, "dim": self.index.d, "m": HNSW_M, "nodes": len(nodes),
+                  "entry_point": int(hnsw.entry_point), "max_level": int(hnsw.max_level), "cue_deletions": deletions}
+        as_array = self._faiss.vector_to_array
+        arrays = {"nodes": nodes, "neighbors": as_array(hnsw.neighbors), "offsets": as_array(hnsw.offsets),
+                  "levels": as_array(hnsw.levels)}
+        return {"header": json.dumps(header).encode(),
+                **{name: zlib.compress(array.tobytes(), 1) for name, array in arrays.items()}}
+
+    @classmethod
+    def from_parts(cls, parts: dict[str, bytes], index: NeighbourIndex, deletions: str) -> CueGraph | None:
+        """The saved graph over `index`'s cues, or None when it cannot serve: none saved, another layout, or cues
+        deleted since it was saved (their ids may have been given to new cues). Nodes are matched to rows by cue
+        id; cues stored after the save are not in it (the caller adds them)."""
+        if "header" not in parts:
+            return None
+        header = json.loads(parts["header"])
+        if (header.get("version"), header.get("dim"), header.get("m"), header.get("cue_deletions")) != \
+                (GRAPH_VERSION, index.codes.shape[1], HNSW_M, deletions):
+            return None
+        nodes = np.frombuffer(zlib.decompress(parts["nodes"]), dtype=np.int64)
+        held = index.cue_ids[:index.size]
+        at = np.minimum(np.searchsorted(held, nodes), max(index.size - 1, 0))
+        found = (nodes >= 0) & (held[at] == nodes) if index.size else np.zeros(len(nodes), dtype=bool)
+        if (found != (nodes >= 0)).any():  # a cue the graph holds is gone without a deletion counted: not ours
+            return None
+        graph = cls(index.codes.shape[1])
+        faiss = graph._faiss
+        rows = np.where(found, at, -1)
+        for lo in range(0, len(rows), COLUMNS):  # the vectors, node by node, from the held codes (zeros: deleted)
+            block = rows[lo:lo + COLUMNS]
+            vectors = np.where((block >= 0)[:, None], decode(index.codes[np.maximum(block, 0)]), 0)
+            faiss.downcast_index(graph.index.storage).add(vectors.astype(np.float32))
+        hnsw: Any = graph.index.hnsw
+        faiss.copy_array_to_vector(np.frombuffer(zlib.decompress(parts["neighbors"]), dtype=np.int32),
+                                   hnsw.neighbors)
+        faiss.copy_array_to_vector(np.frombuffer(zlib.decompress(parts["offsets"]), dtype=np.uint64), hnsw.offsets)
+        faiss.copy_array_to_vector(np.frombuffer(zlib.decompress(parts["levels"]), dtype=np.int32), hnsw.levels)
+        hnsw.entry_point, hnsw.max_level = header["entry_point"], header["max_level"]
+        graph.index.ntotal = len(nodes)
+        graph.cue_rows = rows
+        graph.dead = int((rows < 0).sum())
+        graph.saved_nodes = len(nodes)
+        return graph
+
+    def renumber(self, kept: np.ndarray) -> None:
+        """Rows were dropped from NeighbourIndex (`kept`: the old rows kept, in order): point nodes at the new rows."""
+        new_of_old = np.full(max(len(kept), int(self.cue_rows.max(initial=-1)) + 1), -1, dtype=np.int64)
+        new_of_old[kept] = np.arange(len(kept))
+        live = self.cue_rows >= 0
+        self.cue_rows[live] = new_of_old[self.cue_rows[live]]
+        self.dead = int((self.cue_rows < 0).sum())
 
 
 @dataclass
 class NeighbourIndex:
     """The memory's cue vectors as int8 codes with their turn ids, kept in memory while an ingest runs
-    (384 bytes a cue: 500,000 cues are 190 MB). Rows are in the order cues were stored."""
+    (384 bytes a cue: 500,000 cues are 190 MB). Rows are in the order cues were stored. From ANN_FROM rows on,
+    also an HNSW graph over them (`graph`, built when first needed and kept up to date by `add`)."""
 
     turn_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     conversations: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     codes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int8))
+    cue_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # increasing
     size: int = 0  # rows in use; the arrays grow by doubling, so adding a batch does not copy the memory
+    graph: CueGraph | None = None
+    exact: bool = False  # searched exactly whatever its size (a conversation's or a circle's cues)
 
     @classmethod
     def load(cls, store: Store, dim: int) -> NeighbourIndex:
+        """The memory's cues; from ANN_FROM of them also the graph the store saved, if it still agrees with them
+        (CueGraph.from_parts), with the cues stored since added to it."""
         stored = store.cue_codes(dim)
-        return cls(stored.turn_ids, stored.conversation_ids, stored.codes, len(stored.cue_ids))
+        index = cls(stored.turn_ids, stored.conversation_ids, stored.codes, stored.cue_ids, len(stored.cue_ids))
+        saved = saved_cue_graph(store)
+        if index.size >= ANN_FROM and saved is not None:
+            graph = CueGraph.from_parts(saved.cue_graph(), index, store.get_meta(CUE_DELETIONS, "0"))
+            if graph is not None:
+                covered = np.zeros(index.size, dtype=bool)
+                covered[graph.cue_rows[graph.cue_rows >= 0]] = True
+                missing = np.flatnonzero(~covered)
+                for lo in range(0, len(missing), COLUMNS):
+                    graph.add(decode(index.codes[missing[lo:lo + COLUMNS]]), missing[lo:lo + COLUMNS])
+                index.graph = graph
+        return index
 
-    def add(self, turn_ids: np.ndarray, conversations: np.ndarray, vectors: np.ndarray) -> None:
-        """New cues (their turns, conversations and unit vectors, stored as codes) after those held."""
+    def save(self, store: Store) -> bool:
+        """Save the graph (inside the write transaction that found this index current) when it is worth it."""
+        saved = saved_cue_graph(store)
+        if self.graph is None or saved is None or not self.graph.worth_saving():
+            return False
+        saved.save_cue_graph(self.graph.to_parts(self.cue_ids[:self.size], store.get_meta(CUE_DELETIONS, "0")))
+        self.graph.saved_nodes = len(self.graph.cue_rows)
+        return True
+
+    def add(self, turn_ids: np.ndarray, conversations: np.ndarray, vectors: np.ndarray,
+            cue_ids: np.ndarray | None = None) -> None:
+        """New cues (their turns, conversations and unit vectors, stored as codes, and their ids) after those held."""
         if not len(turn_ids):
             return
         need = self.size + len(turn_ids)
@@ -71,27 +211,49 @@ class NeighbourIndex:
             capacity = max(need, 2 * len(self.turn_ids), 1024)
             grown_ids = np.zeros(capacity, dtype=np.int64)
             grown_convs = np.zeros(capacity, dtype=np.int64)
+            grown_cues = np.zeros(capacity, dtype=np.int64)
             grown = np.zeros((capacity, vectors.shape[1]), dtype=np.int8)
             grown_ids[:self.size], grown[:self.size] = self.turn_ids[:self.size], self.codes[:self.size]
             grown_convs[:self.size] = self.conversations[:self.size]
-            self.turn_ids, self.conversations, self.codes = grown_ids, grown_convs, grown
+            grown_cues[:self.size] = self.cue_ids[:self.size]
+            self.turn_ids, self.conversations, self.codes, self.cue_ids = grown_ids, grown_convs, grown, grown_cues
         self.turn_ids[self.size:need] = turn_ids
         self.conversations[self.size:need] = conversations
+        self.cue_ids[self.size:need] = -1 if cue_ids is None else cue_ids
         self.codes[self.size:need] = encode(vectors)
+        if self.graph is not None:
+            self.graph.add(decode(self.codes[self.size:need]), np.arange(self.size, need))
         self.size = need
 
     def remove(self, turn_ids: set[int]) -> None:
         """Drop the cues of turns that were deleted (a replaced turn's)."""
         keep = ~np.isin(self.turn_ids[:self.size], np.fromiter(turn_ids, np.int64, len(turn_ids)))
         self.turn_ids, self.codes = self.turn_ids[:self.size][keep], self.codes[:self.size][keep]
-        self.conversations = self.conversations[:self.size][keep]
+        self.conversations, self.cue_ids = self.conversations[:self.size][keep], self.cue_ids[:self.size][keep]
         self.size = len(self.turn_ids)
+        if self.graph is not None:
+            self.graph.renumber(np.flatnonzero(keep))
+            if self.graph.dead * 5 > len(self.graph.cue_rows):
+                self.graph = None  # built anew when next needed
+
+    def search_graph(self) -> CueGraph | None:
+        """The HNSW graph over the held cues, built now if the memory has reached ANN_FROM cues; None below."""
+        if self.exact or self.size < ANN_FROM:
+            return None
+        if self.graph is None:
+            graph = CueGraph(self.codes.shape[1])
+            for lo in range(0, self.size, COLUMNS):
+                hi = min(lo + COLUMNS, self.size)
+                graph.add(decode(self.codes[lo:hi]), np.arange(lo, hi))
+            self.graph = graph
+        return self.graph
 
     def of_conversations(self, conversations: tuple[int, ...]) -> NeighbourIndex:
-        """The held cues of some conversations, in the same order."""
+        """The held cues of some conversations, in the same order (searched exactly)."""
         held = self.conversations[:self.size]
         rows = np.flatnonzero(held == conversations[0] if len(conversations) == 1 else np.isin(held, conversations))
-        return NeighbourIndex(self.turn_ids[rows], self.conversations[rows], self.codes[rows], len(rows))
+        return NeighbourIndex(self.turn_ids[rows], self.conversations[rows], self.codes[rows], self.cue_ids[rows],
+                              len(rows), exact=True)
 
     def blocks(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(turn ids, unit float32 vectors) of the held cues, COLUMNS at a time."""
@@ -128,8 +290,8 @@ class _TopK:
         self.cols = np.full((rows, k), np.iinfo(np.int64).max, dtype=np.int64)
 
     def merge(self, lo: int, sims: np.ndarray, columns: np.ndarray) -> None:
-        """Fold in a block of similarities: rows lo…, one column per entry of `columns` (increasing), -inf
-        where the candidate is not an earlier turn's."""
+        """Fold in a block of similarities: rows lo…, one column per entry of `columns` (increasing; or a row of
+        columns per row, from the graph), -inf where the candidate is not an earlier turn's."""
         kk = min(self.k, sims.shape[1])
         if kk < sims.shape[1]:
             top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
@@ -137,12 +299,14 @@ class _TopK:
             # a tie across the k-th place: argpartition kept an arbitrary few of it, the earliest are wanted
             for row in np.flatnonzero(((sims >= kth[:, None]).sum(axis=1) > kk) & (kth > -np.inf)):
                 tied = np.flatnonzero(sims[row] >= kth[row])
-                top[row] = tied[np.lexsort((tied, -sims[row, tied]))][:kk]
+                order = columns[row, tied] if columns.ndim == 2 else tied
+                top[row] = tied[np.lexsort((order, -sims[row, tied]))][:kk]
         else:
             top = np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
         rows = slice(lo, lo + len(sims))
         all_sims = np.concatenate([self.sims[rows], np.take_along_axis(sims, top, axis=1)], axis=1)
-        all_cols = np.concatenate([self.cols[rows], columns[top]], axis=1)
+        picked = np.take_along_axis(columns, top, axis=1) if columns.ndim == 2 else columns[top]
+        all_cols = np.concatenate([self.cols[rows], picked], axis=1)
         order = np.lexsort((all_cols, -all_sims))[:, :self.k]
         self.sims[rows] = np.take_along_axis(all_sims, order, axis=1)
         self.cols[rows] = np.take_along_axis(all_cols, order, axis=1)
@@ -177,8 +341,12 @@ def _nearest(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndarray,
     n, held = len(vectors), index.size
     best = _TopK(n, k)
     rows_per_block = max(1, min(n, MAX_BLOCK_CELLS // COLUMNS))
+    graph = index.search_graph() if held and n and int(index.turn_ids[:held].max()) < int(turn_ids.min()) else None
+    if graph is not None:  # every held cue is of an earlier turn: the graph's k best are the candidates
+        found_sims, found_rows = graph.search(vectors, k)
+        best.merge(0, found_sims, np.where(found_rows >= 0, found_rows, np.iinfo(np.int64).max))
     first = 0
-    for block_turns, block in index.blocks():
+    for block_turns, block in index.blocks() if graph is None else ():
         columns = np.arange(first, first + len(block))
         for lo in range(0, n, rows_per_block):
             _fold(best, lo, vectors[lo:lo + rows_per_block], turn_ids[lo:lo + rows_per_block], block, block_turns,

@@ -102,6 +102,7 @@ class _Written:
     turn_id: int
     position: int
     cue_vectors: np.ndarray  # a row per cue of the turn
+    cue_ids: Sequence[int]  # the ids its cues were stored with, in the same order
     replaces: bool = False  # it took the place of a stored turn (`replace`): the turns after it look back to it
 
 
@@ -139,6 +140,14 @@ def merge_prepared(parts: Sequence[Prepared]) -> Prepared:
     return Prepared([t for p in parts for t in p.triples], [v for p in parts for v in p.cue_vectors],
                     np.concatenate([p.turn_vectors for p in parts]), sum(p.texts_embedded for p in parts),
                     sum(p.extract_seconds for p in parts), sum(p.embed_seconds for p in parts))
+
+
+def _embed_chunk(embedder, messages: list[Message], pairs: list[Pair], triples: list[list[Triple] | None],
+                 extract_seconds: float) -> Prepared:
+    """The vectors of a chunk whose cues this process extracted (in the writer's embedding thread)."""
+    t1 = time.perf_counter()
+    cue_vectors, turn_vectors, passes = embed_cues(embedder, [m.speaker for m in messages], triples, pairs)
+    return Prepared(triples, cue_vectors, turn_vectors, passes, extract_seconds, time.perf_counter() - t1)
 
 
 def renew_turn_vectors(store: Store, turn_ids: Sequence[int], embedder) -> int:
@@ -318,11 +327,25 @@ class Ingestor:
             if background is not None:
                 background.shutdown(wait=True, cancel_futures=True)
             self._dispatched.clear()
+        self._save_graph(report)
         self._tick([], report, progress)
         report.extraction_failures = list(getattr(self.extractor, "failures", ()))
         report.other_languages = languages.others()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _save_graph(self, report: IngestReport) -> None:
+        """Save the HNSW graph of a large memory's cues (graph.CueGraph) for the next ingest, when enough was
+        added to it, and only if no other process wrote since: then it covers exactly the stored cues."""
+        index = self._index
+        if index is None or index.graph is None or not index.graph.worth_saving():
+            return
+        t0 = time.perf_counter()
+        with self.store.transaction():
+            self._sync()
+            if self._index is index:
+                index.save(self.store)
+        report.add_time("save graph", time.perf_counter() - t0)
 
     def _sort_out(self, items: list[_Fresh], report: IngestReport) -> list[_Fresh]:
         """The messages to store, in input order. An id already stored (or repeated in the batch) with
@@ -398,16 +421,10 @@ class Ingestor:
                 while queue:
                     self._store_next(queue, report, None)
                 raise
-            current.chunks.append(background.submit(self._embed, messages[lo:hi], pairs[lo:hi], triples,
-                                                    time.perf_counter() - t0))
+            current.chunks.append(background.submit(_embed_chunk, self.embedder, messages[lo:hi], pairs[lo:hi],
+                                                    triples, time.perf_counter() - t0))
             self._tick([*queue, current], report, progress)
         queue.append(current)
-
-    def _embed(self, messages: list[Message], pairs: list[Pair], triples: list[list[Triple] | None],
-               extract_seconds: float) -> Prepared:
-        t1 = time.perf_counter()
-        cue_vectors, turn_vectors, passes = embed_cues(self.embedder, [m.speaker for m in messages], triples, pairs)
-        return Prepared(triples, cue_vectors, turn_vectors, passes, extract_seconds, time.perf_counter() - t1)
 
     def _tick(self, queue: Iterable[_Batch], report: IngestReport,
               progress: Callable[[int, int, int], None] | None) -> None:
@@ -506,8 +523,8 @@ class Ingestor:
             report.turns_added += 1
             if triples is None:
                 report.pending.append(f"{message.conversation}/{item.source_id}")
-            self._add_cues(conv.id, turn_id, triples or [], item.cue_vectors, report)
-            written.append(_Written(conv.id, turn_id, position, item.cue_vectors, item.replaces))
+            cue_ids = self._add_cues(conv.id, turn_id, triples or [], item.cue_vectors, report)
+            written.append(_Written(conv.id, turn_id, position, item.cue_vectors, cue_ids, item.replaces))
         self._link(written, report, temporal=True)
         self._store_turn_vectors(fresh, turn_ids)
 
@@ -553,8 +570,8 @@ class Ingestor:
             written = []
             for turn, triples, cue_vectors in with_vectors:
                 conv = self._conversation(turn.conversation)
-                self._add_cues(conv.id, turn.id, triples, cue_vectors, report)
-                written.append(_Written(conv.id, turn.id, turn.position, cue_vectors))
+                cue_ids = self._add_cues(conv.id, turn.id, triples, cue_vectors, report)
+                written.append(_Written(conv.id, turn.id, turn.position, cue_vectors, cue_ids))
             records.set_status([turn.id for turn, _, _ in with_vectors], "done")
             self._link(written, report, temporal=False)
 
@@ -565,11 +582,12 @@ class Ingestor:
                 for turn, triples in zip(turns, results, strict=True)]
 
     def _add_cues(self, conversation_id: int, turn_id: int, triples: list[Triple], vectors: np.ndarray,
-                  report: IngestReport) -> None:
+                  report: IngestReport) -> list[int]:
         cue_ids = self.store.insert_cues(conversation_id, [(turn_id, t.subject, t.relation, t.object, t.kind)
                                                            for t in triples])
         self.store.insert_vectors(conversation_id, cue_ids, vectors)
         report.cues += len(cue_ids)
+        return cue_ids
 
     def _link(self, written: list[_Written], report: IngestReport, temporal: bool) -> None:
         """Temporal edges for the turns just written, per conversation, and semantic edges across the memory.
@@ -602,4 +620,5 @@ class Ingestor:
                                   self._circles(set(conversations.tolist())))
         self.store.insert_edges(semantic)
         report.semantic_edges += len(semantic)
-        index.add(turn_ids, conversations, matrix)
+        cue_ids = np.array([c for turn in written for c in turn.cue_ids], dtype=np.int64)
+        index.add(turn_ids, conversations, matrix, cue_ids)

@@ -36,6 +36,7 @@ TURN_ALONE = "turn"
 TURN_COLUMNS = ("t.id, c.name, t.position, t.source_id, t.text, t.session, t.time, t.speaker, t.role, t.stored_at,"
                 " c.title")
 CUE_COLUMNS = "id, turn_id, subject, relation, object, kind"
+CUE_DELETIONS = "cue_deletions"  # meta: how many times cues were deleted (a saved cue graph names the count it saw)
 STREAM_ROWS = 10_000  # rows fetched at a time where a result can be large (the memory's vectors)
 
 
@@ -168,6 +169,15 @@ class Store(Protocol):
 
 
 @runtime_checkable
+class SavedCueGraph(Protocol):
+    """Where the ingest keeps the HNSW graph of a large memory's cues between runs (ingest/graph.py, CueGraph):
+    derived data, its parts replaced whole in a write transaction."""
+
+    def save_cue_graph(self, parts: dict[str, bytes]) -> None: ...
+    def cue_graph(self) -> dict[str, bytes]: ...
+
+
+@runtime_checkable
 class ExtractionRecords(Protocol):
     """What the LLM extractor (cues/llm.py) keeps beside the turns: its results by model, prompt version and
     turn content, so that ingesting the same text again costs no call, and which turns it left pending (a
@@ -220,6 +230,12 @@ class EvalQueries(Protocol):
 
 
 # ------------------------------------------------------ a store as another protocol
+def saved_cue_graph(store: Store) -> SavedCueGraph | None:
+    """`store` as the keeper of the ingest's saved cue graph; None for a backend without one (the graph is then
+    built by each ingest that needs it)."""
+    return store if isinstance(store, SavedCueGraph) else None
+
+
 def extraction_records(store: Store) -> ExtractionRecords:
     """`store` as the LLM extractor's records; a backend without them is refused by name, not by an
     AttributeError deep in an ingest."""

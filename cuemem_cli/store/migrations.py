@@ -343,6 +343,14 @@ def sqlite_m015_cue_signs(conn: Connection, dim: int) -> None:
                       signs_by_turn(owners[:, 1], owners[:, 0], codes)])
 
 
+def sqlite_m016_cue_graph(conn: Connection) -> None:
+    """The HNSW graph a large memory's ingest finds semantic neighbours with (ingest/graph.py, CueGraph), saved so
+    the next ingest does not build it again over every stored cue: its links only (the vectors are the stored
+    codes), a few zlib-compressed parts, with a header naming the cues it covers. Derived: any ingest rebuilds
+    it when it is missing or stale (a cue deleted since it was saved)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS cue_graph (part TEXT PRIMARY KEY, data BLOB NOT NULL)")
+
+
 # ------------------------------------------------------------- PostgreSQL bodies
 TEXT_SEARCH = "cuemem"  # the text search configuration postgres_m001_initial creates (store/postgres.py searches it)
 # Split on ASCII punctuation before PostgreSQL's parser sees the text, as FTS5's unicode61 tokenizer does:
@@ -549,6 +557,8 @@ MIGRATIONS: list[Migration] = [
     Migration("m015_cue_signs", sqlite_m015_cue_signs,
               already("pgvector searches its own column (and, at scale, its HNSW index): SQLite's cold"
                       " search needs the sign bits because vec0 only scans"), needs_dim=True),
+    Migration("m016_cue_graph", sqlite_m016_cue_graph,
+              "CREATE TABLE IF NOT EXISTS cue_graph (part text PRIMARY KEY, data bytea NOT NULL)"),
 ]
 
 

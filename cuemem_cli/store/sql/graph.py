@@ -38,6 +38,16 @@ class GraphRows(SQLRows):
             f"  AND e.kind = {SEMANTIC} AND e.rank <= :k",
             ids=self.dialect.array(turn_ids), w=window, k=sem_k)
 
+    def save_cue_graph(self, parts: dict[str, bytes]) -> None:
+        """Replace the saved HNSW graph (ingest/graph.py, CueGraph) with these parts; call inside `transaction()`."""
+        self._execute("DELETE FROM cue_graph")
+        self._executemany("INSERT INTO cue_graph(part, data) VALUES (:part, :data)",
+                          [{"part": part, "data": data} for part, data in parts.items()])
+
+    def cue_graph(self) -> dict[str, bytes]:
+        """The saved HNSW graph's parts (empty: none saved)."""
+        return {part: bytes(data) for part, data in self._rows("SELECT part, data FROM cue_graph")}
+
     def edge_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every edge of the memory as columns: src, dst (turn ids), kind code (SEMANTIC, TEMPORAL), weight,
         rank. Read a block at a time: a large memory has millions of edges, too many for row tuples."""

@@ -8,7 +8,7 @@ from typing import Any, Literal, overload
 
 import orjson
 
-from ..base import TURN_COLUMNS, NewTurn, now_iso, turn_from_row
+from ..base import CUE_DELETIONS, TURN_COLUMNS, NewTurn, now_iso, turn_from_row
 from ...records import Turn
 from .core import SQLRows
 
@@ -190,6 +190,9 @@ class TurnRows(SQLRows):
                                             ids=cue_ids)
             self._execute(f"DELETE FROM cue_vectors WHERE {d.within('cue_id', 'ids')}", {"ids": cue_ids})
         counts["cues"] = self._execute(f"DELETE FROM cues WHERE {d.within('id', 'ids')}", {"ids": cue_ids}).rowcount
+        if counts["cues"]:  # a saved HNSW graph of the cues (ingest/graph.py) is stale from here on
+            self._execute("INSERT INTO meta(key, value) VALUES (:key, '1') ON CONFLICT (key) DO UPDATE"
+                          " SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)", {"key": CUE_DELETIONS})
         counts["edges"] = self._execute(f"DELETE FROM edges WHERE {d.within('src', 'ids')} OR {d.within('dst', 'ids')}",
                                         {"ids": ids}).rowcount
         self._execute(f"DELETE FROM turn_vectors WHERE {d.within('turn_id', 'ids')}", {"ids": ids})
