@@ -274,6 +274,14 @@ class Memory:
         selection = selection_from(conversation, session, tuple(turns), before, decay_days, lru, as_of)
         return forget(self.store, selection, dry_run=dry_run, vacuum=vacuum, confirm=confirm, embedder=self.embedder)
 
+    def reindex(self, only: Sequence[str] | None = None,
+                progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+        """Build again what is derived from the stored turns (manage/reindex.py: who is who), which a memory
+        written by an older cuemem lacks; `only` some of them, by name. Returns what each took."""
+        from .manage.reindex import reindex
+
+        return reindex(self.store, only, progress)
+
     def export(self, conversation: str | None = None):
         """Turns with their cues as export records (dicts), re-importable with `import_file`."""
         from .manage.export import export_records

@@ -19,7 +19,7 @@ from cuemem_cli.store.migrations import MIGRATIONS
 from cuemem_cli.ingest.pipeline import texts_with_previous
 from cuemem_cli.store import base
 from cuemem_cli.store.base import (NewTurn, browse_queries, check_embedder, conversation_names, extraction_records,
-                                   has_vectors, maintenance, turn_vector_text)
+                                   has_vectors, maintenance, name_index, names_indexed, turn_vector_text)
 from cuemem_cli.store.open import open_store
 
 TEXTS = [
@@ -415,6 +415,34 @@ def test_browse_search_finds_turns_of_every_conversation_holding_every_word(any_
     assert found() == [] and found("dog", limit=0) == []
 
 
+def test_the_name_index_keeps_signs_per_turn_and_names_per_conversation(any_store):
+    """Signs of a name go with their turns, learned names with their conversation; a turn's signs are
+    replaced whole; `texts_holding` finds a word anywhere in a text, in its case."""
+    ids = fill(any_store)
+    a, b = ids["a"], ids["b"]
+    ta, tb = [t.id for t in any_store.turns(a)], [t.id for t in any_store.turns(b)]
+    assert names_indexed(any_store)  # a memory new at m017 is complete from its start (ingest keeps it)
+    with any_store.transaction():
+        any_store.replace_name_signs(ta[:3], [(a, ta[1], "Kate", 2), (a, ta[2], "Kate", 1), (a, ta[2], "Bo", 3)])
+        any_store.replace_name_signs(ta[2:4], [(a, ta[3], "Kate", 2)])  # ta[2]'s signs replaced: none left
+        any_store.replace_name_signs(tb[:1], [(b, tb[0], "Kate", 2)])
+        any_store.set_learned_names(a, {"Kate": "Maya", "Bo": "Leo"})
+        any_store.set_learned_names(a, {"Kate": "Maya"})
+        any_store.set_learned_names(b, {"Kate": "Leo"})
+    assert any_store.name_signs(a) == [(ta[1], "Maya", None, "Kate", 2), (ta[3], "Maya", None, "Kate", 2)]
+    assert any_store.learned_names() == [("a", "Kate", "Maya"), ("b", "Kate", "Leo")]
+    assert any_store.learned_names(["Kate", "Nobody"], [b]) == [("b", "Kate", "Leo")]
+    assert any_store.learned_names(["Bo"]) == []
+    assert any_store.texts_holding(a, "Denver") == [TEXTS[5], TEXTS[6], TEXTS[10]]
+    assert any_store.texts_holding(a, "denver") == [] and any_store.texts_holding(a, "Bisc") == [TEXTS[2], TEXTS[9]]
+    with any_store.transaction():
+        any_store.delete_turns([ta[1]])
+        any_store.delete_turns(tb)
+    assert any_store.name_signs(a) == [(ta[3], "Maya", None, "Kate", 2)]
+    assert any_store.name_signs(b) == [] and any_store.learned_names() == [("a", "Kate", "Maya")]
+    assert name_index(any_store) is any_store
+
+
 def protocols() -> list[type]:
     """Every Protocol store/base.py declares."""
     return [value for value in vars(base).values() if isinstance(value, type) and value.__module__ == base.__name__
@@ -427,7 +455,7 @@ def test_every_protocol_method_has_a_contract_test():
     members = {name for protocol in protocols() for name in {*vars(protocol), *protocol.__annotations__}
                if not name.startswith("_")}
     assert [p.__name__ for p in protocols()] == ["Store", "SavedCueGraph", "ExtractionRecords", "Maintenance",
-                                                 "BrowseQueries", "EvalQueries"]
+                                                 "NameIndex", "BrowseQueries", "EvalQueries"]
     assert len(members) > 60 and {"knn_cues", "delete_turns", "max_k", "path", "cached_triples", "forget_selection",
                                   "browse_conversations", "all_turn_texts"} <= members
     used = {node.attr for node in ast.walk(ast.parse(Path(__file__).read_text(encoding="utf-8")))
@@ -455,6 +483,7 @@ def test_each_backend_is_every_protocol_and_a_backend_without_one_is_refused_by_
     for narrow in (extraction_records, maintenance, browse_queries):
         assert narrow(any_store) is any_store
     engine_only = SimpleNamespace(path="elsewhere", read_only=None, max_k=None)
+    assert name_index(engine_only) is None  # ingest keeps no names there, a question learns them from turns
     with pytest.raises(StoreError, match=r"elsewhere: its backend \(SimpleNamespace\) has no Maintenance"):
         maintenance(engine_only)
     with pytest.raises(StoreError, match="has no BrowseQueries"):

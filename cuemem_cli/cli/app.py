@@ -353,7 +353,8 @@ def inspect_graph(
 
     In a pipe or a file the tables are tab-separated values, every value whole (--json for all counts)."""
     from ..manage import inspect as inspector
-    from .render import graph_dot, graph_graphml, out, render_graph_summary, render_turn, write_json
+    from ..store.base import names_indexed
+    from .render import err, graph_dot, graph_graphml, out, render_graph_summary, render_turn, write_json
 
     if fmt not in ("table", "json", "dot", "graphml"):
         raise typer.BadParameter("use table, json, dot or graphml", param_hint="--format")
@@ -379,10 +380,14 @@ def inspect_graph(
                 render_turn(detail)
             return
         summary = inspector.summary(store, conversation, graph=fmt == "json")
+        unindexed = not names_indexed(store)
     if fmt == "json":
         write_json(summary)
     else:
         render_graph_summary(summary["conversations"], summary["settings"])
+    if unindexed:  # the names were learned from every turn, as an older cuemem stored them
+        err.print("note: this memory's names were learned again from all its turns, which takes long on a large "
+                  "memory; run `cuemem reindex` once to keep them")
 
 
 # ---------------------------------------------------------------- convert
@@ -554,6 +559,28 @@ def import_(
     with _memory(create=True, embedder=embedder) as memory, ingest_progress(not quiet) as progress:
         report = memory.import_file(file, progress=progress)
     _print_ingest_report(report, json_out)
+
+
+@app.command()
+def reindex(
+    only: list[str] = typer.Option([], "--only", metavar="INDEX",
+                                   help="Rebuild only this derived index (names); repeat for several."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON report on stdout."),
+) -> None:
+    """Build again what is derived from the stored turns (names: who is who, the names each chat calls its
+    people by), which a memory written by an older cuemem lacks. Safe to run again; other processes may keep
+    reading and writing meanwhile."""
+    from ..text import plural
+    from .render import err, write_json
+
+    with _memory() as memory:
+        report = memory.reindex(only or None)
+    if json_out:
+        write_json(report)
+        return
+    for name, done in report.items():
+        err.print(f"{name}: {plural(done['conversations'], 'conversation')}, {plural(done['turns'], 'turn')} read"
+                  f" in {done['seconds']:.1f} s")
 
 
 # -------------------------------------------------------------------- mcp

@@ -29,6 +29,7 @@ FLAGS = {
     "lru": "--lru N",
     "mix_extractors": "--mix-extractors",
     "model": "--model MODEL (or $CUEMEM_MODEL)",
+    "only": "--only INDEX",
     "output": "--output FILE",
     "port": "--port",
     "sem_k": "--sem-k",

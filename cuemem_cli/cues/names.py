@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from ..records import Turn
 
@@ -64,57 +64,128 @@ def not_a_name(word: str) -> bool:
     return word in _NOT_NAMES
 
 
+_SENTENCE_BREAK = re.compile(r"[.!?\n]")  # what _CLOSING's `before` cannot cross
+
+
+def _closings(text: str) -> Iterator[re.Match[str]]:
+    """The matches of _CLOSING in `text`, as its finditer gives them, in linear time. finditer tries a match
+    at every position, and each try that fails reads on to the end of its sentence: quadratic in a long
+    sentence (a real ChatGPT answer of 13,000 characters took 1.8 s, the 500-chat export's turns 160 s). A
+    try can only succeed where one from earlier in the same sentence did not, so trying where the search
+    resumes and right after each sentence break finds the same matches."""
+    at = 0
+    while at < len(text):
+        match = _CLOSING.match(text, at)
+        if match is not None:
+            yield match
+            at = match.end()
+            continue
+        found = _SENTENCE_BREAK.search(text, at)
+        if found is None:
+            return
+        at = found.end()
+
+
 def addressed(text: str, closing: bool = False) -> list[str]:
     """The names `text` addresses its reader by, each once: after a greeting or alone (_GREETED, _ALONE), and
     with `closing` at the end of a sentence too (_CLOSING), a weaker sign ("What made you learn Spanish?")."""
-    found = [m.group(1) for pattern in (_GREETED, _ALONE) for m in pattern.finditer(text)]
-    for m in _CLOSING.finditer(text) if closing else ():
+    return _names(_greeted(text) + (_closing(text) if closing else []))
+
+
+def _greeted(text: str) -> list[str]:
+    """Every name _GREETED finds, then the one _ALONE finds (its `^` matches only at the start: one try)."""
+    alone = _ALONE.match(text)
+    return [m.group(1) for m in _GREETED.finditer(text)] + ([alone.group(1)] if alone else [])
+
+
+def _closing(text: str) -> list[str]:
+    """Every name _CLOSING finds where it addresses the reader (see `addressed`)."""
+    found = []
+    for m in _closings(text):
         before, word, comma, name, end = m.groups()
         if word[0].isupper() or word.lower() in _ABOUT:
             continue
         if comma or "!" in end or "?" in end or _YOU.search(f"{before} {word}"):
             found.append(name)
+    return found
+
+
+def _names(found: list[str]) -> list[str]:
     return [name for name in dict.fromkeys(found) if name not in _NOT_NAMES]
 
 
 def introduced(text: str) -> list[str]:
     """The names the writer of `text` gives as their own (see _INTRODUCED), each once."""
-    found = [m.group(1) for pattern in _INTRODUCED for m in pattern.finditer(text)]
-    return [name for name in dict.fromkeys(found) if name not in _NOT_NAMES]
+    return _names([m.group(1) for pattern in _INTRODUCED for m in pattern.finditer(text)])
+
+
+# How a turn names someone (`signs`)
+INTRODUCED = 1  # its writer's own name
+GREETED = 2  # the one it greets or says alone (`addressed`)
+CLOSING = 3  # the one it addresses only at the end of a sentence (`addressed` with `closing` alone)
+
+
+def signs(text: str) -> list[tuple[str, int]]:
+    """(name, how) for each way `text` names someone, a name once per way: all `learn` reads of a turn
+    besides who wrote it, so that ingest keeps them per turn and a chat's names are learned again from
+    them (ingest/names.py) without reading its turns."""
+    greeted = _greeted(text)
+    plain = _names(greeted)
+    return [*((name, INTRODUCED) for name in introduced(text)), *((name, GREETED) for name in plain),
+            *((name, CLOSING) for name in _names(greeted + _closing(text)) if name not in plain)]
 
 
 def learn(turns: Sequence[Turn], people: dict[str, frozenset[str]], wanted: Iterable[str] | None = None
           ) -> dict[tuple[str, str], str]:
     """(conversation, name) → the speaker that name means there, learned from `turns` (each conversation's
-    people in `people`). A name counts for a speaker when someone greets them by it (in a chat of two: the
-    one who did not write the turn) or they introduce themselves by it (twice the weight); it is learned
-    when it counts at least twice, for one speaker more than for any other, and when at least half of the
-    turns that mention it address someone by it (at the end of a sentence too) or introduce someone. A
-    person's own label is never learned as a name of someone else. `wanted`: only these names (a
-    question's), else every name found."""
+    people in `people`): `learned_from` their `signs`, counting the turns that mention a name among them."""
+    texts: dict[str, list[str]] = {}
+    for turn in turns:
+        texts.setdefault(turn.conversation, []).append(turn.text)
+    found = [(turn.conversation, turn.id, turn.speaker or turn.role, name, how)
+             for turn in turns for name, how in signs(turn.text)]
+    return learned_from(found, people, lambda conversation, name: mentions(texts.get(conversation, ()), name),
+                        wanted)
+
+
+def mentions(texts: Iterable[str], name: str) -> int:
+    """How many of `texts` mention `name` (as a word, in its case)."""
+    pattern = re.compile(rf"\b{re.escape(name)}\b")
+    return sum(1 for text in texts if pattern.search(text))
+
+
+Sign = tuple[str, int, "str | None", str, int]  # (conversation, turn id, its writer, name, how: INTRODUCED…)
+
+
+def learned_from(found: Iterable[Sign], people: dict[str, frozenset[str]],
+                 mentioned: Callable[[str, str], int], wanted: Iterable[str] | None = None
+                 ) -> dict[tuple[str, str], str]:
+    """(conversation, name) → the speaker that name means there, from the `signs` of a conversation's turns
+    (each conversation's people in `people`; `mentioned(conversation, name)`: how many of its turns mention
+    the name). A name counts for a speaker when someone greets them by it (in a chat of two: the one who
+    did not write the turn) or they introduce themselves by it (twice the weight); it is learned when it
+    counts at least twice, for one speaker more than for any other, and when at least half of the turns
+    that mention it address someone by it (at the end of a sentence too) or introduce someone. A person's
+    own label is never learned as a name of someone else. `wanted`: only these names (a question's), else
+    every name found. A turn without a writer counts for nothing."""
     only = set(wanted) if wanted is not None else None
     votes: dict[tuple[str, str], Counter[str]] = {}
-    uses: Counter[tuple[str, str]] = Counter()  # turns that address someone by the name or introduce by it
-    for turn in turns:
-        members = people.get(turn.conversation, frozenset())
-        writer = turn.speaker or turn.role
+    using: dict[tuple[str, str], set[int]] = {}  # turns that address someone by the name or introduce by it
+    for conversation, turn, writer, name, how in found:
         if writer is None:
             continue
+        using.setdefault((conversation, name), set()).add(turn)
+        members = people.get(conversation, frozenset())
+        if (only is not None and name not in only) or name in members:
+            continue
         others = members - {writer}
-        ways = [(name, writer, 2) for name in introduced(turn.text)]
-        if len(others) == 1:
-            ways += [(name, next(iter(others)), 1) for name in addressed(turn.text)]
-        for name, who, weight in ways:
-            if (only is None or name in only) and name not in members:
-                votes.setdefault((turn.conversation, name), Counter())[who] += weight
-        uses.update((turn.conversation, name) for name in {*introduced(turn.text), *addressed(turn.text, True)})
-    names = {conversation: {name for c, name in votes if c == conversation} for conversation, _ in votes}
-    mentions = Counter((turn.conversation, name) for turn in turns for name in names.get(turn.conversation, ())
-                       if re.search(rf"\b{re.escape(name)}\b", turn.text))
+        who = writer if how == INTRODUCED else next(iter(others)) if how == GREETED and len(others) == 1 else None
+        if who is not None:
+            votes.setdefault((conversation, name), Counter())[who] += 2 if how == INTRODUCED else 1
     learned: dict[tuple[str, str], str] = {}
     for key, counts in votes.items():
         (who, best), (_, second) = [*counts.most_common(2), ("", 0)][:2]
-        if best >= 2 and best > second and uses[key] * 2 >= mentions[key]:
+        if best >= 2 and best > second and len(using[key]) * 2 >= mentioned(*key):
             learned[key] = who
     return learned
 

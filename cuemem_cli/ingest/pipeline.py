@@ -31,6 +31,7 @@ from ..registry import bind_extractor
 from ..store.base import TURN_ALONE, NewTurn, Store, extraction_records, turn_vector_text
 from ..text import plural
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
+from .names import keep_names
 from .prepare import Pair, Prepared, Workers, cues_of, embed_cues, embed_distinct, embed_turns
 
 BATCH_TURNS = 256
@@ -527,6 +528,7 @@ class Ingestor:
             written.append(_Written(conv.id, turn_id, position, item.cue_vectors, cue_ids, item.replaces))
         self._link(written, report, temporal=True)
         self._store_turn_vectors(fresh, turn_ids)
+        keep_names(self.store, [w.conversation_id for w in written], turn_ids, [f.message.text for f in fresh])
 
     def _store_turn_vectors(self, fresh: list[_Fresh], turn_ids: list[int]) -> None:
         """Each new turn's vector, as embedded before the lock if the turn before it is still the one it was

@@ -15,9 +15,10 @@ Two policies then apply *within* that selection, per conversation:
 - LRU (`lru=N`): keep the N most recently retrieved turns of each conversation and forget the rest.
   Turns never retrieved rank after retrieved ones, newest position first among equals.
 
-A forgotten turn takes its cues, cue vectors, lexical-index entries, its edges in both directions and
-its LLM-extraction cache entries with it, in one transaction; a conversation left without turns goes
-too. The turn said right after a forgotten one in the same session was read together with it
+A forgotten turn takes its cues, cue vectors, lexical-index entries, its edges in both directions, its
+LLM-extraction cache entries and its signs of a name with it, in one transaction, in which its
+conversation learns its names again from the turns left (ingest/names.py); a conversation left without
+turns goes too. The turn said right after a forgotten one in the same session was read together with it
 (ingest.prepare.embed_turns), so its vector is embedded again, in the same transaction, from its own text
 and the turn now before it: no forgotten word stays in a vector. Only then is the embedding model
 loaded (forgetting whole sessions or conversations never needs it). Positions are not renumbered:
@@ -40,6 +41,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import CuememError
+from ..ingest.names import relearn
 from ..recall.scope import conversation_labels, resolve_one
 from ..store.base import TURN_WITH_PREVIOUS, Store, check_embedder, maintenance, now_iso, turn_vector_text
 from ..text import plural
@@ -224,6 +226,8 @@ def forget(store: Store, selection: Selection, dry_run: bool = False, vacuum: bo
             now_selected = [tid for tid, _ in _select(store, selection, cid) if tid in agreed]
             after = store.turns_after(now_selected) if renew else []
             counts = store.delete_turns(now_selected)
+            relearn(store, [kept for name in counts["conversations"]
+                            if (kept := store.conversation_id(name)) is not None])  # what the rest says of names
             if after:
                 from ..ingest.pipeline import renew_turn_vectors
 

@@ -16,7 +16,7 @@ from ..cues.names import learn
 from ..errors import CuememError
 from ..recall.scope import resolve_one
 from ..records import Turn
-from ..store.base import Store, maintenance, turn_vector_text
+from ..store.base import Store, maintenance, name_index, names_indexed, turn_vector_text
 
 
 def summary(store: Store, conversation: str | None = None, graph: bool = False) -> dict[str, Any]:
@@ -26,10 +26,14 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
     if conversation is not None:
         _, name = resolve_one(store, conversation)
         stats = [s for s in stats if s["conversation"] == name]
+    indexed = learned_names(store)
     for s in stats:
         cid = store.conversation_id(s["conversation"])
         s["degree"] = reads.degree_stats(cid)
-        s["names"] = names_used(store, cid, s["conversation"]) if cid is not None else {}
+        if indexed is not None:
+            s["names"] = indexed.get(s["conversation"], {})
+        else:
+            s["names"] = names_used(store, cid, s["conversation"]) if cid is not None else {}
     meta = reads.meta()
     settings = {
         "db": store.path,
@@ -50,8 +54,21 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
                                                                         edges)}
 
 
+def learned_names(store: Store) -> dict[str, dict[str, list[str]]] | None:
+    """Each conversation's names as ingest keeps them (ingest/names.py): conversation → speaker → names; None
+    when the memory's name index is not complete (written before it, not reindexed since)."""
+    index = name_index(store)
+    if index is None or not names_indexed(store):
+        return None
+    known: dict[str, dict[str, list[str]]] = {}
+    for conversation, called, speaker in index.learned_names():
+        known.setdefault(conversation, {}).setdefault(speaker, []).append(called)
+    return known
+
+
 def names_used(store: Store, conversation_id: int, name: str) -> dict[str, list[str]]:
-    """The names a conversation calls its people by, beside their labels (cues/names.py): speaker → names.
+    """The names a conversation calls its people by, beside their labels (cues/names.py): speaker → names,
+    learned from all its turns (where the name index is not complete: `learned_names`).
     They are what a question may call someone ("What are Kate's hobbies?" of a chat whose turns say Emi)."""
     people = {name: store.speaker_sets([conversation_id]).get(conversation_id, frozenset())}
     known: dict[str, list[str]] = {}

@@ -32,7 +32,7 @@ from ..records import Cue, Turn
 from ..store import vectors as vec
 from ..store.base import SEMANTIC, TEMPORAL, Store
 from ..store.vectors import decode, similarities
-from .people import learn_names
+from .people import names_known, names_said
 
 VIEW_MAX_CUES = 2_000_000  # a view holds ~450 bytes a cue: from here on, questions read the store
 _DECODE_ROWS = 32_768  # codes decoded at a time when scoring exactly (48 MB of float32)
@@ -113,11 +113,13 @@ class _Source:
         sets = self.store.speaker_sets()
         return {name: sets.get(cid, frozenset()) for cid, name, _ in self.store.conversations()}
 
-    def names(self, words: tuple[str, ...], scope: Sequence[int] | None
-              ) -> tuple[dict[tuple[str, str], str], set[str]]:
-        """What each of a question's unknown `words` names in the conversations in scope, and which of them
-        some turn holds (recall/people.learn_names)."""
-        return learn_names(self.store, words, scope)
+    def names(self, words: tuple[str, ...], scope: Sequence[int] | None) -> dict[tuple[str, str], str]:
+        """What each of a question's unknown `words` names in the conversations in scope (people.names_known)."""
+        return names_known(self.store, words, scope)
+
+    def said(self, words: tuple[str, ...], scope: Sequence[int] | None) -> set[str]:
+        """Which of `words` some turn in scope says (people.names_said)."""
+        return names_said(self.store, words, scope)
 
     def sentence_similarities(self, turn_ids: Sequence[int], query: np.ndarray) -> dict[int, dict[str, float]]:
         """Cosine with the query of each statement cue (a sentence) of the given turns."""
@@ -176,7 +178,8 @@ class MemoryView(_Source):
         self._speaking: dict[tuple[tuple[str, ...], tuple[int, ...] | None], dict[int, str]] = {}
         self._people: dict[str, frozenset[str]] | None = None
         self._scopes: dict[tuple[int, ...], np.ndarray] = {}
-        self._names: dict[tuple[tuple[str, ...], tuple[int, ...] | None], tuple[dict, set[str]]] = {}
+        self._names: dict[tuple[tuple[str, ...], tuple[int, ...] | None], dict[tuple[str, str], str]] = {}
+        self._said: dict[tuple[tuple[str, ...], tuple[int, ...] | None], set[str]] = {}
         # The decoded vectors of the cues last searched exactly (one scope, at most _DECODE_ROWS of them: what
         # one search decodes anyway), and the turns read so far: a session of questions about one
         # conversation decoded and read the same ones again for every question.
@@ -213,13 +216,18 @@ class MemoryView(_Source):
             self._people = super().people()
         return self._people
 
-    def names(self, words: tuple[str, ...], scope: Sequence[int] | None
-              ) -> tuple[dict[tuple[str, str], str], set[str]]:
-        """As the store's, kept per question's words: a session of questions about Kate learns her once."""
+    def names(self, words: tuple[str, ...], scope: Sequence[int] | None) -> dict[tuple[str, str], str]:
+        """As the store's, kept per question's words: a session of questions about Kate reads her once."""
         key = (words, None if scope is None else tuple(sorted(scope)))
         if key not in self._names:
             self._names[key] = super().names(words, scope)
         return self._names[key]
+
+    def said(self, words: tuple[str, ...], scope: Sequence[int] | None) -> set[str]:
+        key = (words, None if scope is None else tuple(sorted(scope)))
+        if key not in self._said:
+            self._said[key] = super().said(words, scope)
+        return self._said[key]
 
     def _rows(self, scope: Sequence[int] | None) -> np.ndarray | None:
         """The rows of the cues in scope (None: all of them)."""

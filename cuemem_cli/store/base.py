@@ -11,7 +11,7 @@ tools are wanted: a tool given a store without its protocol says so (`maintenanc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -212,6 +212,21 @@ class Maintenance(Protocol):
 
 
 @runtime_checkable
+class NameIndex(Protocol):
+    """Who is who, kept as turns are stored (m017): each turn's signs of a name (cues/names.signs) and each
+    conversation's names learned from them (cues/names.learned_from), so that a question or `inspect-graph`
+    reads them instead of learning them again from every turn (ingest/names.py keeps them; `names_indexed`
+    says whether a memory's are complete)."""
+
+    def replace_name_signs(self, turn_ids: Sequence[int], rows: Sequence[tuple[int, int, str, int]]) -> None: ...
+    def name_signs(self, conversation_id: int) -> list[tuple[int, str | None, str | None, str, int]]: ...
+    def texts_holding(self, conversation_id: int, word: str) -> list[str]: ...
+    def set_learned_names(self, conversation_id: int, learned: Mapping[str, str]) -> None: ...
+    def learned_names(self, names: Sequence[str] | None = None,
+                      conversation_ids: Sequence[int] | None = None) -> list[tuple[str, str, str]]: ...
+
+
+@runtime_checkable
 class BrowseQueries(Protocol):
     """What only `cuemem browse` asks (browse/pages.py): a page of the conversation list, and a search of every
     conversation's turns by words. It shows turns, cues and edges through `Maintenance`'s reads."""
@@ -256,6 +271,21 @@ def browse_queries(store: Store) -> BrowseQueries:
     if isinstance(store, BrowseQueries):
         return store
     raise _lacks(store, "BrowseQueries", "browsing")
+
+
+def name_index(store: Store) -> NameIndex | None:
+    """`store` as its name index, or None for a backend without one: ingest then keeps no names, and a
+    question learns them from the turns that hold them (recall/people.py), as before m017."""
+    return store if isinstance(store, NameIndex) else None
+
+
+NAMES_INDEXED = "names_indexed"  # meta key: every turn's signs of a name are stored (see `names_indexed`)
+
+
+def names_indexed(store: Store) -> bool:
+    """Whether the memory's name index is complete: m017 found no turn to index, or the memory was
+    reindexed since (manage/reindex.py); a memory written before m017 is not until then."""
+    return name_index(store) is not None and store.get_meta(NAMES_INDEXED) is not None
 
 
 def _lacks(store: Store, protocol: str, needed_for: str) -> StoreError:

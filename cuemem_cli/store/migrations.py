@@ -351,6 +351,32 @@ def sqlite_m016_cue_graph(conn: Connection) -> None:
     conn.execute("CREATE TABLE IF NOT EXISTS cue_graph (part TEXT PRIMARY KEY, data BLOB NOT NULL)")
 
 
+def _m017_name_index(integer: str) -> str:
+    """m017 in either backend's words (`integer`: its integer type): who is who, kept as turns are stored.
+    `name_signs`: how a turn names someone (cues/names.signs: its writer's own name, a greeting, an address at
+    a sentence's end), gone with the turn; `learned_names`: each conversation's names learned from them,
+    gone with the conversation. A memory with turns already gets them from `cuemem reindex`; one without
+    any is complete at once (meta `names_indexed`, store/base.names_indexed)."""
+    return f"""
+        CREATE TABLE name_signs (
+            conversation_id {integer} NOT NULL,
+            turn_id {integer} NOT NULL REFERENCES turns(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            how SMALLINT NOT NULL,
+            PRIMARY KEY (conversation_id, turn_id, name, how)
+        );
+        CREATE INDEX name_signs_turn ON name_signs(turn_id);
+        CREATE TABLE learned_names (
+            conversation_id {integer} NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            speaker TEXT NOT NULL,
+            PRIMARY KEY (conversation_id, name)
+        );
+        CREATE INDEX learned_names_name ON learned_names(name);
+        INSERT INTO meta(key, value) SELECT 'names_indexed', 'm017' WHERE NOT EXISTS (SELECT 1 FROM turns);
+    """
+
+
 # ------------------------------------------------------------- PostgreSQL bodies
 TEXT_SEARCH = "cuemem"  # the text search configuration postgres_m001_initial creates (store/postgres.py searches it)
 # Split on ASCII punctuation before PostgreSQL's parser sees the text, as FTS5's unicode61 tokenizer does:
@@ -559,6 +585,7 @@ MIGRATIONS: list[Migration] = [
                       " search needs the sign bits because vec0 only scans"), needs_dim=True),
     Migration("m016_cue_graph", sqlite_m016_cue_graph,
               "CREATE TABLE IF NOT EXISTS cue_graph (part text PRIMARY KEY, data bytea NOT NULL)"),
+    Migration("m017_name_index", _m017_name_index("INTEGER"), _m017_name_index("bigint")),
 ]
 
 

@@ -7,6 +7,8 @@ part per protocol of store/base.py, each of them a class of this folder:
 - `graph.py`: `GraphRows`, edges (`Store`).
 - `extraction.py`: `ExtractionRows`, the LLM extractor's cache and pending turns (`ExtractionRecords`).
 - `maintenance.py`: `MaintenanceRows`, forget, export, statistics, turn-by-turn reads (`Maintenance`).
+- `names.py`: `NameRows`, who is who: the signs of a name each turn holds, each conversation's learned names
+  (`NameIndex`).
 - `browse.py`: `BrowseRows` (`BrowseQueries`); `evaluation.py`: `EvalRows` (`EvalQueries`).
 - `faults.py`: the cursor class both backends' connections make, which reports a driver's errors about
   storage as cuemem's.
@@ -36,10 +38,11 @@ from .evaluation import EvalRows
 from .extraction import ExtractionRows
 from .graph import GraphRows
 from .maintenance import MaintenanceRows
+from .names import NameRows
 from .turns import TurnRows
 
 
-class SQLStore(TurnRows, CueRows, GraphRows, ExtractionRows, MaintenanceRows, BrowseRows, EvalRows):
+class SQLStore(TurnRows, CueRows, GraphRows, ExtractionRows, MaintenanceRows, NameRows, BrowseRows, EvalRows):
     """Every protocol of store/base.py over one connection; a backend subclass supplies the abstract methods
     and a Dialect."""
 
