@@ -66,6 +66,7 @@ class Memory:
         self._store: Store | None = None
         self._told_unrecorded = False  # said once that this memory could not record the turns answers used
         self._embedder_made_from: tuple[str | None] | None = None  # the spec the embedder was made from
+        self._others: list[Memory] = []  # made by `another`, closed with this one
 
     # ----------------------------------------------------------- resources
     @property
@@ -108,7 +109,19 @@ class Memory:
         if self.exists():
             self.store.check_writable()
 
+    def another(self) -> Memory:
+        """This memory again, through a database connection of its own, for another thread (a connection serves
+        one thread at a time): what `cuemem browse` serves concurrent requests with. It reads with this one's
+        embedder (once loaded; the model's weights load once per process anyway); closing this memory closes it."""
+        other = Memory(self.path, embedder=self._embedder or self._embedder_spec, extractor=self._extractor_name,
+                       extract_model=self._extract_model, create=False, mix_extractors=self._mix_extractors)
+        self._others.append(other)
+        return other
+
     def close(self) -> None:
+        for other in self._others:
+            other.close()
+        self._others.clear()
         if self._store is not None:
             self._store.close()
             self._store = None

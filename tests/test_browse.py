@@ -539,6 +539,42 @@ def test_cuemem_help_imports_no_web_package(tmp_path):
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
+# ------------------------------------------------------------- concurrent requests, in-process
+def test_concurrent_requests_are_served_at_once_each_on_a_connection_of_its_own(tmp_path, stub_models, monkeypatch):
+    """Up to READERS requests are inside a page at once, each reading through its own database connection; more
+    wait for one and are all answered (16 at once: issue 58 found them served one at a time). Each turn page
+    waits until READERS of them are in it together: served one at a time, none would get past."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from starlette.testclient import TestClient
+
+    from cuemem_cli import Memory
+    from cuemem_cli.browse import app as browse, pages
+
+    db = tmp_path / "m.db"
+    with Memory(db) as memory:
+        memory.add([{"conversation": "chat", "speaker": "Maya" if i % 2 else "Leo", "text": f"Turn {i} about dogs."}
+                    for i in range(6)])
+    together = threading.Barrier(browse.READERS, timeout=30)
+    connections: set[int] = set()
+    real = pages.turn
+
+    def turn(memory, turn_id):
+        connections.add(id(memory.store))
+        together.wait()
+        return real(memory, turn_id)
+
+    monkeypatch.setattr(pages, "turn", turn)
+    with Memory(db, create=False) as memory:
+        client = TestClient(browse.create_app(memory, None, "token", 8123, str(db)), base_url="http://127.0.0.1:8123")
+        with ThreadPoolExecutor(16) as pool:
+            answered = list(pool.map(lambda i: client.get(f"/token/api/turn/{1 + i % 6}"), range(16)))
+        assert [r.status_code for r in answered] == [200] * 16
+        assert [r.json()["turn"]["id"] for r in answered] == [1 + i % 6 for i in range(16)]
+        assert len(connections) == browse.READERS  # one per request at once, kept for the next ones
+        assert client.get("/token/api/conversations").json()["total"] == 1
+
+
 # ---------------------------------------------------------------------------------------- pure parts
 def test_the_picture_lays_turns_out_by_time_and_edges_by_kind():
     from cuemem_cli.browse.picture import AXIS, draw

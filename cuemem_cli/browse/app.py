@@ -115,20 +115,78 @@ def form_hint(error: CuememError) -> str | None:
     return error.hint_in(FORM)
 
 
+Build = Callable[[Memory], dict[str, Any]]  # what a page shows, read from the memory it is handed
+
+
 class BadRequest(CuememError):
     """A malformed query parameter: HTTP 400."""
 
 
-class Browser:
-    """The pages over one open `Memory`: its models load once, on the first question, and a lock keeps
-    one request at a time on its database connection and embedder (Starlette runs these handlers in
-    threads); a model writing an answer holds neither, and other pages are served meanwhile."""
+READERS = 4  # requests served at once, each on its own read connection (2 cores: more would only queue)
 
-    def __init__(self, memory: Memory, model: str | None, db_shown: str):
-        self.memory = memory
+
+class Readers:
+    """The server's read connections: up to READERS requests at once each get a `Memory` of their own (its own
+    database connection and caches, the models shared: Memory.another, closed with the first), made when
+    first needed; more wait for one. A request waiting on something that reads no memory (a model writing
+    its answer) steps `aside`, and another request may work meanwhile on a connection of its own."""
+
+    def __init__(self, first: Memory, size: int = READERS):
+        self.size = size
+        self._first = first
+        self._idle: list[Memory] = [first]
+        self._working = 0
+        self._turn = threading.Condition()
+
+    @contextmanager
+    def memory(self) -> Iterator[Memory]:
+        """A memory this request alone uses until it returns it (the one used last, whose caches are warm)."""
+        self._enter()
+        try:
+            with self._turn:
+                reader = self._idle.pop() if self._idle else None
+            if reader is None:
+                reader = self._first.another()
+        except BaseException:
+            self._leave()
+            raise
+        try:
+            yield reader
+        finally:
+            with self._turn:
+                self._idle.append(reader)
+            self._leave()
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Inside `memory()`: let another request work while this one waits on something else."""
+        self._leave()
+        try:
+            yield
+        finally:
+            self._enter()
+
+    def _enter(self) -> None:
+        with self._turn:
+            while self._working >= self.size:
+                self._turn.wait()
+            self._working += 1
+
+    def _leave(self) -> None:
+        with self._turn:
+            self._working -= 1
+            self._turn.notify()
+
+
+class Browser:
+    """The pages over one `Memory`: its models load once, on the first question; each request reads through
+    a connection of its own (`Readers`: Starlette runs these handlers in threads, so pages are served
+    concurrently); a model writing an answer holds no reader, and other pages are served meanwhile."""
+
+    def __init__(self, memory: Memory, model: str | None, db_shown: str, readers: int = READERS):
+        self.readers = Readers(memory, readers)
         self.model = model
         self.db_shown = db_shown
-        self.lock = threading.Lock()
         self.css = files("cuemem_cli.browse").joinpath("static/browse.css").read_bytes()
         self.templates = jinja2.Environment(loader=jinja2.PackageLoader("cuemem_cli.browse", "templates"),
                                             autoescape=True, undefined=jinja2.StrictUndefined,
@@ -154,26 +212,26 @@ class Browser:
     def home(self, request: Request) -> Response:
         search = request.query_params.get("q")
         return self._html(request, "conversations.html",
-                          lambda: pages.conversations(self.memory, search, _page(request)))
+                          lambda memory: pages.conversations(memory, search, _page(request)))
 
     def conversation(self, request: Request) -> Response:
-        return self._html(request, "conversation.html", lambda: self._conversation(request))
+        return self._html(request, "conversation.html", lambda memory: self._conversation(memory, request))
 
     def turn(self, request: Request) -> Response:
-        return self._html(request, "turn.html", lambda: pages.turn(self.memory, request.path_params["turn_id"]))
+        return self._html(request, "turn.html", lambda memory: pages.turn(memory, request.path_params["turn_id"]))
 
     def ask(self, request: Request) -> Response:
         text = (request.query_params.get("q") or "").strip()
         only = request.query_params.get("only") == "1"
 
-        def build() -> dict[str, Any]:
+        def build(memory: Memory) -> dict[str, Any]:
             data: dict[str, Any] = {"question": text, "only": only, "model": self.model, "result": None,
                                     "error": None}
-            data["scope"] = pages.scope(self.memory, _chosen(request))
+            data["scope"] = pages.scope(memory, _chosen(request))
             if text:
                 try:
-                    data["result"] = pages.question(self.memory, text, data["scope"]["chosen"] or None,
-                                                    self.model, answer=not only, unlocked=self._unlocked)
+                    data["result"] = pages.question(memory, text, data["scope"]["chosen"] or None,
+                                                    self.model, answer=not only, unlocked=self.readers.aside)
                 except CuememError as exc:  # e.g. a conversation since forgotten: shown beside the box
                     data["error"] = exc
             return data
@@ -185,54 +243,45 @@ class Browser:
 
     # ------------------------------------------------------------------- JSON
     def api_conversations(self, request: Request) -> Response:
-        return self._json(lambda: pages.conversations(self.memory, request.query_params.get("q"), _page(request)))
+        return self._json(lambda memory: pages.conversations(memory, request.query_params.get("q"), _page(request)))
 
     def api_conversation(self, request: Request) -> Response:
-        return self._json(lambda: self._conversation(request))
+        return self._json(lambda memory: self._conversation(memory, request))
 
     def api_turn(self, request: Request) -> Response:
-        return self._json(lambda: pages.turn(self.memory, request.path_params["turn_id"]))
+        return self._json(lambda memory: pages.turn(memory, request.path_params["turn_id"]))
 
     def api_context(self, request: Request) -> Response:
         """`cuemem ask --context-only --json` for ?q=QUESTION&c=CONVERSATION (c empty or absent: all)."""
-        return self._json(lambda: pages.question(self.memory, _question(request), _chosen(request) or None,
-                                                 self.model, answer=False)["context"])
+        return self._json(lambda memory: pages.question(memory, _question(request), _chosen(request) or None,
+                                                        self.model, answer=False)["context"])
 
     def api_ask(self, request: Request) -> Response:
         """`cuemem ask --json`: the same, with the answer (the configured model's, else the offline one)."""
-        def build() -> dict[str, Any]:
-            result = pages.question(self.memory, _question(request), _chosen(request) or None, self.model,
-                                    unlocked=self._unlocked)
+        def build(memory: Memory) -> dict[str, Any]:
+            result = pages.question(memory, _question(request), _chosen(request) or None, self.model,
+                                    unlocked=self.readers.aside)
             return {**result["context"], **({"error": result["error"]} if result["error"] else {})}
 
         return self._json(build)
 
     # ---------------------------------------------------------------- helpers
-    @contextmanager
-    def _unlocked(self) -> Iterator[None]:
-        """Inside a request that holds the lock: let other requests in while a model writes its answer."""
-        self.lock.release()
-        try:
-            yield
-        finally:
-            self.lock.acquire()
-
-    def _conversation(self, request: Request) -> dict[str, Any]:
+    def _conversation(self, memory: Memory, request: Request) -> dict[str, Any]:
         name = request.query_params.get("name")
         if not name:
             raise BadRequest("which conversation? ?name=NAME is missing")
-        return pages.conversation(self.memory, name, _page(request), _int(request, "at"))
+        return pages.conversation(memory, name, _page(request), _int(request, "at"))
 
-    def _read(self, build: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any] | None, CuememError | None, int]:
+    def _read(self, build: Build) -> tuple[dict[str, Any] | None, CuememError | None, int]:
         try:
-            with self.lock:
-                return build(), None, 200
+            with self.readers.memory() as memory:
+                return build(memory), None, 200
         except pages.NotFound as exc:
             return None, exc, 404
         except CuememError as exc:  # a malformed parameter, or what the CLI would explain with exit code 1
             return None, exc, 400
 
-    def _html(self, request: Request, template: str, build: Callable[[], dict[str, Any]]) -> Response:
+    def _html(self, request: Request, template: str, build: Build) -> Response:
         data, error, status = self._read(build)
         root = request.scope.get("root_path", "")
 
@@ -247,7 +296,7 @@ class Browser:
             page = self.templates.get_template(template).render({**common, **(data or {})})
         return HTMLResponse(page, status)
 
-    def _json(self, build: Callable[[], dict[str, Any]]) -> Response:
+    def _json(self, build: Build) -> Response:
         data, error, status = self._read(build)
         if error is not None:
             data = {"error": error.message, "hint": form_hint(error)}
