@@ -74,7 +74,8 @@ class EvalConfig:
     judge_model: str | None = None
     priority: bool = True  # False: the answer prompt without the recency instruction
     workers: int = 4  # parallel LLM calls per question
-    offline_answers: bool = False  # also answer offline (answer.extractive.answer_extractively) and score it (answer_holds)
+    # also answer offline (answer.extractive.answer_extractively) and score it (answer_holds)
+    offline_answers: bool = False
     cache_dir: Path | None = None
     rebuild: bool = False
     store_url: str | None = None  # a postgresql:// database to evaluate on instead of the SQLite cache
