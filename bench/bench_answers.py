@@ -91,8 +91,8 @@ def sharegpt(folder: Path, questions: dict[str, Any] | None = None, export: Path
     records = []
     with Memory(db, create=False) as memory:
         for q in questions["questions"]:
-            result = memory.ask(q["question"], record_retrieval=False)
-            answer, shown = result.answer, {e.source_id for e in result.context.evidence}
+            asked = memory.ask(q["question"], record_retrieval=False)
+            answer, shown = asked.answer, {e.source_id for e in asked.context.evidence}
             records.append({"id": q["id"], "question": q["question"], "gold": q["answer"], "kind": q["kind"],
                             "split": q["split"], "answer": answer.text, "form": answer.form,
                             # the context holds every message the answer is in (none for an abstention question)

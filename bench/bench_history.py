@@ -123,7 +123,7 @@ def compare(export: Path, code: Path | None, repeat: int, into: Path | None, emp
     import shutil
     import statistics
 
-    variants = [("new", None, into)]
+    variants: list[tuple[str, Path | None, Path | None]] = [("new", None, into)]
     variants.append(("new-into-empty", None, None) if empty_too else ("base", code, into))
     runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _, _ in variants}
     with tempfile.TemporaryDirectory(prefix="cuemem-history-", dir=os.environ.get("CUEMEM_BENCH_TMP")) as folder:
