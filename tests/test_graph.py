@@ -162,6 +162,34 @@ def test_a_large_memory_finds_its_semantic_neighbours_through_the_hnsw_graph(tmp
     assert approximate == _semantic_edges(_ingest(tmp_path / "again.db", messages)), "deterministic"
 
 
+def test_a_circle_of_almost_every_chat_is_searched_through_the_graph(tmp_path, monkeypatch):
+    """A user/assistant export where one chat has a single speaker makes a circle of all the other chats (graph.
+    semantic_edges). From ANN_FROM cues in it, that circle is searched through the memory's HNSW graph, finding
+    only its own chats' cues, instead of exactly (which compared each new cue with every stored cue again): the
+    edges are those of the exact search, but for a few approximate ones."""
+    from cuemem_cli.ingest import graph
+
+    messages = [Message(m.conversation, m.text, source_id=m.source_id,
+                        speaker="assistant" if i % 2 and m.conversation != "c3" else "user")
+                for i, m in enumerate(_history(4, 80))]
+    exact = _semantic_edges(_ingest(tmp_path / "exact.db", messages))
+    monkeypatch.setattr(graph, "ANN_FROM", 60)
+    searched = []
+    real = graph.CueGraph.search
+
+    def search(self, queries, k, among=None):
+        found = real(self, queries, k, among)
+        if among is not None:
+            searched.append(len(queries))
+            assert among[found[1][found[1] >= 0]].all(), "only the circle's cues are found"
+        return found
+
+    monkeypatch.setattr(graph.CueGraph, "search", search)
+    approximate = _semantic_edges(_ingest(tmp_path / "ann.db", messages))
+    assert sum(searched) > 100, "the circle (c0, c1, c2) was searched through the graph"
+    assert len(approximate & exact) >= 0.95 * len(exact) and len(approximate) >= 0.95 * len(exact)
+
+
 def test_a_replaced_turn_leaves_no_edge_to_its_old_cues_in_the_graph(tmp_path, monkeypatch):
     """`ingest --replace` deletes the old turn with its cues: their graph nodes are marked dead, and no new
     semantic edge points at the deleted turn."""

@@ -31,9 +31,11 @@ comparison with every stored cue, so building a whole history that way is quadra
 corpus did not finish). From ANN_FROM cues on, the memory-wide top-k comes from an HNSW graph over the stored
 cues (faiss `IndexHNSWFlat` on the decoded codes, `CueGraph`), whose cost per new cue grows with the log of
 the memory; measured on real cue vectors it keeps 0.97 of the exact top-5 (bench/RESULTS.md, "Ingest cost
-flat as the memory grows"). The top-k within a cue's own conversation, within its circle, and among the new
-cues of the batch stay exact (they are small), as does any search where stored cues are not all of earlier
-turns (a pending turn's cues, completed late). Measured on LoCoMo, narrowing the candidates first by turn
+flat as the memory grows"). The top-k among the new cues of the batch stays exact, as does any search where
+stored cues are not all of earlier turns (a pending turn's cues, completed late); so do the top-k within a cue's
+own conversation and within its circle while they hold fewer than ANN_FROM cues, and from then on they come from
+the same graph, searched with the other cues passed over (a user/assistant export where a few chats have one
+speaker only makes a circle of almost every chat). Measured on LoCoMo, narrowing the candidates first by turn
 similarity lost many of the exact neighbours (bench/design-notes.md, "Measured choices elsewhere in the
 code"); a graph made for nearest-neighbour search does not.
 """
@@ -93,11 +95,22 @@ class CueGraph:
         self.index.add(np.ascontiguousarray(vectors, dtype=np.float32))
         self.cue_rows = np.concatenate([self.cue_rows, rows])
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(similarities, NeighbourIndex rows) of each query's k best live nodes, best first; -inf / -1 pad."""
-        extra = min(self.dead, 4 * k)  # dead nodes take places in the result: ask for more
-        self._faiss.omp_set_num_threads(os.cpu_count() or 1)
-        sims, nodes = self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k + extra)
+    def search(self, queries: np.ndarray, k: int, among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(similarities, NeighbourIndex rows) of each query's k best live nodes, best first; -inf / -1 pad.
+        `among`: a boolean per NeighbourIndex row, True for the rows that may be found (a circle's cues); the
+        graph is walked as for any search, with the others passed over (faiss's IDSelector)."""
+        faiss = self._faiss
+        faiss.omp_set_num_threads(os.cpu_count() or 1)
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        if among is None:
+            extra = min(self.dead, 4 * k)  # dead nodes take places in the result: ask for more
+            sims, nodes = self.index.search(queries, k + extra)
+        else:
+            wanted = (self.cue_rows >= 0) & among[np.maximum(self.cue_rows, 0)]
+            bits = np.packbits(wanted, bitorder="little")
+            params = faiss.SearchParametersHNSW(efSearch=HNSW_EF_SEARCH)
+            params.sel = faiss.IDSelectorBitmap(len(wanted), faiss.swig_ptr(bits))
+            sims, nodes = self.index.search(queries, k, params=params)
         rows = np.where(nodes >= 0, self.cue_rows[np.maximum(nodes, 0)], -1)
         sims = np.where(rows >= 0, sims, -np.inf).astype(np.float32)
         return sims, rows
@@ -248,10 +261,14 @@ class NeighbourIndex:
             self.graph = graph
         return self.graph
 
-    def of_conversations(self, conversations: tuple[int, ...]) -> NeighbourIndex:
-        """The held cues of some conversations, in the same order (searched exactly)."""
+    def rows_of(self, conversations: tuple[int, ...]) -> np.ndarray:
+        """Which held rows are cues of these conversations (a boolean per row)."""
         held = self.conversations[:self.size]
-        rows = np.flatnonzero(held == conversations[0] if len(conversations) == 1 else np.isin(held, conversations))
+        return held == conversations[0] if len(conversations) == 1 else np.isin(held, conversations)
+
+    def subset(self, among: np.ndarray) -> NeighbourIndex:
+        """The held cues of some rows (`among`, a boolean per row), in the same order (searched exactly)."""
+        rows = np.flatnonzero(among)
         return NeighbourIndex(self.turn_ids[rows], self.conversations[rows], self.codes[rows], self.cue_ids[rows],
                               len(rows), exact=True)
 
@@ -329,21 +346,32 @@ def semantic_edges(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndar
         for circle in set((circles or {}).values()):
             groups.append((circle, np.isin(conversations, circle)))
     for members, own in groups:
-        for key, (sim, rank) in _nearest(index.of_conversations(members), turn_ids[own], vectors[own], k).items():
+        for key, (sim, rank) in _nearest(index, turn_ids[own], vectors[own], k, index.rows_of(members)).items():
             prev = pairs.get(key)
             pairs[key] = (sim, rank) if prev is None else (max(prev[0], sim), min(prev[1], rank))
     return [(src, dst, "semantic", round(sim, 6), rank) for (src, dst), (sim, rank) in pairs.items()]
 
 
-def _nearest(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndarray,
-             k: int) -> dict[tuple[int, int], tuple[float, int]]:
-    """(new cue's turn, neighbour's turn) → (best similarity, best rank) over each new cue's top-k."""
+def _nearest(index: NeighbourIndex, turn_ids: np.ndarray, vectors: np.ndarray, k: int,
+             among: np.ndarray | None = None) -> dict[tuple[int, int], tuple[float, int]]:
+    """(new cue's turn, neighbour's turn) → (best similarity, best rank) over each new cue's top-k among the held
+    cues (or those of the rows `among` says, a boolean per row) and the other new cues.
+
+    A conversation's or a circle's cues are searched exactly below ANN_FROM of them, through the memory's graph
+    (passing over the others) from ANN_FROM on: a user/assistant export where a few chats have one speaker only
+    makes a circle of almost every chat, and its exact search compared each new cue with every stored cue again
+    (20 chats into a 134K-cue memory: most of the ingest's CPU)."""
+    if among is not None and (int(among.sum()) < ANN_FROM or index.search_graph() is None):
+        index, among = index.subset(among), None
     n, held = len(vectors), index.size
     best = _TopK(n, k)
     rows_per_block = max(1, min(n, MAX_BLOCK_CELLS // COLUMNS))
     graph = index.search_graph() if held and n and int(index.turn_ids[:held].max()) < int(turn_ids.min()) else None
+    if graph is None and among is not None:
+        index, among = index.subset(among), None
+        held = index.size
     if graph is not None:  # every held cue is of an earlier turn: the graph's k best are the candidates
-        found_sims, found_rows = graph.search(vectors, k)
+        found_sims, found_rows = graph.search(vectors, k, among)
         best.merge(0, found_sims, np.where(found_rows >= 0, found_rows, np.iinfo(np.int64).max))
     first = 0
     for block_turns, block in index.blocks() if graph is None else ():
