@@ -33,6 +33,7 @@ from .errors import CuememError, UnknownConversation
 from .ingest.pipeline import Ingestor, IngestReport
 from .input.jsonl import checked_messages
 from .memory import Memory, Result
+from .recall.changes import change_notes
 from .recall.evidence import evidence_lines
 from .recall.scope import conversation_labels
 from .recall.settings import Settings
@@ -244,7 +245,9 @@ def _names(conversations: list[str] | str | None) -> list[str] | None:
 def recall_text(context: Context) -> str:
     """What an agent's model reads of a recall (MCP clients hand their model a result's text): the evidence
     as cuemem's answer model reads it (recall/evidence.py's `evidence_lines`: a header per chat and day,
-    `speaker: text`, relative dates resolved), under one line saying where it comes from. The fields of
+    `speaker: text`, relative dates resolved), each turn followed by what of it later changed ("(later
+    changed: Portland → Denver (s3:6, 22 July 2023))": recall/changes.py), under one line saying where it
+    comes from. The fields of
     every turn (ids, scores, how it came in) are in the structured content, for programs: as JSON text
     they cost an agent about five times the evidence itself."""
     evidence = context.evidence
@@ -253,7 +256,7 @@ def recall_text(context: Context) -> str:
     chats = {ev.conversation: chat_label(ev) for ev in evidence}
     where = next(iter(chats.values())) if len(chats) == 1 else f"{len(chats)} conversations"
     head = f"Evidence from {where}, oldest first ({plural(len(evidence), 'turn')}):"
-    return "\n".join([head, *evidence_lines(evidence)])
+    return "\n".join([head, *evidence_lines(evidence, notes=change_notes)])
 
 
 def answer_text(result: Result, note: str | None) -> str:

@@ -119,6 +119,48 @@ class Evidence:
     conversation: str = ""  # the conversation it was said in (its name), and that conversation's title
     title: str | None = None
     role: str | None = None  # user | assistant | None: who said it in a chat with an assistant
+    # Facts this turn states that a later turn changed (superseded_by: the later turn) or that it changes itself
+    # (supersedes: the earlier turn): cues/changes.py, found at ingest
+    superseded_by: tuple[ChangeLink, ...] = ()
+    supersedes: tuple[ChangeLink, ...] = ()
+
+
+@dataclass(frozen=True)
+class Change:
+    """A fact that changed between two turns of one conversation, found at ingest (cues/changes.py): the older
+    turn said `older_value` of (`subject`, `relation`), the newer one `newer_value`; `kind` "change", or
+    "contradiction" when the newer says the older is not so. Both turns stay; this only links them."""
+
+    conversation: str
+    older: str  # the older turn's source id
+    newer: str  # the newer turn's source id
+    older_time: str | None
+    newer_time: str | None
+    subject: str
+    relation: str
+    older_value: str
+    newer_value: str
+    kind: str = "change"
+    older_turn: int = 0  # the turns' ids in this database
+    newer_turn: int = 0
+
+    def link(self, from_older: bool) -> ChangeLink:
+        """The change as the older turn's evidence shows it (the newer turn) or the newer's (the older one)."""
+        source, time = (self.newer, self.newer_time) if from_older else (self.older, self.older_time)
+        return ChangeLink(source, time, self.older_value, self.newer_value, self.kind, self.subject, self.relation)
+
+
+@dataclass(frozen=True)
+class ChangeLink:
+    """One end of a `Change`, as the other turn's evidence names it: that turn's id and time, the values."""
+
+    source_id: str
+    time: str | None
+    older_value: str
+    newer_value: str
+    kind: str
+    subject: str
+    relation: str
 
 
 class Said(Protocol):
@@ -168,7 +210,8 @@ class Context:
             "model": answer.model if answer else None,
             "usage": answer.usage if answer else {},
             "cues": list(data["cues"]),
-            "evidence": list(data["evidence"]),
+            "evidence": [{**ev, "superseded_by": list(ev["superseded_by"]), "supersedes": list(ev["supersedes"])}
+                         for ev in data["evidence"]],
             "tokens": self.tokens,
             "timings_ms": {**self.timings_ms, **({"answer": answer.timing_ms} if answer and answer.timing_ms else {})},
         }

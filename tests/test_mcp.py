@@ -3,6 +3,8 @@ agent's MCP client runs it. Real SQLite, real models; only the answer model is a
 
 from __future__ import annotations
 
+import re
+
 import asyncio
 import json
 import sys
@@ -459,6 +461,16 @@ def dialogue_block(context) -> list[str]:
     return html.unescape(user.split("<dialogue>\n", 1)[1].split("\n</dialogue>", 1)[0]).splitlines()
 
 
+def tools_recall(db, question: str):
+    from cuemem_cli.mcp_server import MemoryTools
+
+    tools = MemoryTools(db)
+    try:
+        return tools.recall(question)
+    finally:
+        tools.close()
+
+
 def test_recall_text_is_the_transcript_the_answer_model_reads(two_chats):
     """What an agent's model reads of `recall` (clients hand it the text): the answer model's evidence block,
     under one line saying where it is from, within 1.5× the evidence's own text; before, it was the
@@ -478,13 +490,21 @@ def test_recall_text_is_the_transcript_the_answer_model_reads(two_chats):
     assert [e["source_id"] for e in evidence] == [e.source_id for e in context.evidence]
     head, *block = wide.text.splitlines()
     assert head == f"Evidence from 2 conversations, oldest first ({len(evidence)} turns):"
-    assert block == dialogue_block(context)
+    # each turn a later one changed, and each that changed one, says so after it (issue 57), in parentheses
+    noted = [line for line in block if re.search(r" \((?:later changed|changes): [^()]*\([^()]*\)\)$", line)]
+    assert len(noted) == sum(bool(e["superseded_by"]) or bool(e["supersedes"]) for e in evidence)
+    assert [re.sub(r"(?: \((?:later changed|changes): [^()]*\([^()]*\)\))+$", "", line) for line in block] == \
+        dialogue_block(context)
     assert "— 〃 · 14 May 2023 —" in block  # a header per chat and day, the chat named (〃: as above)
     assert {"— maya-and-leo · 4 March 2023 —", "— assistant-chat · 3 February 2024 —"} <= set(block)
     assert "Maya: Leo!! I have news. I adopted a dog last weekend [weekend of 6 May 2023]!" in block  # dates resolved
     assert not any(e["source_id"] in wide.text for e in evidence if ":" in e["source_id"])  # no ids, no scores
     assert "score" not in wide.text and "{" not in wide.text
     assert len(wide.text) <= 1.5 * sum(len(e["text"]) for e in evidence)
+
+    moved = tools_recall(two_chats, "When is Sam's trip to Japan now?")
+    assert "(later changed: April → May (15 March 2024))" in moved.text  # what an agent reads of a change
+    assert "(changes: April → May (earlier: 3 February 2024))" in moved.text
 
     head, *block = narrow.text.splitlines()
     chosen = narrow.data["evidence"]

@@ -7,6 +7,7 @@ none of them. Real SQLite + sqlite-vec, real PostgreSQL + pgvector (conftest).""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import typing
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,8 +19,9 @@ from cuemem_cli.errors import ModelMismatch, ReadOnlyStore, StoreError
 from cuemem_cli.store.migrations import MIGRATIONS
 from cuemem_cli.ingest.pipeline import texts_with_previous
 from cuemem_cli.store import base
-from cuemem_cli.store.base import (NewTurn, browse_queries, check_embedder, conversation_names, extraction_records,
-                                   has_vectors, maintenance, name_index, names_indexed, turn_vector_text)
+from cuemem_cli.store.base import (NewTurn, browse_queries, change_records, check_embedder, conversation_names,
+                                   extraction_records, has_vectors, maintenance, name_index, names_indexed,
+                                   turn_vector_text)
 from cuemem_cli.store.open import open_store
 
 TEXTS = [
@@ -449,13 +451,47 @@ def protocols() -> list[type]:
             and typing.Protocol in value.__mro__[1:]]
 
 
+def _changed(store, ids: dict[str, int]) -> list[int]:
+    """Two changes in conversation "a" of fill(): t5 → t7 (a move) and t0 → t9 (a contradiction); the turn ids."""
+    turn_ids = [t.id for t in maintenance(store).turns(ids["a"])]
+    with store.transaction():
+        assert change_records(store).insert_changes(ids["a"], [
+            (turn_ids[5], turn_ids[7], "maya", "live in", "Lisbon", "Denver", "change"),
+            (turn_ids[0], turn_ids[9], "maya", "adopt", "two dogs", "not two dogs", "contradiction"),
+            (turn_ids[5], turn_ids[7], "maya", "live in", "Lisbon", "Denver", "change")]) == 3  # again: kept once
+    return turn_ids
+
+
+def test_changes_are_recorded_read_and_go_with_their_turns(any_store):
+    """m018: a change links two turns; it is read by either turn and by conversation, oldest newer turn first,
+    cleared for a rebuild, and deleted with either of its turns."""
+    ids = fill(any_store)
+    records = change_records(any_store)
+    turn_ids = _changed(any_store, ids)
+    every = records.changes(ids["a"])
+    assert [(c.older, c.newer, c.kind, c.older_value, c.newer_value) for c in every] == [
+        ("t5", "t7", "change", "Lisbon", "Denver"), ("t0", "t9", "contradiction", "two dogs", "not two dogs")]
+    assert every[0].older_turn == turn_ids[5] and every[0].newer_time == "2023-05-03T10:00:00"
+    assert records.changes() == every and records.changes(ids["b"]) == []
+    assert records.changes_of_turns([turn_ids[7]]) == every[:1] and records.changes_of_turns([turn_ids[0]]) == every[1:]
+    sources = list(records.change_sources(ids["a"]))
+    assert [row[0] for row in sources] == turn_ids and sources[0][1] == TEXTS[0]
+    assert [(t.subject, t.relation, t.object) for t in sources[0][4]] == [("Maya", "said", "I")]  # triples only
+    with any_store.transaction():
+        any_store.delete_turns([turn_ids[7]])
+    assert records.changes() == every[1:]
+    with any_store.transaction():
+        assert records.clear_changes(ids["a"]) == 1
+    assert records.changes() == []
+
+
 def test_every_protocol_method_has_a_contract_test():
     """Each public member of every store Protocol is called somewhere in this module, whose tests run on
     both backends: a method added to a Protocol (or a Protocol added) without a contract test fails here."""
     members = {name for protocol in protocols() for name in {*vars(protocol), *protocol.__annotations__}
                if not name.startswith("_")}
-    assert [p.__name__ for p in protocols()] == ["Store", "SavedCueGraph", "ExtractionRecords", "Maintenance",
-                                                 "NameIndex", "BrowseQueries", "EvalQueries"]
+    assert [p.__name__ for p in protocols()] == ["Store", "SavedCueGraph", "ExtractionRecords", "ChangeRecords",
+                                                 "Maintenance", "NameIndex", "BrowseQueries", "EvalQueries"]
     assert len(members) > 60 and {"knn_cues", "delete_turns", "max_k", "path", "cached_triples", "forget_selection",
                                   "browse_conversations", "all_turn_texts"} <= members
     used = {node.attr for node in ast.walk(ast.parse(Path(__file__).read_text(encoding="utf-8")))
@@ -480,10 +516,11 @@ def test_the_saved_cue_graph_is_replaced_whole_and_read_back(any_store):
 def test_each_backend_is_every_protocol_and_a_backend_without_one_is_refused_by_name(any_store):
     """Both backends pass as each tool's protocol; a store that lacks one (a third backend with only the
     engine's `Store`, say) is refused naming what it lacks, before a tool calls a method it does not have."""
-    for narrow in (extraction_records, maintenance, browse_queries):
+    for narrow in (extraction_records, maintenance, browse_queries, change_records):
         assert narrow(any_store) is any_store
     engine_only = SimpleNamespace(path="elsewhere", read_only=None, max_k=None)
     assert name_index(engine_only) is None  # ingest keeps no names there, a question learns them from turns
+    assert change_records(engine_only) is None  # a memory without them still answers, with no change found
     with pytest.raises(StoreError, match=r"elsewhere: its backend \(SimpleNamespace\) has no Maintenance"):
         maintenance(engine_only)
     with pytest.raises(StoreError, match="has no BrowseQueries"):
@@ -493,14 +530,21 @@ def test_each_backend_is_every_protocol_and_a_backend_without_one_is_refused_by_
 
 
 # --------------------------------------------------- both backends, compared
+def _unstamped(turns):
+    """Turns without `stored_at`: the clock of each backend's fill, which a loaded machine puts a second apart."""
+    if isinstance(turns, dict):
+        return {key: dataclasses.replace(t, stored_at=None) for key, t in turns.items()}
+    return [dataclasses.replace(t, stored_at=None) for t in turns]
+
+
 def test_both_backends_return_the_same_rows(both):
     sqlite, postgres = both
     ids = _same(fill(sqlite), fill(postgres))
     cid = ids["a"]
     _same(conversation_names(sqlite), conversation_names(postgres))
-    turns = _same(sqlite.turns(cid), postgres.turns(cid))
+    turns = _same(_unstamped(sqlite.turns(cid)), _unstamped(postgres.turns(cid)))
     turn_ids = [t.id for t in turns]
-    _same(sqlite.turns_by_id(turn_ids[2:5]), postgres.turns_by_id(turn_ids[2:5]))
+    _same(_unstamped(sqlite.turns_by_id(turn_ids[2:5])), _unstamped(postgres.turns_by_id(turn_ids[2:5])))
     _same(sqlite.stored_texts(cid, ["t1", "t3", "nope"]), postgres.stored_texts(cid, ["t1", "t3", "nope"]))
     _same(sqlite.next_position(cid), postgres.next_position(cid))
     _same(sqlite.speakers([cid]), postgres.speakers([cid]))
@@ -575,6 +619,15 @@ def test_both_backends_rank_lexical_hits_alike_by_bm25(both):
         want, got = sqlite.search_turns_fts(query, 50), postgres.search_turns_fts(query, 50)
         assert sorted(t for t, _ in got) == sorted(t for t, _ in want), query
         assert np.allclose(sorted(s for _, s in got), sorted(s for _, s in want), rtol=1e-6), query
+
+
+def test_both_backends_record_the_same_changes(both):
+    sqlite, postgres = both
+    ids = _same(fill(sqlite), fill(postgres))
+    _same(_changed(sqlite, ids), _changed(postgres, ids))
+    _same(change_records(sqlite).changes(), change_records(postgres).changes())
+    _same(list(change_records(sqlite).change_sources(ids["b"])),
+          list(change_records(postgres).change_sources(ids["b"])))
 
 
 def test_both_backends_select_the_same_turns_to_forget(both):

@@ -7,6 +7,7 @@
 - `quotes.py`: how the offline answer quotes a sentence (its line) and whole turns (its sources).
 - `question_parts.py`: what a question asks for: its parts (when, where, who, how many, what), their tense,
   and what a what-question is about.
+- `changes.py`: the answer line for a fact that changed: the latest value, its day, and the earlier one.
 - `spans.py`: what part of a sentence answers each kind of question part.
 - `stated_dates.py`: the dates a sentence states, resolved against the day it was said.
 """

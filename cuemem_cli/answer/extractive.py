@@ -17,6 +17,7 @@ from ..cues.relative_dates import time_phrases
 from ..recall.question import said_in
 from ..records import Answer, Context
 from ..timeparse import MONTH_NAMES, format_human, named_periods, said_on
+from .changes import change_line
 from .choices import chosen, is_yes_no, options, verdict
 from .quotes import quote, quote_several, source
 from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
@@ -74,6 +75,9 @@ class Reading:
     sentence: str
     strength: int
     newer: bool = False  # a newer statement replaced the best one (_Reader._current): the span says what holds now
+    # a question about now read in the sentence nearest it of all ("Where is Sam working these days?" → the
+    # new job's sentence), which the quote's ranking may put far down (`sure`)
+    nearest: bool = False
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,9 @@ class _Reader:
             best = replace(best, span=self._full_name(best.span))
         elif kind == "when":
             best = self._finer(best, part)
-        return Reading(part.kind, best.span, best.index, best.sentence, best.strength, newer)
+        top = self.ranked[0]
+        nearest = part.now and (best.index, best.sentence) == (top[2], top[1])
+        return Reading(part.kind, best.span, best.index, best.sentence, best.strength, newer, nearest)
 
     def _score(self, found: _Found) -> float:
         """How well a candidate answers: its sentence's flow, STRENGTH_BONUS per step of strength, and
@@ -315,10 +321,12 @@ def sure(reading: Reading, answering: Ranked, common: frozenset[str] = frozenset
     """Whether the reader is sure of a span, so that it, not a quote, is the answer line: a date, place,
     person or number (not a what-phrase: measured, those are right too rarely) that reads as the kind
     asked (strength 1 or more: after a word of the question, a move, a counted noun…), read in one of the
-    SURE_NEAR best answering sentences or in the newest statement of what holds now. A question asking
+    SURE_NEAR best answering sentences, in the newest statement of what holds now, or, for a question about
+    now, in the sentence nearest the question of all (`Reading.nearest`). A question asking
     for two things is answered by its spans when the reader is sure of one of them (two quotes would
     not fit a line)."""
-    near = reading.newer or (reading.index, reading.sentence) in {(i, s) for _, s, i in answering[:SURE_NEAR]}
+    near = reading.newer or reading.nearest or (reading.index, reading.sentence) in {(i, s) for _, s, i in
+                                                                                  answering[:SURE_NEAR]}
     return near and reading.kind != "what" and reading.strength >= 1 and _named(reading, common)
 
 
@@ -406,7 +414,13 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     if someone_elses(context, best_first):
         return Answer(text=None, kind="extractive")
     reader = _Reader(context, embedder, ranked)
-    form, line, found = _line(context, [reader.answer(part) for part in parts], best_first)
+    readings = [reader.answer(part) for part in parts]
+    changed = change_line(context, parts[0], readings[0].index, readings[0].span, sure(readings[0], best_first)) \
+        if len(parts) == 1 and not options(context.question) else None
+    if changed is not None and (not is_yes_no(context.question) or changed[0].startswith("contradiction")):
+        form, (line, found) = "answer", changed  # a fact that changed: the latest, and what it was before
+    else:
+        form, line, found = _line(context, readings, best_first)
     lines = [line]
     used: list[int] = []
     for i in found:

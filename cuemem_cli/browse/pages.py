@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import CuememError, LLMError, UnknownConversation
 from ..memory import Memory
 from ..recall.settings import Settings
-from ..store.base import browse_queries, conversation_names, maintenance
+from ..store.base import browse_queries, change_records, conversation_names, maintenance
 from .picture import Picture, draw
 
 PAGE_CONVERSATIONS = 50  # conversations per page of the list
@@ -122,12 +122,20 @@ def turn(memory: Memory, turn_id: int) -> dict[str, Any]:
                 break
             drawn.setdefault(other(src, dst), kind)
         between = store.neighbours(list(drawn), EVERY_RANK, EVERY_RANK)
+        records = change_records(store)
+        changes = records.changes_of_turns([turn_id]) if records is not None else []
+        versions = store.turns_by_id({c.newer_turn if c.older_turn == turn_id else c.older_turn for c in changes})
     neighbours = [{"direction": "out" if src == turn_id else "in", "kind": kind, "weight": round(weight, 4),
                    "rank": rank, "turn": asdict(others[other(src, dst)])} for src, dst, kind, weight, rank in edges]
     turns = [found, *(others[i] for i in drawn if i != turn_id)]
     picture = draw(turns, between, drawn, hidden=len(others) + 1 - len(drawn))
+    # The facts of this turn that a later turn changed (its later version), and those it changes itself.
+    later = [{"change": asdict(c), "turn": asdict(versions[c.newer_turn])} for c in changes
+             if c.older_turn == turn_id and c.newer_turn in versions]
+    earlier = [{"change": asdict(c), "turn": asdict(versions[c.older_turn])} for c in changes
+               if c.newer_turn == turn_id and c.older_turn in versions]
     return {"turn": asdict(found), "cues": [asdict(c) for c in cues], "neighbours": neighbours,
-            "graph": picture_json(picture), "picture": picture}
+            "later": later, "earlier": earlier, "graph": picture_json(picture), "picture": picture}
 
 
 def question(memory: Memory, text: str, conversation: str | None, model: str | None, answer: bool = True,

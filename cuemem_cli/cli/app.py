@@ -354,7 +354,8 @@ def inspect_graph(
     In a pipe or a file the tables are tab-separated values, every value whole (--json for all counts)."""
     from ..manage import inspect as inspector
     from ..store.base import names_indexed
-    from .render import err, graph_dot, graph_graphml, out, render_graph_summary, render_turn, write_json
+    from .render import (err, graph_dot, graph_graphml, out, render_changes, render_graph_summary, render_turn,
+                         write_json)
 
     if fmt not in ("table", "json", "dot", "graphml"):
         raise typer.BadParameter("use table, json, dot or graphml", param_hint="--format")
@@ -385,6 +386,7 @@ def inspect_graph(
         write_json(summary)
     else:
         render_graph_summary(summary["conversations"], summary["settings"])
+        render_changes(summary["changes"], summary["settings"]["stale"])
     if unindexed:  # the names were learned from every turn, as an older cuemem stored them
         err.print("note: this memory's names were learned again from all its turns, which takes long on a large "
                   "memory; run `cuemem reindex` once to keep them")
@@ -564,12 +566,12 @@ def import_(
 @app.command()
 def reindex(
     only: list[str] = typer.Option([], "--only", metavar="INDEX",
-                                   help="Rebuild only this derived index (names); repeat for several."),
+                                   help="Rebuild only this derived index (names, changes); repeat for several."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON report on stdout."),
 ) -> None:
     """Build again what is derived from the stored turns (names: who is who, the names each chat calls its
-    people by), which a memory written by an older cuemem lacks. Safe to run again; other processes may keep
-    reading and writing meanwhile."""
+    people by; changes: the facts a later turn changed), which a memory written by an older cuemem lacks. Safe
+    to run again; other processes may keep reading and writing meanwhile."""
     from ..text import plural
     from .render import err, write_json
 

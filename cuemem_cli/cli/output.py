@@ -31,6 +31,7 @@ FLAGS = {
     "model": "--model MODEL (or $CUEMEM_MODEL)",
     "only": "--only INDEX",
     "output": "--output FILE",
+    "reindex": "cuemem reindex",
     "port": "--port",
     "sem_k": "--sem-k",
     "session": "--session",

@@ -25,6 +25,7 @@ from rich.table import Table
 from .. import config
 from ..input.formats import FORMATS
 from ..input.sources import SHOWN_SKIPPED
+from ..recall.changes import change_notes
 from ..records import Answer, Context, Evidence, Turn, chat_label
 from ..text import plural
 from ..timeparse import day_of, format_clock, format_human, parse_time
@@ -153,7 +154,8 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
             grid.add_column(style="dim", no_wrap=True, min_width=widths[0])
             grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
             grid.add_column(ratio=1)
-        said = escape(ev.text) + (f"\n[dim]{_how(ev)}[/dim]" if verbose else "")
+        said = escape(ev.text) + "".join(f"\n[dim italic]{escape(note)}[/]" for note in change_notes(ev, ids=True)) \
+            + (f"\n[dim]{_how(ev)}[/dim]" if verbose else "")
         grid.add_row(escape(stamps[i]), escape(ev.speaker or ""), said)
         previous = i
     flush()
@@ -364,6 +366,8 @@ def render_ingest_report(report: dict[str, Any]) -> None:
         f"{plural(report['cues'], 'cue')}, {plural(report['temporal_edges'], 'temporal edge')} and "
         f"{plural(report['semantic_edges'], 'semantic edge')} in {report['seconds']:.1f} s"
     )
+    if report.get("changes"):
+        err.print(f"[dim]{plural(report['changes'], 'fact')} changed by a later turn: inspect-graph lists them[/dim]")
     for name, fmt in report.get("exports", {}).items():
         err.print(f"[dim]read {escape(name)} as {FORMATS[fmt].called}[/dim]", soft_wrap=True)
     skipped = report.get("files_skipped") or []
@@ -465,6 +469,44 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
     out.print(" · ".join(f"{k} {escape(str(v))}" for k, v in settings.items()))
 
 
+CHANGES_SHOWN = 20  # the newest facts that changed the table view lists; --format json has all
+
+
+def change_values(change: dict[str, Any]) -> str:
+    """A change as one reads it: "Portland → Denver", or, for a contradiction, "two dogs ≠ not two dogs"."""
+    arrow = " ≠ " if change["kind"] == "contradiction" else " → "
+    return f"{change['older_value']}{arrow}{change['newer_value']}"
+
+
+def render_changes(changes: list[dict[str, Any]], stale: list[str]) -> None:
+    """The facts that changed (cues/changes.py), newest last: conversation, subject and relation, the values,
+    the older and newer turn with their days. A memory an older cuemem wrote says how to find its older turns'."""
+    if "changes" in stale:
+        err.print("changes: found only among turns stored since this cuemem; `cuemem reindex` finds the others")
+    if not changes:
+        return
+    columns = ["conversation", "what", "values", "older", "newer"]
+    shown = changes[-CHANGES_SHOWN:]
+    rows = [[c["conversation"], f"{c['subject']} {c['relation']}", change_values(c),
+             f"{c['older']} {_day(c['older_time'])}".strip(), f"{c['newer']} {_day(c['newer_time'])}".strip()]
+            for c in shown]
+    if piped():
+        out.file.write("\nChanges\n")
+        _write_tsv(columns, rows)
+        return
+    table = _compact_table(f"Changes ({len(shown)} of {len(changes)}; --format json lists all)"
+                           if len(changes) > len(shown) else "Changes")
+    for col in columns:
+        table.add_column(col, no_wrap=col != "values", overflow="ellipsis", max_width=32)
+    for row in rows:
+        table.add_row(*map(escape, row))
+    out.print(table)
+
+
+def _day(time: str | None) -> str:
+    return format_human(time, with_time=False) if time else ""
+
+
 def piped() -> bool:
     """Whether stdout is a pipe or a file, not a terminal: tables are then written as tab-separated
     values, every value whole (a table cut to the screen's width would shorten them: `tur…`)."""
@@ -507,6 +549,14 @@ def render_turn(detail: dict[str, Any]) -> None:
         cues.add_row(" ", "cue " + escape(f"[{cue['kind']}]"),
                      f"({escape(cue['subject'])}, {escape(cue['relation'])}, {escape(cue['object'])})")
     out.print(cues if detail["cues"] else "  [dim]no cues[/dim]")
+    for change in detail.get("changes", []):
+        later = change["older"] == turn["source_id"]
+        other = change["newer"] if later else change["older"]
+        said = "later changed by" if later else "changes"
+        verb = "contradicted" if change["kind"] == "contradiction" else ""
+        out.print(f"  {escape(said if not verb else (verb + ' by' if later else 'contradicts'))} "
+                  f"{escape(other)}: {escape(change['subject'])} {escape(change['relation'])} "
+                  f"{escape(change_values(change))}")
     columns = ["dir", "kind", "turn", "weight", "rank", "text"]
     rows = [[n["direction"], n["kind"], n["turn"], f"{n['weight']:.3f}", str(n["rank"]), n["text"]]
             for n in detail["neighbours"]]

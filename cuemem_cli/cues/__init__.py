@@ -7,5 +7,7 @@
 - `statements.py`: each sentence of a turn as a statement cue (split by `cuemem_cli.text.sentence_spans`), what
   is prose, and the text a cue is embedded as.
 - `language.py`: which chats the English pipeline cannot read, said once at ingest.
+- `changes.py`: facts that change: a newer turn stating another value for what an older one stated (or
+  contradicting it), found at ingest.
 - `names.py`: who is who: the names a chat calls its people by, learned from greetings and introductions.
 """

@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 
 from ..config import BUILD_SEM_K, BUILD_WINDOW
+from ..cues.changes import ChangeFinder, Said
 from ..cues.language import LanguageWatch
 from ..cues.statements import cue_text, statement_cues
 from ..errors import CuememError, StoreError
 from ..records import Message, Triple, Turn, content_hash, source_id_of
 from ..registry import bind_extractor
-from ..store.base import TURN_ALONE, NewTurn, Store, extraction_records, turn_vector_text
+from ..store.base import TURN_ALONE, NewTurn, Store, change_records, extraction_records, turn_vector_text
 from ..text import plural
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
 from .names import keep_names
@@ -52,6 +53,7 @@ class IngestReport:
     texts_embedded: int = 0  # distinct cue and turn texts sent to the embedder (a turn in context counts one)
     temporal_edges: int = 0
     semantic_edges: int = 0
+    changes: int = 0  # pairs of turns where a newer one changed what an older one said (cues/changes.py)
     pending: list[str] = field(default_factory=list)
     extraction_failures: list[str] = field(default_factory=list)  # the extractor's errors (LLM calls), as said
     conversations: list[str] = field(default_factory=list)
@@ -225,6 +227,45 @@ def open_writer(store: Store, extractor, embedder, *, extractor_name: str | None
     return writer
 
 
+def _with_statements(turns, results: list[list[Triple] | None]) -> list[list[Triple] | None]:
+    """Extracted triples plus one statement cue per sentence (see cues/statements.py); pending stays None."""
+    return [None if triples is None else triples + statement_cues(turn.speaker, turn.text)
+            for turn, triples in zip(turns, results, strict=True)]
+
+
+class _Changes:
+    """The facts each conversation's turns stated so far (cues/changes.py), read once per run before its new
+    turns are stored, so that each new turn is compared with all that came before it; and the changes found,
+    recorded (`see`)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.finders: dict[str, ChangeFinder] = {}  # conversation name → what its turns said so far
+
+    def read(self, conversations: Iterable[str]) -> None:
+        """Each conversation's finder, read from its turns stored before the batch's own are (a conversation new
+        to the memory starts empty)."""
+        records = change_records(self.store)
+        for name in conversations:
+            if name in self.finders:
+                continue
+            finder = self.finders[name] = ChangeFinder()
+            cid = self.store.conversation_id(name)
+            for turn_id, text, speaker, role, triples in (
+                    records.change_sources(cid) if records is not None and cid is not None else ()):
+                finder.see(Said(turn_id, text, speaker, role, triples), known=True)
+
+    def see(self, conversation_id: int, said: Said, conversation: str) -> int:
+        """Compare a turn just stored with what its conversation said before it (`read` first); record what it
+        changed."""
+        found = self.finders[conversation].see(said)
+        records = change_records(self.store)
+        if not found or records is None:
+            return 0
+        return records.insert_changes(conversation_id, [
+            (f.older_turn, f.newer_turn, f.subject, f.relation, f.older_value, f.newer_value, f.kind) for f in found])
+
+
 class Ingestor:
     """Writes messages into a store: turns, cues (via an extractor), vectors, then graph edges."""
 
@@ -244,6 +285,7 @@ class Ingestor:
         self._conversations: dict[str, _Conversation] = {}
         self._index: NeighbourIndex | None = None  # the memory's cue vectors; loaded when a batch needs them
         self._people: dict[int, frozenset[str]] | None = None  # conversation → its speakers; loaded with the index
+        self._changes = _Changes(store)  # what each conversation's turns said so far, and what changed it
         self._dispatched: dict[str, tuple[str | None, str] | None] = {}  # conversation → its last turn sent on
         self._seen_others: int | None = None  # the commits of other processes (Store.version) as of its last write
         self._committed = 0  # report.turns_added as of the last batch committed
@@ -389,6 +431,7 @@ class Ingestor:
             self._conversations.clear()
             self._index = None
             self._people = None
+            self._changes.finders.clear()
             self._seen_others = others
 
     def _next_batch(self, batch: list[Message], queue: deque[_Batch], background: ThreadPoolExecutor | None,
@@ -504,6 +547,8 @@ class Ingestor:
                     old_ids.append(old_id)
             self.store.delete_turns(old_ids, keep_conversations=True)
             index.remove(set(old_ids))
+            self._changes.finders.clear()  # they remember the replaced turns: read again from what is stored now
+        self._changes.read(item.message.conversation for item in fresh)  # before this batch's turns are stored
         written = []
         turn_ids = []
         for item in fresh:
@@ -526,6 +571,8 @@ class Ingestor:
                 report.pending.append(f"{message.conversation}/{item.source_id}")
             cue_ids = self._add_cues(conv.id, turn_id, triples or [], item.cue_vectors, report)
             written.append(_Written(conv.id, turn_id, position, item.cue_vectors, cue_ids, item.replaces))
+            report.changes += self._changes.see(conv.id, Said(turn_id, message.text, message.speaker, message.role,
+                                                              triples or []), message.conversation)
         self._link(written, report, temporal=True)
         self._store_turn_vectors(fresh, turn_ids)
         keep_names(self.store, [w.conversation_id for w in written], turn_ids, [f.message.text for f in fresh])
@@ -555,7 +602,7 @@ class Ingestor:
         Their temporal edges exist already. Their semantic edges point, as always, to earlier turns;
         later turns, ingested while these had no cues, do not link back to them.
         """
-        results = self._with_statements(turns, results)
+        results = _with_statements(turns, results)
         done = [(turn, triples) for turn, triples in zip(turns, results, strict=True) if triples is not None]
         vectors, count = embed_distinct(self.embedder, [cue_text(t, turn.speaker) for turn, triples in done
                                                         for t in triples])
@@ -576,12 +623,6 @@ class Ingestor:
                 written.append(_Written(conv.id, turn.id, turn.position, cue_vectors, cue_ids))
             records.set_status([turn.id for turn, _, _ in with_vectors], "done")
             self._link(written, report, temporal=False)
-
-    @staticmethod
-    def _with_statements(turns, results: list[list[Triple] | None]) -> list[list[Triple] | None]:
-        """Extracted triples plus one statement cue per sentence (see cues/statements.py); pending stays None."""
-        return [None if triples is None else triples + statement_cues(turn.speaker, turn.text)
-                for turn, triples in zip(turns, results, strict=True)]
 
     def _add_cues(self, conversation_id: int, turn_id: int, triples: list[Triple], vectors: np.ndarray,
                   report: IngestReport) -> list[int]:

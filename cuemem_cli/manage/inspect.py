@@ -2,7 +2,10 @@
 
 Each conversation's counts come with `names`: the names its people go by in it beside their labels
 (speaker → names, learned from how they are greeted and introduce themselves: cues/names.py), which a
-question may use. `--format json` adds the graph itself to the counts: `nodes` (one per turn: `id`, the turn's number in
+question may use, and `changes`, how many facts a newer turn changed there (cues/changes.py); the facts
+that changed are listed after the counts (`changes`: each pair's conversation, older and newer turn ids and
+times, subject, relation, values and kind; `older_turn`/`newer_turn` are node ids). `--format json` adds the
+graph itself: `nodes` (one per turn: `id`, the turn's number in
 this database that edges refer to, `conversation`, `source_id`, `time`, `speaker`, `cues`, its cue count)
 and `edges` (`src`, `dst`: node ids; `kind`: temporal or semantic; `weight`; `rank`).
 """
@@ -16,7 +19,8 @@ from ..cues.names import learn
 from ..errors import CuememError
 from ..recall.scope import resolve_one
 from ..records import Turn
-from ..store.base import Store, maintenance, name_index, names_indexed, turn_vector_text
+from ..store.base import Store, change_records, maintenance, name_index, names_indexed, turn_vector_text
+from .reindex import stale
 
 
 def summary(store: Store, conversation: str | None = None, graph: bool = False) -> dict[str, Any]:
@@ -27,6 +31,8 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
         _, name = resolve_one(store, conversation)
         stats = [s for s in stats if s["conversation"] == name]
     indexed = learned_names(store)
+    records = change_records(store)
+    changes = []
     for s in stats:
         cid = store.conversation_id(s["conversation"])
         s["degree"] = reads.degree_stats(cid)
@@ -34,6 +40,9 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
             s["names"] = indexed.get(s["conversation"], {})
         else:
             s["names"] = names_used(store, cid, s["conversation"]) if cid is not None else {}
+        found = records.changes(cid) if records is not None and cid is not None else []
+        s["changes"] = len(found)
+        changes += [asdict(c) for c in found]
     meta = reads.meta()
     settings = {
         "db": store.path,
@@ -44,14 +53,15 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
         "turn_vectors": turn_vector_text(store),  # what a turn's vector was embedded from
         "graph_window": int(meta["graph_window"]) if "graph_window" in meta else None,
         "graph_sem_k": int(meta["graph_sem_k"]) if "graph_sem_k" in meta else None,
+        "stale": stale(store),  # derived indexes holding only later turns: `cuemem reindex` rebuilds them
     }
     if not graph:
-        return {"settings": settings, "conversations": stats}
+        return {"settings": settings, "conversations": stats, "changes": changes}
     ids = [cid for s in stats if (cid := store.conversation_id(s["conversation"])) is not None]
     turns = [t for cid in ids for t in reads.turns(cid)]
     edges = [e for cid in ids for e in reads.all_edges(cid)]
-    return {"settings": settings, "conversations": stats, **graph_json(store, with_far_ends(store, turns, edges),
-                                                                        edges)}
+    return {"settings": settings, "conversations": stats, "changes": changes,
+            **graph_json(store, with_far_ends(store, turns, edges), edges)}
 
 
 def learned_names(store: Store) -> dict[str, dict[str, list[str]]] | None:
@@ -88,8 +98,10 @@ def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[
         neighbours.append({"direction": "out" if src == turn.id else "in", "kind": kind, "turn": other.source_id,
                            "weight": weight, "rank": rank, "text": other.text})
     turns = [turn, *sorted(others.values(), key=lambda t: t.position)]
+    records = change_records(store)
+    changes = [asdict(c) for c in records.changes_of_turns([turn.id])] if records is not None else []
     return {"conversation": name, "turn": asdict(turn), "cues": [asdict(c) for c in cues], "neighbours": neighbours,
-            **graph_json(store, turns, edges)}
+            "changes": changes, **graph_json(store, turns, edges)}
 
 
 def neighbourhood(store: Store, conversation: str | None, source_id: str) -> tuple[str, list[Turn], list[tuple]]:

@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..cues.changes import ChangeFinder, Said
 from ..errors import CuememError
 from ..ingest.names import relearn, store_signs
-from ..store.base import NAMES_INDEXED, Store, maintenance, name_index
+from ..store.base import NAMES_INDEXED, Store, change_records, maintenance, name_index
+from ..store.migrations import CHANGES_PENDING
 
 CONVERSATIONS_AT_ONCE = 50
 
@@ -44,9 +46,40 @@ def _names_complete(store: Store) -> None:
         store.set_meta(NAMES_INDEXED, "reindex")
 
 
+def _changes(store: Store, conversation_ids: Sequence[int]) -> int:
+    """The facts that changed (cues/changes.py), found again in each conversation's turns in the order said,
+    as ingest finds them: the same rows, and a rerun gives them again."""
+    records = change_records(store)
+    if records is None:
+        return 0
+    turns = 0
+    for cid in conversation_ids:
+        records.clear_changes(cid)
+        finder = ChangeFinder()
+        rows = []
+        for turn_id, text, speaker, role, triples in records.change_sources(cid):
+            turns += 1
+            rows += [(f.older_turn, f.newer_turn, f.subject, f.relation, f.older_value, f.newer_value, f.kind)
+                     for f in finder.see(Said(turn_id, text, speaker, role, triples))]
+        records.insert_changes(cid, rows)
+    return turns
+
+
+def _changes_complete(store: Store) -> None:
+    store.set_meta(CHANGES_PENDING, "")  # m018 set it on a memory that held turns: they are all read now
+
+
 DERIVED = [
     Derived("names", "who is who: the names each chat calls its people by (cues/names.py)", _names, _names_complete),
+    Derived("changes", "the facts that changed: pairs of turns where a newer one states another value "
+                       "(cues/changes.py)", _changes, _changes_complete),
 ]
+
+
+def stale(store: Store) -> list[str]:
+    """The derived indexes this memory holds only for the turns stored since they existed: `cuemem reindex`
+    completes them (the facts that changed; who is who says so itself, `store.base.names_indexed`)."""
+    return ["changes"] if store.get_meta(CHANGES_PENDING) else []
 
 
 def reindex(store: Store, only: Sequence[str] | None = None,

@@ -8,5 +8,6 @@
 - `score.py`: each candidate's score (the formula and why each term is there).
 - `evidence.py`, `lines.py`, `excerpt.py`: the evidence block as the answer model reads it, what it costs,
   long turns as excerpts, and the budget filled by rank.
+- `changes.py`: the two turns of a fact that changed kept together in the budget; "now" ranks the newer first.
 - `view.py`: a memory held in memory for a process that asks many questions.
 """

@@ -90,12 +90,17 @@ def dialogue_lines(items: Iterable[tuple[Said, str]]) -> list[str]:
     return lines
 
 
-def evidence_lines(evidence: Iterable[Evidence], quote: Callable[[str], str] = str) -> list[str]:
+def evidence_lines(evidence: Iterable[Evidence], quote: Callable[[str], str] = str,
+                   notes: Callable[[Evidence], list[str]] | None = None) -> list[str]:
     """The evidence block as the answer model reads it: `dialogue_lines` of each turn's `speaker: text`, its
     relative dates resolved (lines.shown_text). `quote` makes stored text inert where the block is embedded
-    (the answer prompt escapes `<`, `>` and `&`); an agent's MCP `recall` gets the text as it is."""
-    return dialogue_lines((ev, evidence_line(quote(ev.speaker or "unknown"), quote(shown_text(ev.text, ev.time))))
-                          for ev in evidence)
+    (the answer prompt escapes `<`, `>` and `&`); an agent's MCP `recall` gets the text as it is, and with
+    `notes` what each turn is followed by in parentheses (the facts it states that changed: changes.py)."""
+    def line(ev: Evidence) -> str:
+        said = evidence_line(quote(ev.speaker or "unknown"), quote(shown_text(ev.text, ev.time)))
+        return said + "".join(f" ({note})" for note in (notes(ev) if notes else ()))
+
+    return dialogue_lines((ev, line(ev)) for ev in evidence)
 
 
 def break_lines(turns: Iterable[Turn]) -> list[str]:

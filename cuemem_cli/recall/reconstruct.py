@@ -21,9 +21,10 @@ import numpy as np
 
 from ..errors import CuememError
 from ..models.embedders import embed_questions
-from ..records import Context, Cue, Evidence, ScoredCue, Turn
-from ..store.base import TURN_ALONE, Store, check_embedder, has_vectors, turn_vector_text
+from ..records import ChangeLink, Context, Cue, Evidence, ScoredCue, Turn
+from ..store.base import TURN_ALONE, Store, change_records, check_embedder, has_vectors, turn_vector_text
 from ..text import without_names
+from .changes import PAIR_RANK, kept_together, links
 from .evidence import chronological, context_tokens, fill_budget
 from .excerpt import Excerpts
 from .lines import turn_cost
@@ -84,9 +85,18 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
 
     turns = candidates.turns
     ranked = [turns[tid] for tid in sorted(candidates.ids, key=lambda tid: (-scores[tid], chronological(turns[tid])))]
+    records = change_records(store)
+    changes = records.changes_of_turns([t.id for t in ranked[:PAIR_RANK]]) if records is not None and ranked else []
+    if scope.ids is not None:
+        changes = [c for c in changes if c.conversation in scope.names]
+    ranked, brought = kept_together(ranked, scores, changes, question, source.turns_by_id, hidden.turns)
+    via.update(dict.fromkeys(brought, "change"))
     excerpts = Excerpts(source, vector, settings.excerpt_tokens, ranked)
     chosen = sorted(fill_budget(ranked, settings.budget, excerpts), key=chronological)
-    evidence = tuple(_evidence(t, scores[t.id], via[t.id], candidates.best.get(t.id), t.id in excerpts.cut)
+    if records is not None and chosen:
+        changes = records.changes_of_turns([t.id for t in chosen])
+    evidence = tuple(_evidence(t, scores[t.id], via[t.id], candidates.best.get(t.id), t.id in excerpts.cut,
+                               links(changes, t.id, hidden.turns))
                      for t in chosen)
     source_of = {tid: turn.source_id for tid, turn in turns.items()}
     cues = tuple(
@@ -181,12 +191,14 @@ def _expand(source: MemoryView | StoreSource, hits: list[tuple[Cue, float]], lex
     return Candidates(ids, turns, best, lexical, hops, floor)
 
 
-def _evidence(turn: Turn, score: float, via: str, best: tuple[Cue, float] | None, excerpt: bool) -> Evidence:
+def _evidence(turn: Turn, score: float, via: str, best: tuple[Cue, float] | None, excerpt: bool,
+              changed: tuple[tuple[ChangeLink, ...], tuple[ChangeLink, ...]] = ((), ())) -> Evidence:
     return Evidence(
         source_id=turn.source_id, time=turn.time, speaker=turn.speaker, text=turn.text, via=via,
         session=turn.session, position=turn.position, score=round(score, 4),
         cue=_render_cue(best[0]) if best is not None else None, tokens=turn_cost(turn), excerpt=excerpt,
-        conversation=turn.conversation, title=turn.title, role=turn.role,
+        conversation=turn.conversation, title=turn.title, role=turn.role, superseded_by=changed[0],
+        supersedes=changed[1],
     )
 
 

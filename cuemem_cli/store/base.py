@@ -20,7 +20,7 @@ from typing import Any, Literal, NamedTuple, Protocol, overload, runtime_checkab
 import numpy as np
 
 from ..errors import ModelMismatch, StoreError
-from ..records import Cue, Turn
+from ..records import Change, Cue, Triple, Turn
 from .migrations import EDGE_KINDS
 
 # Edges store their kind as a code (m011, on both backends); callers see names.
@@ -190,6 +190,21 @@ class ExtractionRecords(Protocol):
 
 
 @runtime_checkable
+class ChangeRecords(Protocol):
+    """The facts that changed (cues/changes.py): pairs of turns of one conversation where the newer states another
+    value for what the older stated. Ingest and `cuemem reindex` write them; a question's evidence, its answer
+    line and every view read them."""
+
+    def insert_changes(self, conversation_id: int,
+                       rows: Sequence[tuple[int, int, str, str, str, str, str]]) -> int: ...
+    def changes_of_turns(self, turn_ids: Iterable[int]) -> list[Change]: ...
+    def changes(self, conversation_id: int | None = None) -> list[Change]: ...
+    def change_sources(self, conversation_id: int) -> Iterator[tuple[int, str, str | None, str | None,
+                                                                     list[Triple]]]: ...
+    def clear_changes(self, conversation_id: int | None = None) -> int: ...
+
+
+@runtime_checkable
 class Maintenance(Protocol):
     """What forget, export and inspect ask besides the engine's queries (manage/): the turns forget's policies
     select, what deleting them would take, scrubbing the files after; every turn for an export; the memory's
@@ -257,6 +272,12 @@ def extraction_records(store: Store) -> ExtractionRecords:
     if isinstance(store, ExtractionRecords):
         return store
     raise _lacks(store, "ExtractionRecords", "retrying the turns an LLM extractor left pending")
+
+
+def change_records(store: Store) -> ChangeRecords | None:
+    """`store` as the facts that changed, or None for a backend without them: a memory still answers, with no
+    change found (a third backend can add them later)."""
+    return store if isinstance(store, ChangeRecords) else None
 
 
 def maintenance(store: Store) -> Maintenance:

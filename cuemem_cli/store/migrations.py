@@ -522,6 +522,48 @@ def postgres_m013_memory_wide_vectors(conn: Connection, dim: int) -> None:
     it) and is searched memory-wide; the coarse cells go, as in SQLite."""
     conn.execute("DROP TABLE IF EXISTS cue_cells")
 
+CHANGE_KINDS = ("change", "contradiction")  # `changes.kind` codes (m018), the order of cues/changes.KINDS
+_CHANGES_TABLE = """CREATE TABLE IF NOT EXISTS changes (
+    id {id},
+    conversation_id {int} NOT NULL REFERENCES conversations(id),
+    older_turn_id {int} NOT NULL REFERENCES turns(id),
+    newer_turn_id {int} NOT NULL REFERENCES turns(id),
+    subject TEXT NOT NULL,
+    relation TEXT NOT NULL,
+    older_value TEXT NOT NULL,
+    newer_value TEXT NOT NULL,
+    kind SMALLINT NOT NULL CHECK (kind IN (0, 1)),
+    UNIQUE (older_turn_id, newer_turn_id, subject, relation)
+)"""
+_CHANGES_INDEXES = ("CREATE INDEX IF NOT EXISTS changes_older ON changes(older_turn_id)",
+                    "CREATE INDEX IF NOT EXISTS changes_newer ON changes(newer_turn_id)",
+                    "CREATE INDEX IF NOT EXISTS changes_conversation ON changes(conversation_id)")
+# Set by m018 in a memory that held turns already: their changes are found by `cuemem reindex`
+# (manage/reindex.py), which removes it; a memory that started empty never has it.
+CHANGES_PENDING = "changes_pending"
+
+
+def _changes_pending(conn: Connection, placeholder: str) -> None:
+    if conn.execute("SELECT 1 FROM turns LIMIT 1").fetchone() is not None:
+        conn.execute(f"INSERT INTO meta (key, value) VALUES ({placeholder}, '1') ON CONFLICT (key) DO NOTHING",
+                     (CHANGES_PENDING,))
+
+
+def sqlite_m018_changes(conn: Connection) -> None:
+    """Facts that changed (issue 57): a row per pair of turns of one conversation where the newer states another
+    value for what the older stated (cues/changes.py), found at ingest; the turns themselves stay as they were.
+    A memory that held turns already gets its pairs from `cuemem reindex` (CHANGES_PENDING says so)."""
+    _run(conn, _CHANGES_TABLE.format(id="INTEGER PRIMARY KEY", int="INTEGER"), *_CHANGES_INDEXES)
+    _changes_pending(conn, "?")
+
+
+def postgres_m018_changes(conn: Connection) -> None:
+    """As SQLite's."""
+    for statement in (_CHANGES_TABLE.format(id="bigserial PRIMARY KEY", int="bigint"), *_CHANGES_INDEXES):
+        conn.execute(statement)
+    _changes_pending(conn, "%s")
+
+
 def already(why: str) -> Callable[..., None]:
     """The body of a migration whose change this backend's schema already had: nothing to do but be recorded."""
 
@@ -586,6 +628,7 @@ MIGRATIONS: list[Migration] = [
     Migration("m016_cue_graph", sqlite_m016_cue_graph,
               "CREATE TABLE IF NOT EXISTS cue_graph (part text PRIMARY KEY, data bytea NOT NULL)"),
     Migration("m017_name_index", _m017_name_index("INTEGER"), _m017_name_index("bigint")),
+    Migration("m018_changes", sqlite_m018_changes, postgres_m018_changes),
 ]
 
 

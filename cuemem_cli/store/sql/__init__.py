@@ -5,6 +5,7 @@ part per protocol of store/base.py, each of them a class of this folder:
 - `turns.py`: `TurnRows`, conversations and turns (the engine's `Store`).
 - `cues.py`: `CueRows`, cues, cue and turn vectors, the memory as arrays (`Store`).
 - `graph.py`: `GraphRows`, edges (`Store`).
+- `changes.py`: `ChangeRows`, the facts that changed (`ChangeRecords`).
 - `extraction.py`: `ExtractionRows`, the LLM extractor's cache and pending turns (`ExtractionRecords`).
 - `maintenance.py`: `MaintenanceRows`, forget, export, statistics, turn-by-turn reads (`Maintenance`).
 - `names.py`: `NameRows`, who is who: the signs of a name each turn holds, each conversation's learned names
@@ -33,6 +34,7 @@ from .. import migrations
 from ..base import Version, check_embedder, now_iso
 from ..migrations import Migration
 from .browse import BrowseRows
+from .changes import ChangeRows
 from .cues import CueRows
 from .evaluation import EvalRows
 from .extraction import ExtractionRows
@@ -42,7 +44,8 @@ from .names import NameRows
 from .turns import TurnRows
 
 
-class SQLStore(TurnRows, CueRows, GraphRows, ExtractionRows, MaintenanceRows, NameRows, BrowseRows, EvalRows):
+class SQLStore(TurnRows, CueRows, GraphRows, ChangeRows, ExtractionRows, MaintenanceRows, NameRows, BrowseRows,
+               EvalRows):
     """Every protocol of store/base.py over one connection; a backend subclass supplies the abstract methods
     and a Dialect."""
 

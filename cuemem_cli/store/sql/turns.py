@@ -166,7 +166,7 @@ class TurnRows(SQLRows):
     def delete_turns(self, turn_ids: Sequence[int], keep_conversations: bool = False) -> dict[str, Any]:
         """Remove turns and all that is theirs; call inside `transaction()`.
 
-        Order respects the foreign keys: cue vectors, cues, edges (either end),
+        Order respects the foreign keys: cue vectors, cues, edges and changes (either end),
         turn vectors, full-text entries (`_unindex_turns`), turns, extraction-cache entries no remaining turn
         shares, then conversations left empty (unless `keep_conversations`: a replaced turn's successor is
         stored next).
@@ -195,6 +195,8 @@ class TurnRows(SQLRows):
                           " SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)", {"key": CUE_DELETIONS})
         counts["edges"] = self._execute(f"DELETE FROM edges WHERE {d.within('src', 'ids')} OR {d.within('dst', 'ids')}",
                                         {"ids": ids}).rowcount
+        self._execute(f"DELETE FROM changes WHERE {d.within('older_turn_id', 'ids')}"
+                      f" OR {d.within('newer_turn_id', 'ids')}", {"ids": ids})
         self._execute(f"DELETE FROM turn_vectors WHERE {d.within('turn_id', 'ids')}", {"ids": ids})
         self._unindex_turns(ids)
         counts["turns"] = self._execute(f"DELETE FROM turns WHERE {d.within('id', 'ids')}", {"ids": ids}).rowcount
