@@ -63,6 +63,9 @@ def render(folder: Path = RESULTS, page: Path = PAGE) -> Path:
     browse = load("browse", folder)
     if browse is not None:
         parts += ["", *browse_lines(browse)]
+    question_path = load("question_path", folder)
+    if question_path is not None:
+        parts += ["", *question_path_lines(question_path)]
     wide, scale = load("locomo_memory_wide", folder), load("memory_scale", folder)
     if wide is not None or scale is not None:
         parts += ["", *memory_wide_lines(wide, scale, load("memory_scale_pgvector", folder))]
@@ -403,6 +406,63 @@ def browse_lines(b: dict) -> list[str]:
         lines.append(f"| {name} | {timing.get('first_ms', '—')} | {timing.get('p50_ms', '—')} | "
                      f"{timing.get('max_ms', '—')} | {timing.get('requests', 1)} |")
     return [*lines, ""]
+
+
+QUESTION_PATH_NOTES = HERE / "question_path_notes.md"
+
+
+def question_path_lines(r: dict) -> list[str]:
+    """Every question-path command on a whole chat history, this tree beside the base (bench_question_path.py):
+    issue 58's goals."""
+    trees = ("base", "new")
+    highest = max(r["load_before"][0], r["load_after"][0], *(r[b]["load_after"][0] for b in ("cold", "library",
+                                                                                               "mcp", "browse")
+                                                                if b in r))
+    sizes = ", ".join(f"{name} {m['bytes'] / 1e6:.0f} MB" for name, m in r["memories"].items())
+    load = load_line(r["load_before"][0], highest, r["load_after"][0], r["cores"])
+    lines = [
+        "## The question path on a chat history (issue 58)",
+        "",
+        f"Measured by `{r['command']}` on {r['date']}: each tree on its own memory of the same export ({sizes}), "
+        f"the two alternating, medians of {len(r['questions'])} (wall, and CPU seconds beside: they move less with "
+        f"the load). {load}",
+        "",
+        "| what | goal | base | this tree | met |",
+        "|---|---|---|---|---|",
+    ]
+
+    def row(what: str, goal: str, values: tuple, met: bool | None) -> None:
+        lines.append(f"| {what} | {goal} | {values[0]} | {values[1]} | {'—' if met is None else yes(met)} |")
+
+    labels = {"ask": "`cuemem ask` (offline answer line, rendered evidence), cold",
+              "context": "`cuemem ask --context-only --json`, cold", "inspect": "`cuemem inspect-graph`",
+              "inspect_json": "`cuemem inspect-graph --json`"}
+    for command, label in labels.items():
+        if "cold" in r:
+            got = tuple(f"{r['cold'][t][command]['median_s']:.2f} s ({r['cold'][t][command]['cpu_median_s']:.2f} CPU s)"
+                        for t in trees)
+            row(label, f"≤ {r['cold']['new'][command]['goal_s']} s", got, r["cold"]["new"][command]["met"])
+    if "library" in r:
+        for what, goal in (("ask", 100), ("context", None)):
+            took = tuple(f"{r['library'][t][f'{what}_p50_ms']:.0f} ms "
+                         f"({r['library'][t][f'{what}_cpu_p50_ms']:.0f} CPU ms)" for t in trees)
+            row(f"`Memory.{what}`, warm (p50)", f"≤ {goal} ms" if goal else "", took,
+                r["library"]["new"][what + "_p50_ms"] <= goal if goal else None)
+    if "mcp" in r:
+        for tool in ("ask", "recall"):
+            took = tuple(f"{r['mcp'][t][tool + '_p50_ms']:.0f} ms" for t in trees)
+            row(f"MCP `{tool}`, warm (p50)", "≤ 150 ms", took, r["mcp"]["new"][f"{tool}_p50_ms"] <= 150)
+    if "browse" in r:
+        for page in r["browse"]["new"]["warm_ms"]:
+            took = tuple(f"{r['browse'][t]['warm_ms'][page]} ms" for t in trees)
+            row(f"browse: {page.replace('_', ' ')}, warm", "≤ 300 ms", took, r["browse"]["new"]["warm_ms"][page] <= 300)
+        at_once = [r["browse"][t]["at_once"] for t in trees]
+        row("browse: 16 requests at once, p50 / p95 / max", "p95 ≤ 1,000 ms",
+            tuple(f"{a['p50_ms']:,} / {a['p95_ms']:,} / {a['max_ms']:,} ms" for a in at_once), at_once[1]["met"])
+    lines.append("")
+    if QUESTION_PATH_NOTES.exists():
+        lines += [QUESTION_PATH_NOTES.read_text(encoding="utf-8").strip(), ""]
+    return lines
 
 
 # ------------------------------------------------------------------ evidence per data set (bench/evidence.py)
