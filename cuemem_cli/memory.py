@@ -18,6 +18,7 @@ from typing import Any
 
 from .answer.extractive import answer_extractively
 from .answer.prompt import answer_with_model
+from .answer.stored_vectors import Embedded, reading_stored
 from .defaults import OWN_ANSWERERS, llm_model
 from .errors import CuememError, DiskFull, NoDatabase, ReadOnlyStore, StoreBusy
 from .ingest.pipeline import Ingestor, IngestReport, check_graph_options, open_writer
@@ -67,6 +68,7 @@ class Memory:
         self._told_unrecorded = False  # said once that this memory could not record the turns answers used
         self._embedder_made_from: tuple[str | None] | None = None  # the spec the embedder was made from
         self._others: list[Memory] = []  # made by `another`, closed with this one
+        self._embedded = Embedded()  # what the offline answers embedded (answer/stored_vectors.py)
 
     # ----------------------------------------------------------- resources
     @property
@@ -231,7 +233,8 @@ class Memory:
         elif llm is not None:
             answer = answer_with_model(context, llm, priority=priority, on_token=on_token)
         else:
-            answer = answer_extractively(context, self.embedder(quick_start=True))
+            answer = answer_extractively(context, reading_stored(self.store, context, self.embedder(quick_start=True),
+                                                                self._embedded))
         return Result(context, answer)
 
     def _plugin_answerer(self, name: str, model: str | None, priority: bool,

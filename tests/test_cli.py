@@ -429,6 +429,24 @@ def test_context_only_ask_imports_no_heavy_library(maya_db):
 
 
 @pytest.mark.subprocess
+def test_an_offline_answer_loads_spacy_only_for_a_question_that_needs_its_parser(maya_db):
+    """`cuemem ask` as typed (the offline answer line): a where-question is read without spaCy (importing and
+    loading it takes seconds); a what-question reads noun phrases, so it loads the parser, once."""
+    def loaded(question: str) -> str:
+        return python_prints(
+            "import sys\n"
+            "from typer.testing import CliRunner\n"
+            "from cuemem_cli.cli.app import app\n"
+            f"r = CliRunner().invoke(app, ['--db', {str(maya_db)!r}, 'ask', {question!r}, '--json'])\n"
+            "assert r.exit_code == 0, r.output\n"
+            "import json; assert json.loads(r.stdout)['answer_kind'] == 'extractive', r.stdout\n"
+            "print(','.join(m for m in ('spacy', 'torch', 'litellm') if m in sys.modules) or 'none')\n")
+
+    assert loaded("Where does Maya live now?") == "none"
+    assert loaded("What breed is the dog Maya adopted?") == "spacy"
+
+
+@pytest.mark.subprocess
 def test_the_package_root_exports_the_result_types_lazily():
     """`from cuemem_cli import Memory, Context, Evidence, Answer, Settings` without reaching into modules; the
     bare import loads none of the engine (`cuemem --help` stays fast)."""

@@ -216,6 +216,19 @@ def test_a_text_in_context_is_its_own_tokens_read_with_the_context(embedder):
     assert np.allclose(embedder.embed_in_context([(reply, None)]), embedder.embed([reply]), atol=1e-6)
 
 
+def test_a_turn_that_fills_the_window_is_read_in_context_exactly_as_alone(embedder):
+    """reads_alone: a turn whose own tokens fill MAX_TOKENS leaves the context no room, so its stored vector
+    (in context) is its plain one, which the offline answer reads instead of embedding it again; a shorter
+    turn is not, and its vector in context differs."""
+    long = " ".join(["The starter wants equal weights of flour and water every morning for a week."] * 12)
+    short, context = "Maybe later, I just moved to Lisbon.", "Would you like tips on scoring the loaf?"
+    assert embedder.reads_alone(long) and not embedder.reads_alone(short)
+    [long_read, short_read] = embedder.embed_in_context([(long, context), (short, context)])
+    [long_alone, short_alone] = embedder.embed([long, short])
+    assert np.allclose(long_read, long_alone, atol=1e-6)
+    assert float(short_read @ short_alone) < 0.999
+
+
 def test_a_long_turn_before_a_short_one_informs_it_without_drowning_it(embedder):
     """Why the context's tokens are not averaged in: a user's short statement after a long assistant
     answer must still match a question about it (bench/quality_notes.md has the measured stress test)."""

@@ -3,6 +3,7 @@
 - `prompt.py`: the answer model's prompt and the call through litellm.
 - `extractive.py`: the offline answer: the reader of the question's parts and the answer line it makes.
 - `sentences.py`: which evidence sentences answer a question, best first, and whether any does.
+- `stored_vectors.py`: the evidence's sentence and turn vectors read from the memory, not embedded again.
 - `choices.py`: questions answered by a choice: yes or no, one of two options.
 - `quotes.py`: how the offline answer quotes a sentence (its line) and whole turns (its sources).
 - `question_parts.py`: what a question asks for: its parts (when, where, who, how many, what), their tense,

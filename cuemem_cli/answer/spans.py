@@ -12,6 +12,7 @@ only when such a question is answered offline. The dates a sentence states are
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from datetime import date
@@ -28,6 +29,7 @@ from .stated_dates import When
 _STEM = 5
 
 
+@functools.lru_cache(maxsize=1 << 16)  # every sentence of every answer's evidence is read for its stems
 def stem(word: str) -> str:
     """A crude stem, enough to tell that two words are one: lower-cased, a plural or verb ending and a
     final e dropped, cut to five letters ("moving" and "move" → "mov", "paints" and "painting" → "paint")."""
@@ -309,8 +311,7 @@ def what_phrases(sentence: str, want: Focus, asked: set[str], names: frozenset[s
     strong = [p for p in _copula(sentence, want.noun) if new(p)] if want.noun else []
     middle: list[str] = []
     weak: list[str] = []
-    parser = english_parser()
-    doc = parser(sentence)
+    doc = _parsed(sentence)
     for tok in doc:
         if any(a <= tok.idx < b for a, b in taken) or tok.lower_ in _GENERIC:
             continue
@@ -325,7 +326,7 @@ def what_phrases(sentence: str, want: Focus, asked: set[str], names: frozenset[s
             continue
         same_noun = want.noun is not None and stem(tok.text) == stem(want.noun) and phrase.lower() != tok.lower_
         object_of = want.verb is not None and tok.dep_ in _OBJECTS and tok.head.tag_.startswith("VB") and \
-            parser.lemma(tok.head) == want.verb
+            english_parser().lemma(tok.head) == want.verb
         if same_noun:
             strong.append(phrase)
         elif object_of or appos:
@@ -334,6 +335,12 @@ def what_phrases(sentence: str, want: Focus, asked: set[str], names: frozenset[s
             weak.append(phrase)
     ranked = [(p, 2) for p in dict.fromkeys(strong)] + [(p, 1) for p in dict.fromkeys(middle) if p not in strong]
     return ranked + [(p, 0) for p in dict.fromkeys(weak) if p not in strong and p not in middle]
+
+
+@functools.lru_cache(maxsize=2048)
+def _parsed(sentence: str) -> Any:
+    """A sentence's parse, kept: a session of questions about one chat reads the same evidence sentences."""
+    return english_parser()(sentence)
 
 
 def closest(phrases: list[str], to: str, embedder) -> str:

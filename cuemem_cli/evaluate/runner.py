@@ -364,13 +364,17 @@ class _Offline:
     """The offline answer `ask` gives without a model, on each record's context, scored by `offline_scores`."""
 
     def __init__(self, embedder):
-        self.embedder = embedder
+        from ..answer.stored_vectors import Embedded
 
-    def __call__(self, q: Question, record: dict[str, Any], found: Retrieval) -> None:
+        self.embedder = embedder
+        self.embedded = Embedded()  # what the answers embedded, as `Memory.ask` keeps it
+
+    def __call__(self, q: Question, record: dict[str, Any], found: Retrieval, store: Store) -> None:
         from ..answer.extractive import answer_extractively
+        from ..answer.stored_vectors import reading_stored
 
         t0 = time.perf_counter()
-        answer = answer_extractively(found.context, self.embedder)
+        answer = answer_extractively(found.context, reading_stored(store, found.context, self.embedder, self.embedded))
         record.update(offline_answer=answer.text, offline_form=answer.form,
                       **offline_scores(q.answer, answer.text, q.abstention))
         record["latency_ms"]["offline_answer"] = round((time.perf_counter() - t0) * 1000, 2)
@@ -476,7 +480,7 @@ def _questions(dataset: str, questions: list[Question], total: int, env: Env, sy
                     found = retrieve(env, view, q, budget)
                     record = make_record(dataset, q, view, name, budget, found)
                     if offline is not None:
-                        offline(q, record, found)
+                        offline(q, record, found, env.store)
                     batch.append((record, found))
             if pool is not None and qa is not None:
                 for future in [pool.submit(qa, q, rec, found) for rec, found in batch]:

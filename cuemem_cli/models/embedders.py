@@ -131,6 +131,13 @@ class OnnxMiniLM:
         self.threads = threads or min(os.cpu_count() or 1, 8)
         self._session: Any = None  # onnxruntime.InferenceSession, once loaded
         self._tokenizer: Any = None  # tokenizers.Tokenizer, once loaded
+        self._pool: ThreadPoolExecutor | None = None  # made on first use, kept: a question's answer embeds a few
+        # texts at a time, dozens of times, and starting the threads each time cost more than some of them
+
+    def _workers(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="cuemem-embed")
+        return self._pool
 
     def _load(self):
         self._session, self._tokenizer = _onnx_model(self._model_path(), self.quick_start)
@@ -146,10 +153,10 @@ class OnnxMiniLM:
         if len(texts) == 1:
             return _normalise(self._mean_token(self._tokenizer.encode(_head(texts[0])))[None, :])
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        with ThreadPoolExecutor(self.threads) as pool:
-            for start in range(0, len(texts), EMBED_BATCH):
-                encodings = self._tokenizer.encode_batch([_head(text) for text in texts[start:start + EMBED_BATCH]])
-                out[start:start + len(encodings)] = np.vstack(list(pool.map(self._mean_token, encodings)))
+        pool = self._workers()
+        for start in range(0, len(texts), EMBED_BATCH):
+            encodings = self._tokenizer.encode_batch([_head(text) for text in texts[start:start + EMBED_BATCH]])
+            out[start:start + len(encodings)] = np.vstack(list(pool.map(self._mean_token, encodings)))
         return _normalise(out)
 
     def embed_in_context(self, pairs: Sequence[tuple[str, str | None]]) -> np.ndarray:
@@ -158,15 +165,22 @@ class OnnxMiniLM:
         if self._session is None:
             self._load()
         out = np.empty((len(pairs), self.dim), dtype=np.float32)
-        with ThreadPoolExecutor(self.threads) as pool:
-            for start in range(0, len(pairs), EMBED_BATCH):
-                chunk = pairs[start:start + EMBED_BATCH]
-                encodings = self._tokenizer.encode_batch([_head(text_read_with(text, context))
-                                                          for text, context in chunk])
-                out[start:start + len(chunk)] = np.vstack(list(pool.map(
-                    lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
-                    zip(encodings, chunk, strict=True))))
+        pool = self._workers()
+        for start in range(0, len(pairs), EMBED_BATCH):
+            chunk = pairs[start:start + EMBED_BATCH]
+            encodings = self._tokenizer.encode_batch([_head(text_read_with(text, context)) for text, context in chunk])
+            out[start:start + len(chunk)] = np.vstack(list(pool.map(
+                lambda job: self._mean_token(job[0], own_positions(job[0].offsets, len(job[1][0]))),
+                zip(encodings, chunk, strict=True))))
         return _normalise(out)
+
+    def reads_alone(self, text: str) -> bool:
+        """Whether `text` read in context is read exactly as alone: its own tokens fill the MAX_TOKENS the model
+        reads, so `text_read_with` leaves no room for the context and every token is pooled. Such a turn's
+        stored vector is its plain one (the offline answer reads it instead of embedding the turn again)."""
+        if self._session is None:
+            self._load()
+        return len(self._tokenizer.encode(_head(text)).ids) >= MAX_TOKENS
 
     def _mean_token(self, encoding, positions: list[int] | None = None) -> np.ndarray:
         ids = np.array([encoding.ids], dtype=np.int64)
