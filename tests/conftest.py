@@ -445,6 +445,44 @@ def spacy_extractor():
     return SpacyExtractor()
 
 
+# ------------------------------------------------------------------ sample memories
+# Several modules read the sample dialogues as `cuemem ingest` stores them with the default models. Each
+# template is ingested once per session; a module takes its own copy (`copy_memory`), so what it writes (an
+# ask records the turns it used) stays its own, as when it ingested them itself.
+@pytest.fixture(scope="session")
+@tier("slow")
+def maya_memory(tmp_path_factory) -> Path:
+    """Maya & Leo, ingested by `cuemem ingest` (spaCy cues, MiniLM): the template of the modules' `maya_db`."""
+    return _ingested(tmp_path_factory.mktemp("maya-template") / "memory.db", SAMPLES / "maya_and_leo.jsonl")
+
+
+@pytest.fixture(scope="session")
+def samples_memory(maya_memory, tmp_path_factory) -> Path:
+    """Both sample dialogues in one memory: `maya_memory`, then the assistant chat ingested into it."""
+    path = copy_memory(maya_memory, tmp_path_factory.mktemp("samples-template"))
+    return _ingested(path, SAMPLES / "assistant_chat.jsonl")
+
+
+def _ingested(db: Path, dialogue: Path) -> Path:
+    from typer.testing import CliRunner
+
+    from cuemem_cli.cli.app import app
+
+    result = CliRunner().invoke(app, ["--db", str(db), "ingest", str(dialogue), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return db
+
+
+def copy_memory(template: Path, folder: Path) -> Path:
+    """A memory of one's own: `template`, closed, copied to `folder`/memory.db."""
+    import shutil
+
+    assert not template.with_name(template.name + "-wal").exists(), "the template is closed: no WAL beside it"
+    copy = folder / "memory.db"
+    shutil.copyfile(template, copy)
+    return copy
+
+
 @pytest.fixture
 def runner():
     from typer.testing import CliRunner

@@ -10,24 +10,17 @@ import sys
 import orjson
 import pytest
 
-from conftest import CUEMEM, SAMPLES, tier
+from conftest import CUEMEM, SAMPLES, copy_memory
 
 QUESTION = "What breed is the dog Maya adopted, and when?"
 TURN_LINE = re.compile(r"^\s+(s\d+:\d+) · ")  # a turn's dim line below its text: its id, how it came in
 
 
 @pytest.fixture(scope="module")
-@tier("slow")  # which turns are strongest, and the extractive answer, are the real models' (ask's defaults)
-def maya_db(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from cuemem_cli.cli.app import app
-
-    path = tmp_path_factory.mktemp("maya") / "memory.db"
-    result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(SAMPLES / "maya_and_leo.jsonl"), "--json"],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
-    return path
+def maya_db(maya_memory, tmp_path_factory):
+    """Maya & Leo as `cuemem ingest` stores it (conftest.maya_memory): which turns are strongest, and the
+    extractive answer, are the real models' (ask's defaults)."""
+    return copy_memory(maya_memory, tmp_path_factory.mktemp("maya"))
 
 
 def evidence_of(cli, db, *args):

@@ -11,24 +11,16 @@ import pytest
 
 from cuemem_cli.recall.lines import shown_text
 
-from conftest import PYTHON, SAMPLES, tier
+from conftest import PYTHON, SAMPLES, copy_memory
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 SAM = SAMPLES / "assistant_chat.jsonl"
 
 
 @pytest.fixture(scope="module")
-@tier("slow")
-def maya_db(tmp_path_factory):
-    """The Maya & Leo sample ingested once, through the CLI, for the read-only tests."""
-    from typer.testing import CliRunner
-
-    from cuemem_cli.cli.app import app
-
-    path = tmp_path_factory.mktemp("maya") / "memory.db"
-    result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(MAYA), "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
-    return path
+def maya_db(maya_memory, tmp_path_factory):
+    """The Maya & Leo sample ingested through the CLI (conftest.maya_memory), for the read-only tests."""
+    return copy_memory(maya_memory, tmp_path_factory.mktemp("maya"))
 
 
 def ask_json(cli, db, *args):

@@ -11,23 +11,16 @@ import subprocess
 import orjson
 import pytest
 
-from conftest import CUEMEM, SAMPLES, child_env, tier
+from conftest import CUEMEM, SAMPLES, child_env, copy_memory
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 QUESTION = "What breed is the dog Maya adopted?"
 
 
 @pytest.fixture(scope="module")
-@tier("slow")
-def maya_db(tmp_path_factory):
-    from typer.testing import CliRunner
-
-    from cuemem_cli.cli.app import app
-
-    path = tmp_path_factory.mktemp("maya-errors") / "memory.db"
-    result = CliRunner().invoke(app, ["--db", str(path), "ingest", str(MAYA), "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.stderr
-    return path
+def maya_db(maya_memory, tmp_path_factory):
+    """Maya & Leo as `cuemem ingest` stores it (conftest.maya_memory)."""
+    return copy_memory(maya_memory, tmp_path_factory.mktemp("maya-errors"))
 
 
 def subprocess_env(**extra: str) -> dict[str, str]:

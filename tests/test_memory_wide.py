@@ -21,6 +21,8 @@ from cuemem_cli.recall.settings import Settings
 from cuemem_cli.records import Cue, Message, Triple, Turn
 from cuemem_cli.recall.view import Hops
 
+from conftest import copy_memory
+
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_dialogues"
 VECTORS = {"a": [1.0, 0.0, 0.0], "b": [0.0, 1.0, 0.0], "c": [0.8, 0.6, 0.0], "d": [0.6, 0.0, 0.8]}
 LISBON = [
@@ -117,11 +119,9 @@ def test_chats_with_the_same_people_stay_one_neighbourhood_among_other_peoples(s
 
 
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory):
-    """Both sample dialogues and two chats titled alike ("Lisbon trip"), one memory."""
-    mem = Memory(tmp_path_factory.mktemp("wide") / "memory.db")
-    mem.ingest_file(SAMPLES / "maya_and_leo.jsonl")
-    mem.ingest_file(SAMPLES / "assistant_chat.jsonl")
+def memory(samples_memory, tmp_path_factory):
+    """Both sample dialogues (conftest.samples_memory) and two chats titled alike ("Lisbon trip"), one memory."""
+    mem = Memory(copy_memory(samples_memory, tmp_path_factory.mktemp("wide")))
     mem.add(LISBON)
     yield mem
     mem.close()

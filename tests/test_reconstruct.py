@@ -14,17 +14,16 @@ from cuemem_cli.recall.reconstruct import reconstruct
 from cuemem_cli.recall.settings import Settings
 from cuemem_cli.store.vectors import roundtrip
 
-from conftest import tier
+from conftest import copy_memory
 
 MAYA = Path(__file__).resolve().parent.parent / "sample_dialogues" / "maya_and_leo.jsonl"
 ASSISTANT = MAYA.with_name("assistant_chat.jsonl")
 
 
 @pytest.fixture(scope="module")
-@tier("slow")
-def memory(tmp_path_factory):
-    mem = Memory(tmp_path_factory.mktemp("rec") / "memory.db")
-    mem.ingest_file(MAYA)
+def memory(maya_memory, tmp_path_factory):
+    """Maya & Leo as `cuemem ingest` stores it (conftest.maya_memory)."""
+    mem = Memory(copy_memory(maya_memory, tmp_path_factory.mktemp("rec")))
     yield mem
     mem.close()
 

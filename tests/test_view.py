@@ -16,6 +16,8 @@ from cuemem_cli.store.base import NewTurn
 from cuemem_cli.store.sqlite import SQLiteStore
 from cuemem_cli.recall.view import MemoryView, StoreSource, memory_source
 
+from conftest import copy_memory
+
 pytestmark = pytest.mark.slow  # the memory fixture holds both samples with the real models
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_dialogues"
@@ -29,11 +31,9 @@ QUESTIONS = [
 
 
 @pytest.fixture(scope="module")
-def memory(tmp_path_factory):
-    """Both sample dialogues in one memory: questions range over two conversations."""
-    mem = Memory(tmp_path_factory.mktemp("view") / "memory.db")
-    mem.ingest_file(MAYA)
-    mem.ingest_file(SAMPLES / "assistant_chat.jsonl")
+def memory(samples_memory, tmp_path_factory):
+    """Both sample dialogues in one memory (conftest.samples_memory): questions range over two conversations."""
+    mem = Memory(copy_memory(samples_memory, tmp_path_factory.mktemp("view")))
     yield mem
     mem.close()
 
