@@ -12,7 +12,7 @@ import pytest
 
 from cuemem_cli.store.migrations import MIGRATIONS
 
-from conftest import CUEMEM, SAMPLES, assert_whole, child_env, raw
+from conftest import CUEMEM, SAMPLES, assert_whole, child_env, copy_memory, raw
 from datetime import UTC
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
@@ -36,10 +36,12 @@ def finish(processes: list[subprocess.Popen]) -> list[tuple[int, str, str]]:
     return out
 
 
-def run_serially(db: Path, commands: list[tuple[str, ...]]) -> None:
+def run_serially(cli, db: Path, commands: list[tuple[str, ...]]) -> None:
+    """The commands one after another through the same CLI, in this process (its models loaded once): what the
+    processes run at once must leave."""
     for args in commands:
-        [(code, _, stderr)] = finish([start(db, *args)])
-        assert code == 0, stderr
+        result = cli("--db", str(db), *args)
+        assert result.exit_code == 0, result.stderr
 
 
 def run_at_once(db: Path, commands: list[tuple[str, ...]]) -> list[tuple[int, str, str]]:
@@ -95,17 +97,16 @@ def assert_same(got: dict, want: dict) -> None:
 
 @pytest.mark.slow
 @pytest.mark.subprocess  # real processes, each loading the models
-def test_four_ingests_of_one_file_into_a_new_database(tmp_path):
-    """The reported failures: UNIQUE constraint failed on turns, and a migration run twice."""
+def test_four_ingests_of_one_file_into_a_new_database(tmp_path, maya_memory):
+    """The reported failures: UNIQUE constraint failed on turns, and a migration run twice. The serial run to
+    compare with is conftest.maya_memory: the same file ingested alone."""
     db = tmp_path / "together.db"
     results = run_at_once(db, [("ingest", str(MAYA), "--json")] * 4)
     reports = [orjson.loads(stdout) for _, stdout, _ in results]
     assert sum(r["turns_added"] for r in reports) == 84, "each turn is stored by exactly one process"
     assert all(r["turns_added"] + r["turns_existing"] == 84 for r in reports)
     assert_whole(db)
-    serial = tmp_path / "serial.db"
-    run_serially(serial, [("ingest", str(MAYA))])
-    assert_same(contents(db), contents(serial))
+    assert_same(contents(db), contents(copy_memory(maya_memory, tmp_path)))
     conn = raw(db)
     assert conn.execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(MIGRATIONS)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -115,7 +116,7 @@ def test_four_ingests_of_one_file_into_a_new_database(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess  # real processes, each loading the models
-def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
+def test_four_ingests_of_different_files_one_conversation_shared(cli, tmp_path):
     files = [
         write_lines(tmp_path / "a.jsonl", MAYA, slice(0, 20), "a"),
         write_lines(tmp_path / "b.jsonl", CHAT, slice(0, 20), "b"),
@@ -139,18 +140,18 @@ def test_four_ingests_of_different_files_one_conversation_shared(tmp_path):
     conn.close()
     order = sorted(files, key=landed.__getitem__)
     serial = tmp_path / "serial.db"
-    run_serially(serial, [("ingest", str(f)) for f in order])
+    run_serially(cli, serial, [("ingest", str(f)) for f in order])
     assert_same(got, contents(serial))
 
 
 @pytest.mark.slow
 @pytest.mark.subprocess  # real processes, each loading the models
-def test_an_ingest_racing_a_forget_and_an_ask(tmp_path):
+def test_an_ingest_racing_a_forget_and_an_ask(cli, tmp_path):
     keep = write_lines(tmp_path / "keep.jsonl", MAYA, slice(0, 30), "keep")
     old = write_lines(tmp_path / "old.jsonl", MAYA, slice(30, 50), "shared")
     new = write_lines(tmp_path / "new.jsonl", MAYA, slice(50, 70), "shared")
     db = tmp_path / "memory.db"
-    run_serially(db, [("ingest", str(keep)), ("ingest", str(old))])
+    run_serially(cli, db, [("ingest", str(keep)), ("ingest", str(old))])
     run_at_once(db, [("ingest", str(new)), ("forget", "--conversation", "shared", "--yes"),
                      ("ask", "Where does Maya live?", "--conversation", "keep", "--json")])
     assert_whole(db)
@@ -167,14 +168,14 @@ def test_an_ingest_racing_a_forget_and_an_ask(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess  # real processes, each loading the models
-def test_concurrent_replacing_ingests_stay_whole(tmp_path):
+def test_concurrent_replacing_ingests_stay_whole(cli, tmp_path):
     """`--replace` racing plain ingests of the same ids: every process ends well and the file stays whole."""
     base = write_lines(tmp_path / "base.jsonl", MAYA, slice(0, 20), "c")
     records = [orjson.loads(line) for line in base.read_bytes().splitlines()]
     changed = tmp_path / "changed.jsonl"
     changed.write_bytes(b"".join(orjson.dumps({**r, "text": r["text"] + " (edited)"}) + b"\n" for r in records[5:10]))
     db = tmp_path / "memory.db"
-    run_serially(db, [("ingest", str(base))])
+    run_serially(cli, db, [("ingest", str(base))])
     run_at_once(db, [("ingest", str(changed), "--replace")] * 3)
     assert_whole(db)
     got = contents(db)

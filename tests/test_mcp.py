@@ -105,7 +105,7 @@ def test_lists_the_tools_and_keeps_forget_for_allow_forget(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.subprocess  # real server processes, each loading the models
-def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_path):
+def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(cli, tmp_path):
     db = tmp_path / "m.db"
     messages = maya(30)
 
@@ -145,7 +145,7 @@ def test_remember_stores_as_ingest_does_then_recall_ask_and_list_find_it(tmp_pat
     jsonl = tmp_path / "maya30.jsonl"
     jsonl.write_bytes(b"".join(orjson.dumps({"conversation": "maya-and-leo", **m}) + b"\n" for m in messages))
     ingested = tmp_path / "ingested.db"
-    run_serially(ingested, [("ingest", str(jsonl))])
+    run_serially(cli, ingested, [("ingest", str(jsonl))])
     assert_same(alone, contents(ingested))
     assert_whole(db)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import orjson
 import pytest
-from conftest import SAMPLES
-from test_concurrency import finish, run_at_once, start
+from conftest import SAMPLES, copy_memory
+from test_concurrency import run_at_once
 
 MAYA = SAMPLES / "maya_and_leo.jsonl"
 CHAT = SAMPLES / "assistant_chat.jsonl"
@@ -158,13 +158,13 @@ def test_export_from_sqlite_imports_into_postgres_and_back(cli, tmp_path, pg_url
 
 @pytest.mark.slow
 @pytest.mark.subprocess  # real processes, each loading the models
-def test_concurrent_ingests_of_one_file_equal_a_serial_run(cli, pg_url, tmp_path):
+def test_concurrent_ingests_of_one_file_equal_a_serial_run(cli, pg_url, tmp_path, maya_memory):
+    """Three processes ingesting one file into PostgreSQL at once leave what one ingest of it into SQLite
+    leaves (conftest.maya_memory, copied: the questions below record the turns they used)."""
     results = run_at_once(pg_url, [("ingest", str(MAYA), "--json")] * 3)
     reports = [orjson.loads(stdout) for _, stdout, _ in results]
     assert sum(r["turns_added"] for r in reports) == 84, "each turn is stored by exactly one process"
-    serial = str(tmp_path / "serial.db")
-    [(code, _, stderr)] = finish([start(serial, "ingest", str(MAYA))])
-    assert code == 0, stderr
+    serial = str(copy_memory(maya_memory, tmp_path))
     assert ok(cli("--db", pg_url, "export")).stdout_bytes == ok(cli("--db", serial, "export")).stdout_bytes
     graphs = [orjson.loads(ok(cli("--db", db, "inspect-graph", "--format", "json")).stdout) for db in (serial, pg_url)]
     assert graphs[0]["conversations"] == graphs[1]["conversations"]
