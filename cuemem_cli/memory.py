@@ -14,18 +14,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .answer.extractive import answer_extractively
-from .answer.prompt import answer_with_model
-from .answer.stored_vectors import Embedded, reading_stored
 from .defaults import OWN_ANSWERERS, llm_model
 from .errors import CuememError, DiskFull, NoDatabase, ReadOnlyStore, StoreBusy
-from .ingest.pipeline import Ingestor, IngestReport, check_graph_options, open_writer
-from .ingest.prepare import Workers, worker_count
-from .input.dialogue import open_dialogue
-from .input.jsonl import checked_messages, read_messages, validate
-from .input.sources import open_input
 from .recall.reconstruct import reconstruct
 from .recall.settings import Settings
 from .records import Answer, Context, Message
@@ -33,6 +25,11 @@ from .registry import answerer_factory, make_extractor
 from .store.base import Store, conversation_names, extraction_records, now_iso
 from .store.open import open_store, resolve_target
 from .timeparse import parse_time
+
+if TYPE_CHECKING:  # the ingest and answer steps load when used: `ask --context-only` needs neither
+    from .answer.stored_vectors import Embedded
+    from .ingest.pipeline import Ingestor, IngestReport
+    from .ingest.prepare import Workers
 
 
 @dataclass(frozen=True)
@@ -68,7 +65,7 @@ class Memory:
         self._told_unrecorded = False  # said once that this memory could not record the turns answers used
         self._embedder_made_from: tuple[str | None] | None = None  # the spec the embedder was made from
         self._others: list[Memory] = []  # made by `another`, closed with this one
-        self._embedded = Embedded()  # what the offline answers embedded (answer/stored_vectors.py)
+        self._embedded: Embedded | None = None  # what the offline answers embedded (answer/stored_vectors.py)
 
     # ----------------------------------------------------------- resources
     @property
@@ -146,6 +143,10 @@ class Memory:
         (a name of input.formats.FORMATS), files in that format, converted (input.dialogue.open_dialogue).
         `replace`: a line whose id is stored with another text replaces that turn (else it is reported as a
         conflict). `workers`: processes that parse and embed (`worker_count` chooses when None)."""
+        from .ingest.pipeline import IngestReport
+        from .input.dialogue import open_dialogue
+        from .input.jsonl import read_messages, validate
+
         self.check_writable()  # a memory that cannot be written says so before the input is read
         paths = [os.fspath(path)] if isinstance(path, (str, os.PathLike)) else [os.fspath(p) for p in path]
         with open_dialogue(paths, from_format, all_branches) as source:
@@ -167,6 +168,8 @@ class Memory:
         """Worker processes for this ingest, or None to prepare batches in this process: they need an
         extractor and an embedder that a new process can make from their names (not the LLM extractor,
         whose cache is this database, nor an embedder object handed in)."""
+        from .ingest.prepare import Workers, worker_count
+
         count = worker_count(wanted, lines)
         if count < 2 or self._extractor_name != "spacy" or self._embedder_made_from is None:
             return None
@@ -176,6 +179,9 @@ class Memory:
             window: int | None = None, sem_k: int | None = None, replace: bool = False) -> IngestReport:
         """Add messages (dicts in the JSONL format, or Message records); all are checked before any is stored
         (input.jsonl.checked_messages: one bad message rejects them all)."""
+        from .ingest.pipeline import IngestReport
+        from .input.jsonl import checked_messages
+
         parsed = checked_messages(messages, conversation)
         report = IngestReport(lines=len(parsed))
         return self.writer(window, sem_k, replace).run(parsed, report)
@@ -190,6 +196,8 @@ class Memory:
         What can refuse the run (options, extractor, embedder) is checked before the database file is
         created. `cues`: an extractor to use instead of this memory's, whose cues are stored as they are and
         are not this memory's extractor's (an export's recorded cues, a retry's: `extract_pending`)."""
+        from .ingest.pipeline import check_graph_options, open_writer
+
         check_graph_options(window, sem_k)
         self.check_writable()
         embedder = self.embedder()
@@ -231,8 +239,15 @@ class Memory:
         if plugin is not None:
             answer = plugin(context)
         elif llm is not None:
+            from .answer.prompt import answer_with_model
+
             answer = answer_with_model(context, llm, priority=priority, on_token=on_token)
         else:
+            from .answer.extractive import answer_extractively
+            from .answer.stored_vectors import Embedded, reading_stored
+
+            if self._embedded is None:
+                self._embedded = Embedded()
             answer = answer_extractively(context, reading_stored(self.store, context, self.embedder(quick_start=True),
                                                                 self._embedded))
         return Result(context, answer)
@@ -310,6 +325,8 @@ class Memory:
         The whole export is checked first (manage.export.count_turns): nothing is written if a line is bad or
         it holds no turn; then it is stored in batches by this memory's writer, with exactly those cues.
         `path` may be gzipped, or a zip archive or folder of export files."""
+        from .ingest.pipeline import IngestReport
+        from .input.sources import open_input
         from .manage.export import StoredCues, count_turns, read_export
 
         self.check_writable()
@@ -323,6 +340,7 @@ class Memory:
         call), then give them their cues and link them into the graph as an ingest would have."""
         from .cues.llm import LLMExtractor
         from .errors import UnknownConversation
+        from .ingest.pipeline import IngestReport
 
         store = self.store
         cid = None
