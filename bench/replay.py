@@ -1,8 +1,11 @@
 """Replay `reconstruct` over LoCoMo's questions on an existing database, with Settings overrides: the
 quick way to try a scoring change without a full `cuemem eval` (same gold evidence, same budget rule).
 
-    python bench/replay.py DB [LOCOMO_JSON] [key=value ...]
+    python bench/replay.py DB [LOCOMO_JSON] [conversations=a,b,...] [key=value ...]
     python bench/replay.py ~/.cache/cuemem/eval/locomo-….db ../shared/data/locomo10.json speaker_weight=0 top_m=50
+    python bench/replay.py RT.db ../shared/data/realtalk-dev.json conversations=rt-1,rt-2,rt-3 kind_weight=0
+
+`conversations` asks only those samples' questions (the tune or check part of a split, bench/quality_notes.md).
 
 DB must hold the LoCoMo conversations under their sample ids (a `cuemem eval locomo` cache database does).
 """
@@ -24,8 +27,8 @@ from cuemem_cli.store.sqlite import SQLiteStore
 DEFAULT_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10.json"
 
 
-def replay(db: str, locomo: str, **change) -> dict:
-    dataset = load_locomo(locomo)
+def replay(db: str, locomo: str, conversations: list[str] | None = None, **change) -> dict:
+    dataset = load_locomo(locomo, conversations)
     store = SQLiteStore.open(db, create=False)
     embedder = get_embedder(spec_for(store.get_meta("embedding_model")), quick_start=True)
     settings = replace(Settings(), **change)
@@ -45,7 +48,8 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     overrides = dict(a.split("=", 1) for a in args if "=" in a)
     paths = [a for a in args if "=" not in a]
+    wanted = overrides.pop("conversations", None)
     result = replay(paths[0], paths[1] if len(paths) > 1 else str(DEFAULT_LOCOMO),
-                    **{k: ast.literal_eval(v) for k, v in overrides.items()})
+                    wanted.split(",") if wanted else None, **{k: ast.literal_eval(v) for k, v in overrides.items()})
     for category, row in result.items():
         print(f"{category:12} n={row['n']:5}  all-evidence {row['all_evidence']:.3f}  recall {row['recall']:.3f}")

@@ -308,8 +308,8 @@ class Memory:
     def reindex(self, only: Sequence[str] | None = None,
                 progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
         """Build again what is derived from the stored turns (manage/reindex.py: who is who, the facts that
-        changed), which a memory written by an older cuemem lacks; `only` some of them, by name. Returns what
-        each took."""
+        changed, the kinds of things each turn names), which a memory written by an older cuemem lacks; `only`
+        some of them, by name. Returns what each took."""
         from .manage.reindex import reindex
 
         return reindex(self.store, only, progress)

@@ -109,7 +109,7 @@ class Evidence:
     time: str | None
     speaker: str | None
     text: str
-    via: str  # anchor | lexical | temporal | semantic
+    via: str  # anchor | lexical | temporal | semantic | kind
     session: str | None = None
     position: int = 0
     score: float = 0.0
@@ -123,6 +123,7 @@ class Evidence:
     # (supersedes: the earlier turn): cues/changes.py, found at ingest
     superseded_by: tuple[ChangeLink, ...] = ()
     supersedes: tuple[ChangeLink, ...] = ()
+    kinds: tuple[str, ...] = ()  # the kinds of things it names (cues/kinds.py), as the memory stored them
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,7 @@ class Context:
     evidence: tuple[Evidence, ...]
     tokens: int
     timings_ms: dict[str, float]
+    kinds: tuple[str, ...] = ()  # the kinds of thing the question asks for (cues/kinds.question_kinds), if any
 
     def to_json(self, answer: Answer | None = None) -> dict[str, Any]:
         """The one JSON shape of a context and its answer, whoever asks: `ask --json` (`--context-only`:
@@ -204,14 +206,15 @@ class Context:
             "question": self.question,
             "conversations": list(self.conversations),
             "as_of": self.as_of,
+            "kinds": list(self.kinds),
             "answer": answer.text if answer else None,
             "answer_kind": answer.kind if answer else None,
             "answer_form": answer.form if answer else None,
             "model": answer.model if answer else None,
             "usage": answer.usage if answer else {},
             "cues": list(data["cues"]),
-            "evidence": [{**ev, "superseded_by": list(ev["superseded_by"]), "supersedes": list(ev["supersedes"])}
-                         for ev in data["evidence"]],
+            "evidence": [{**ev, "superseded_by": list(ev["superseded_by"]), "supersedes": list(ev["supersedes"]),
+                          "kinds": list(ev["kinds"])} for ev in data["evidence"]],
             "tokens": self.tokens,
             "timings_ms": {**self.timings_ms, **({"answer": answer.timing_ms} if answer and answer.timing_ms else {})},
         }

@@ -1,5 +1,5 @@
 """`.ci/run` runs exactly the README's test command, so what CI checks is what the README tells people; before
-it, and nowhere in the tests, it installs what the tests need beyond pip (the browser)."""
+it, and nowhere in the tests, it installs what the tests need beyond pip (the browser, WordNet)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_ci_runs_the_readme_test_command():
     test_command = next(b.strip() for b in blocks if "pytest" in b)
     ci_lines = [line for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
                 if line and not line.startswith(("#", "set ", "cd "))]
-    assert ci_lines == ["bash .ci/browser-up >/dev/null", test_command]
+    assert ci_lines == ["bash .ci/browser-up >/dev/null", "bash .ci/wordnet-up >/dev/null", test_command]
     assert "pip wheel" in test_command and "python -P -m pytest" in test_command
 
 
@@ -37,8 +37,8 @@ def _started_commands(path) -> list[str]:
 
 
 def test_no_test_installs_software_on_the_machine():
-    """Read: no test file starts a package manager, sudo, `playwright install` or .ci/browser-up (which installs
-    Chromium as root). Run: conftest refuses such a process whatever builds its command line."""
+    """Read: no test file starts a package manager, sudo, `playwright install`, .ci/browser-up or .ci/wordnet-up
+    (which install Chromium and WordNet as root). Run: conftest refuses such a process whatever builds its command line."""
     offenders = {f"{path.relative_to(REPO)}: {command}" for path in sorted((REPO / "tests").rglob("*.py"))
                  for command in _started_commands(path) if INSTALLS.search(command)}
     assert not offenders, f"tests that install software: {sorted(offenders)}"
@@ -49,5 +49,6 @@ def test_no_test_installs_software_on_the_machine():
 
 # What conftest refuses, tried above: none of these starts (the refusal comes before the process).
 REFUSED = (["apt-get", "install", "-y", "chromium"], ["sudo", "true"], "apt install chromium",
-           ["bash", str(REPO / ".ci" / "browser-up")], ["python", "-m", "playwright", "install", "chromium"],
+           ["bash", str(REPO / ".ci" / "browser-up")], ["bash", str(REPO / ".ci" / "wordnet-up")],
+           ["python", "-m", "playwright", "install", "chromium"],
            ["bash", "-c", "dnf -q install chromium"])

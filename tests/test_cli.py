@@ -570,8 +570,9 @@ def test_tables_in_a_pipe_are_tab_separated_with_every_value_whole(cli, db_path,
     assert table.exit_code == 0, table.stderr
     rows, settings = table.stdout.split("\n\n")
     header, row = (line.split("\t") for line in rows.splitlines())
-    assert header == ["conversation", "turns", "cues", "edges t/s", "degree", "no cue", "span"]
-    assert row[0] == name and row[1] == "2" and row[-1] == "2023-03→2024-08" and "…" not in table.stdout
+    assert header == ["conversation", "turns", "cues", "edges t/s", "degree", "no cue", "span", "kinds"]
+    assert row[0] == name and row[1] == "2" and row[-2] == "2023-03→2024-08" and "…" not in table.stdout
+    assert row[-1] == "city 1"  # Denver: the kinds of things its turns name
     assert dict(line.split("\t") for line in settings.splitlines())["graph_window"] == "2"
     turn = cli("--db", str(db_path), "inspect-graph", "--turn", "1", "-c", name).stdout
     neighbours = turn.split("\nNeighbours\n", 1)[1].splitlines()

@@ -1,5 +1,5 @@
 """ruff, mypy and import-linter with the configuration in pyproject.toml: a finding fails the suite, so `.ci/run` (the
-README's test command) fails on it without a command of its own. ruff reads cuemem's source, the tests
+README's test command) fails on it without a command of its own. ruff reads cuemem's source, the tests, scripts/
 and the benchmarks; mypy the source and the benchmark suite (bench/, not its one-off experiments). import-linter
 keeps the layers ([tool.importlinter]: no import cycle, nothing below the interfaces imports them, the store
 imports no engine module), counting function-level imports too. The
@@ -38,7 +38,7 @@ def _run(tool: str, *args: str, code: str | None = None) -> subprocess.Completed
 
 
 def test_ruff_finds_nothing():
-    folders = [str(folder) for folder in (SOURCE, REPO / "tests", BENCH) if folder.is_dir()]
+    folders = [str(folder) for folder in (SOURCE, REPO / "tests", BENCH, REPO / "scripts") if folder.is_dir()]
     result = _run("ruff", "check", "--no-fix", "--output-format", "concise", *folders)
     assert result.returncode == 0, f"ruff check {' '.join(folders)}:\n{result.stdout}{result.stderr}"
 

@@ -536,8 +536,8 @@ def test_a_question_has_one_json_shape_everywhere(cli, two_chats):
         context = memory.context(SAMPLE_QUESTION).to_json()
         browsed = pages.question(memory, SAMPLE_QUESTION, None, None, answer=False)["context"]
     keys = set(only)
-    assert keys == {"question", "conversations", "as_of", "answer", "answer_kind", "answer_form", "model", "usage",
-                    "cues", "evidence", "tokens", "timings_ms"}
+    assert keys == {"question", "conversations", "as_of", "kinds", "answer", "answer_kind", "answer_form", "model",
+                    "usage", "cues", "evidence", "tokens", "timings_ms"}
     for shape in (answered, recalled, api, context, browsed):
         assert set(shape) == keys
     assert set(asked) == keys | {"note"}  # no model configured: said so

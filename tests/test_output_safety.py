@@ -144,7 +144,7 @@ def test_inspect_graph_json_has_nodes_and_edges(cli, evil_db):
     whole = orjson.loads(cli("--db", str(evil_db), "inspect-graph", "--format", "json").stdout)
     assert {c["conversation"] for c in whole["conversations"]} == {CONV, "other"}
     assert len(whole["nodes"]) == 5
-    assert set(whole["nodes"][0]) == {"id", "conversation", "source_id", "time", "speaker", "cues"}
+    assert set(whole["nodes"][0]) == {"id", "conversation", "source_id", "time", "speaker", "cues", "kinds"}
     assert set(whole["edges"][0]) == {"src", "dst", "kind", "weight", "rank"}
     counts = whole["conversations"]
     assert len(whole["edges"]) == sum(c["temporal_edges"] + c["semantic_edges"] for c in counts)

@@ -127,6 +127,7 @@ def test_schema_one_database_gets_turn_vectors_on_open(tmp_path):
         mem.store.conn.execute("DROP TABLE cue_signs")
         mem.store.conn.execute("DROP TABLE name_signs")
         mem.store.conn.execute("DROP TABLE learned_names")
+        mem.store.conn.execute("DROP TABLE turn_kinds")
         mem.store.conn.execute("DELETE FROM _migrations WHERE name != 'm001_initial'")
     store = SQLiteStore.open(path)
     assert (tmp_path / "old.db.bak-schema1").exists()

@@ -490,7 +490,8 @@ def test_every_protocol_method_has_a_contract_test():
     both backends: a method added to a Protocol (or a Protocol added) without a contract test fails here."""
     members = {name for protocol in protocols() for name in {*vars(protocol), *protocol.__annotations__}
                if not name.startswith("_")}
-    assert [p.__name__ for p in protocols()] == ["Store", "SavedCueGraph", "ExtractionRecords", "ChangeRecords",
+    assert [p.__name__ for p in protocols()] == ["Store", "SavedCueGraph", "KindIndex", "ExtractionRecords",
+                                                 "ChangeRecords",
                                                  "Maintenance", "NameIndex", "BrowseQueries", "EvalQueries"]
     assert len(members) > 60 and {"knn_cues", "delete_turns", "max_k", "path", "cached_triples", "forget_selection",
                                   "browse_conversations", "all_turn_texts"} <= members
@@ -662,6 +663,30 @@ def test_both_backends_browse_the_same_conversations_and_find_the_same_turns(bot
                   ["watercolors", "dog"]):
         want, got = sqlite.browse_search_turns(words, 50), postgres.browse_search_turns(words, 50)
         assert sorted(t for t, _ in got) == sorted(t for t, _ in want), words  # the scores are each backend's
+
+
+def test_kinds_are_kept_per_turn_found_by_kind_speaker_and_conversation_and_go_with_their_turn(any_store):
+    """KindIndex: a turn's kinds as written (a row again changes nothing), the turns of some kinds by scope and
+    speaker (newest first, at most `limit`), counts per kind, a conversation's kinds deleted, and a turn's kinds
+    gone with the turn."""
+    ids = fill(any_store)
+    a, b = (sorted(t.id for t in any_store.turns(ids[name])) for name in "ab")
+    with any_store.transaction():
+        any_store.insert_turn_kinds([(a[0], "dog"), (a[0], "animal"), (a[5], "city"), (a[10], "city"),
+                                     (b[5], "city"), (a[0], "dog")])
+    assert any_store.turn_kinds([a[0], a[5], a[1]]) == {a[0]: ("animal", "dog"), a[5]: ("city",)}
+    assert any_store.turns_of_kinds(["city"]) == [b[5], a[10], a[5]]
+    assert any_store.turns_of_kinds(["city", "dog"], [ids["a"]]) == [a[10], a[5], a[0]]
+    assert any_store.turns_of_kinds(["city", "dog"], [ids["a"]], speakers=["Maya"]) == [a[5]]  # Maya: odd turns
+    assert any_store.turns_of_kinds(["city"], limit=1) == [b[5]]
+    assert any_store.turns_of_kinds([]) == [] and any_store.turns_of_kinds(["sport"]) == []
+    assert any_store.kind_counts() == {"city": 3, "animal": 1, "dog": 1}
+    assert any_store.kind_counts(ids["b"]) == {"city": 1}
+    with any_store.transaction():
+        any_store.delete_turns([a[0]])
+        assert any_store.delete_turn_kinds([ids["b"]]) == 1
+    assert any_store.kind_counts() == {"city": 2}
+    assert any_store.turn_kinds([a[0], b[5]]) == {}
 
 
 def test_postgres_refuses_a_database_with_other_tables(pg_url):

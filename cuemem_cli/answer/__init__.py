@@ -11,4 +11,5 @@
 - `changes.py`: the answer line for a fact that changed: the latest value, its day, and the earlier one.
 - `spans.py`: what part of a sentence answers each kind of question part.
 - `stated_dates.py`: the dates a sentence states, resolved against the day it was said.
+- `kinds.py`: the kind a question asks for, in the answer line: the instances the evidence names, listed.
 """

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 from datetime import date
 
+from ..cues.kinds import AskedKind, asked_kind, mentions
 from ..cues.parser import preload_parser
 from ..cues.relative_dates import time_phrases
 from ..recall.question import said_in
@@ -19,6 +20,7 @@ from ..records import Answer, Context
 from ..timeparse import MONTH_NAMES, format_human, named_periods, said_on
 from .changes import change_line
 from .choices import chosen, is_yes_no, options, verdict
+from .kinds import instances, listed
 from .quotes import quote, quote_several, source
 from .sentences import Ranked, answering, matched, rank_sentences, sentences, someone_elses
 from .question_parts import Focus, Part, asks_for_several, focus, question_parts
@@ -33,6 +35,7 @@ from .spans import (
     people,
     places,
     reply_place,
+    stem,
     stems,
     what_phrases,
 )
@@ -48,6 +51,10 @@ STRENGTH_BONUS = 0.2  # see _Reader.answer
 SUBJECT_BONUS = 0.1  # see _Reader._about
 OTHER_PENALTY = 0.2
 PHRASE_SENTENCES = 8  # what-questions parse only this many of the best sentences
+KIND_STRENGTH = 3  # a what-span that is a thing of the kind the question asks for ("Which city …" → a city)
+KIND_LIST = True  # a question asking for several things of a kind is answered by those the evidence names
+KIND_SPAN = True  # a what-question asking for one thing of a kind is answered by a thing of that kind
+KIND_SURE = True  # … the thing alone (else the sentence naming it is quoted)
 
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|we've|us|our)\b", re.I)
 
@@ -98,8 +105,9 @@ class _Reader:
     """The evidence read for one question: who speaks, which names are places, how well each sentence
     follows the question, and the spans each kind of question part finds in it."""
 
-    def __init__(self, context: Context, embedder, ranked: Ranked):
+    def __init__(self, context: Context, embedder, ranked: Ranked, wanted: AskedKind | None = None):
         self.context, self.embedder, self.ranked = context, embedder, ranked
+        self.wanted = wanted or AskedKind()
         self.evidence = context.evidence
         texts = [ev.text for ev in self.evidence]
         self.speakers = frozenset(ev.speaker for ev in self.evidence if ev.speaker)
@@ -160,6 +168,11 @@ class _Reader:
         taken = [(w.at, w.end) for w in dates(sentence, said_on(ev.time))]  # a date is no number and no thing
         if kind == "how-many" or want is None:
             return next(iter(amounts(sentence, self.asked, part.text, taken)), None)
+        if KIND_SPAN and self.wanted.kinds and not self.wanted.plural and not self.wanted.sort:
+            kinded = [m.text for m in mentions(sentence, self.speakers) if m.kinds & set(self.wanted.kinds)
+                      and not {stem(w) for w in m.text.lower().split()} <= self.asked]
+            if kinded:
+                return kinded[0], KIND_STRENGTH
         phrases = what_phrases(sentence, want, self.asked, self.speakers, taken)
         if not phrases:
             return None
@@ -327,7 +340,8 @@ def sure(reading: Reading, answering: Ranked, common: frozenset[str] = frozenset
     not fit a line)."""
     near = reading.newer or reading.nearest or (reading.index, reading.sentence) in {(i, s) for _, s, i in
                                                                                   answering[:SURE_NEAR]}
-    return near and reading.kind != "what" and reading.strength >= 1 and _named(reading, common)
+    typed = reading.kind != "what" or (KIND_SURE and reading.strength >= KIND_STRENGTH)
+    return near and typed and reading.strength >= 1 and _named(reading, common)
 
 
 def _named(reading: Reading, common: frozenset[str]) -> bool:
@@ -413,14 +427,15 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     best_first = answering(context, ranked)
     if someone_elses(context, best_first):
         return Answer(text=None, kind="extractive")
-    reader = _Reader(context, embedder, ranked)
+    wanted = asked_kind(context.question)
+    reader = _Reader(context, embedder, ranked, wanted)
     readings = [reader.answer(part) for part in parts]
     changed = change_line(context, parts[0], readings[0].index, readings[0].span, sure(readings[0], best_first)) \
         if len(parts) == 1 and not options(context.question) else None
     if changed is not None and (not is_yes_no(context.question) or changed[0].startswith("contradiction")):
         form, (line, found) = "answer", changed  # a fact that changed: the latest, and what it was before
     else:
-        form, line, found = _line(context, readings, best_first)
+        form, line, found = _line(context, readings, best_first, wanted, reader)
     lines = [line]
     used: list[int] = []
     for i in found:
@@ -436,7 +451,8 @@ def answer_extractively(context: Context, embedder, sources: int = EXTRACTIVE_SO
     return Answer(text="\n".join(lines), kind="extractive", form=form)
 
 
-def _line(context: Context, readings: list[Reading], best_first: Ranked) -> tuple[str, str, list[int]]:
+def _line(context: Context, readings: list[Reading], best_first: Ranked, wanted: AskedKind | None = None,
+          reader: _Reader | None = None) -> tuple[str, str, list[int]]:
     """(form, answer line, the evidence turns it was read in). "A or B?" → the option the best sentences
     name alone (choices.chosen); yes or no → the verdict and the quote that decides it; several things
     asked for → the best sentences of several turns (quote_several); a span the reader is sure of →
@@ -451,6 +467,14 @@ def _line(context: Context, readings: list[Reading], best_first: Ranked) -> tupl
         return "answer", offered[picked[0]][0], [best_first[picked[1]][2]]
     if is_yes_no(question):
         return "quote", quote(evidence[at], best, lead=f"{verdict(best)}: "), [at]
+    if KIND_LIST and wanted and wanted.kinds and not wanted.sort and (wanted.plural or asks_for_several(question)) \
+            and not any(sure_of):
+        named = [s for s in {ev.speaker for ev in evidence if ev.speaker}
+                 if re.search(rf"\b{re.escape(s)}\b", question)]
+        found = instances(evidence, best_first, wanted.kinds, reader.asked if reader else set(),
+                          named[0] if len(named) == 1 else None)
+        if found:
+            return "answer", listed(found, evidence), list(dict.fromkeys(f.index for f in found))
     if asks_for_several(question) and not any(sure_of):
         several = _several(context, best_first)
         return "quote", quote_several([(evidence[i], sentence) for sentence, i in several]), [i for _, i in several]

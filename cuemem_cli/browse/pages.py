@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import CuememError, LLMError, UnknownConversation
 from ..memory import Memory
 from ..recall.settings import Settings
-from ..store.base import browse_queries, change_records, conversation_names, maintenance
+from ..store.base import browse_queries, change_records, conversation_names, kind_index, maintenance
 from .picture import Picture, draw
 
 PAGE_CONVERSATIONS = 50  # conversations per page of the list
@@ -109,6 +109,8 @@ def turn(memory: Memory, turn_id: int) -> dict[str, Any]:
             raise NotFound(f"this memory has no turn {turn_id}", "it may have been forgotten")
         reads = maintenance(store)
         cues = reads.cues_of_turns([turn_id]).get(turn_id, [])
+        index = kind_index(store)
+        kinds = list(index.turn_kinds([turn_id]).get(turn_id, ())) if index is not None else []
 
         def other(src: int, dst: int) -> int:
             return dst if src == turn_id else src
@@ -134,7 +136,7 @@ def turn(memory: Memory, turn_id: int) -> dict[str, Any]:
              if c.older_turn == turn_id and c.newer_turn in versions]
     earlier = [{"change": asdict(c), "turn": asdict(versions[c.older_turn])} for c in changes
                if c.newer_turn == turn_id and c.older_turn in versions]
-    return {"turn": asdict(found), "cues": [asdict(c) for c in cues], "neighbours": neighbours,
+    return {"turn": asdict(found), "kinds": kinds, "cues": [asdict(c) for c in cues], "neighbours": neighbours,
             "later": later, "earlier": earlier, "graph": picture_json(picture), "picture": picture}
 
 

@@ -296,7 +296,8 @@ def ask(
     """
     from ..errors import LLMError
     from ..recall.settings import Settings
-    from .render import AskOutput
+    from ..store.base import kinds_missing
+    from .render import AskOutput, err
 
     output = AskOutput(_evidence_shown(evidence, context_only), verbose, json_out)
     scope = conversation or None
@@ -318,7 +319,12 @@ def ask(
             except LLMError as exc:  # the evidence is still worth showing: rebuild it (deterministic, ms)
                 failure, answer = exc, None
                 context = memory.context(question, scope, settings, as_of)
+        untagged = bool(context.kinds) and kinds_missing(memory.store)
     output.finish(context, answer, None if failure is None else failure.message)
+    if untagged:
+        err.print("note: this memory's turns carry no kinds of things yet (it was written by an older cuemem), so "
+                  f"turns naming a {' or '.join(context.kinds)} were found by their words alone; run `cuemem "
+                  "reindex` once to tag them")
     if failure is not None:
         sys.stdout.flush()
         raise failure
@@ -566,12 +572,13 @@ def import_(
 @app.command()
 def reindex(
     only: list[str] = typer.Option([], "--only", metavar="INDEX",
-                                   help="Rebuild only this derived index (names, changes); repeat for several."),
+                                   help="Rebuild only this derived index (names, changes, kinds); repeat for several."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON report on stdout."),
 ) -> None:
     """Build again what is derived from the stored turns (names: who is who, the names each chat calls its
-    people by; changes: the facts a later turn changed), which a memory written by an older cuemem lacks. Safe
-    to run again; other processes may keep reading and writing meanwhile."""
+    people by; changes: the facts a later turn changed; kinds: the kinds of things each turn names), which a
+    memory written by an older cuemem lacks. Safe to run again; other processes may keep reading and writing
+    meanwhile."""
     from ..text import plural
     from .render import err, write_json
 

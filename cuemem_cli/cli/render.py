@@ -58,7 +58,7 @@ def escape(text: Any) -> str:
     return _markup_escape(visible(str(text)))
 
 
-_VIA_STYLE = {"anchor": "bold green", "lexical": "green", "temporal": "cyan", "semantic": "magenta"}
+_VIA_STYLE = {"anchor": "bold green", "lexical": "green", "temporal": "cyan", "semantic": "magenta", "kind": "yellow"}
 
 
 def write_json(data: Any) -> None:
@@ -123,7 +123,8 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
     chats = {ev.conversation: chat_label(ev) for ev in evidence}  # two chats may share a title
     where = ", ".join(context.conversations) or (
         next(iter(chats.values())) if len(chats) == 1 else f"{len(chats)} conversations")
-    out.print(f"[bold]Evidence[/bold] · {escape(where)} · {count} · ~{context.tokens} tokens")
+    asked = f" · asks for: {escape(', '.join(context.kinds))}" if context.kinds else ""
+    out.print(f"[bold]Evidence[/bold] · {escape(where)} · {count} · ~{context.tokens} tokens{asked}")
     if len(shown) < len(evidence):
         which = ("none shown (--evidence 0)" if not top else "the strongest turn and the turns beside it" if top == 1
                  else f"the {top} strongest turns and the turns beside them")
@@ -155,7 +156,7 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
             grid.add_column(style="bold", no_wrap=True, min_width=widths[1])
             grid.add_column(ratio=1)
         said = escape(ev.text) + "".join(f"\n[dim italic]{escape(note)}[/]" for note in change_notes(ev, ids=True)) \
-            + (f"\n[dim]{_how(ev)}[/dim]" if verbose else "")
+            + (f"\n[dim]{_how(ev, context.kinds)}[/dim]" if verbose else "")
         grid.add_row(escape(stamps[i]), escape(ev.speaker or ""), said)
         previous = i
     flush()
@@ -163,9 +164,12 @@ def render_evidence(context: Context, top: int | None = None, reader: str | None
         out.print(f"[dim]  ⋯ {plural(len(evidence) - 1 - previous, 'turn')} not shown[/dim]")
 
 
-def _how(ev: Evidence) -> str:
-    """A turn's id, how it came into the evidence and its best cue (`render_evidence`'s verbose line)."""
+def _how(ev: Evidence, asked: tuple[str, ...] = ()) -> str:
+    """A turn's id, how it came into the evidence, the kinds asked for that it names, and its best cue
+    (`render_evidence`'s verbose line)."""
     how = f"{escape(ev.source_id)} · [{_VIA_STYLE.get(ev.via, '')}]{ev.via}[/]"
+    if found := [kind for kind in ev.kinds if kind in asked]:
+        how += f" · names a {escape(' or '.join(found))}"
     if ev.cue:
         how += f" · cue {escape(ev.cue)} · {ev.score:.2f}"
     if ev.excerpt:
@@ -445,13 +449,15 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
     pending = any(s["pending_turns"] for s in stats)
     titled = any(s.get("title") for s in stats)
     named = any(s.get("names") for s in stats)
+    kinded = any(s.get("kinds") for s in stats)
     columns = ["conversation", *(["title"] if titled else []), "turns", "cues", "edges t/s", "degree", "no cue",
-               *(["pending"] if pending else []), "span", *(["names"] if named else [])]
+               *(["pending"] if pending else []), "span", *(["names"] if named else []), *(["kinds"] if kinded else [])]
     rows = [[s["conversation"], *([s.get("title") or ""] if titled else []), str(s["turns"]), str(s["cues"]),
              f"{s['temporal_edges']}/{s['semantic_edges']}",
              f"{s['degree']['min']}/{s['degree']['mean']:.1f}/{s['degree']['max']}", str(s["turns_without_cues"]),
              *([str(s["pending_turns"])] if pending else []), _span(s["first_time"], s["last_time"]),
-             *([_names(s.get("names") or {})] if named else [])] for s in stats]
+             *([_names(s.get("names") or {})] if named else []),
+             *([", ".join(f"{k} {n}" for k, n in (s.get("kinds") or {}).items())] if kinded else [])] for s in stats]
     if piped():
         _write_tsv(columns, rows)
         out.file.write("\n")
@@ -459,7 +465,7 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
         return
     table = _compact_table("Memory")
     for col in columns:
-        if col in ("title", "names"):
+        if col in ("title", "names", "kinds"):
             table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=24)
         else:
             table.add_column(col, no_wrap=True, justify="left" if col in ("conversation", "span") else "right")
@@ -544,6 +550,8 @@ def render_turn(detail: dict[str, Any]) -> None:
     when = format_human(turn["time"]) if turn["time"] else "time unknown"
     title = f"{escape(turn['source_id'])} · {escape(when)} · {escape(turn['speaker'] or '')}"
     out.print(Panel(escape(turn["text"]), title=title, title_align="left"))
+    if detail.get("kinds"):
+        out.print("  kinds: " + escape(", ".join(detail["kinds"])))
     cues = Table.grid(padding=(0, 1, 0, 0))  # a long cue wraps under itself, not under "cue [kind]"
     for cue in detail["cues"]:
         cues.add_row(" ", "cue " + escape(f"[{cue['kind']}]"),

@@ -10,4 +10,6 @@
 - `changes.py`: facts that change: a newer turn stating another value for what an older one stated (or
   contradicting it), found at ingest.
 - `names.py`: who is who: the names a chat calls its people by, learned from greetings and introductions.
+- `kinds.py`: the kinds of things a turn names ("basketball" → sport) and the kind a question asks for, from
+  the lexicon shipped in data/kinds.txt (scripts/build_kinds.py builds it from WordNet).
 """

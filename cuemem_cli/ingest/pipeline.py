@@ -32,6 +32,7 @@ from ..registry import bind_extractor
 from ..store.base import TURN_ALONE, NewTurn, Store, change_records, extraction_records, turn_vector_text
 from ..text import plural
 from .graph import NeighbourIndex, semantic_edges, temporal_edges
+from .kinds import start_kinds, tag_batch
 from .names import keep_names
 from .prepare import Pair, Prepared, Workers, cues_of, embed_cues, embed_distinct, embed_turns
 
@@ -224,6 +225,7 @@ def open_writer(store: Store, extractor, embedder, *, extractor_name: str | None
             store.set_meta("extract_model", extract_model)
         writer = Ingestor(store, extractor, embedder, window, sem_k, replace, derive_cues)
         store.bind_embedder(embedder.model_id, embedder.dim, embedder.name)
+        start_kinds(store)
     return writer
 
 
@@ -573,6 +575,7 @@ class Ingestor:
             written.append(_Written(conv.id, turn_id, position, item.cue_vectors, cue_ids, item.replaces))
             report.changes += self._changes.see(conv.id, Said(turn_id, message.text, message.speaker, message.role,
                                                               triples or []), message.conversation)
+        tag_batch(self.store, turn_ids, [(item.message.text, item.message.speaker) for item in fresh])
         self._link(written, report, temporal=True)
         self._store_turn_vectors(fresh, turn_ids)
         keep_names(self.store, [w.conversation_id for w in written], turn_ids, [f.message.text for f in fresh])

@@ -4,9 +4,12 @@ Each conversation's counts come with `names`: the names its people go by in it b
 (speaker → names, learned from how they are greeted and introduce themselves: cues/names.py), which a
 question may use, and `changes`, how many facts a newer turn changed there (cues/changes.py); the facts
 that changed are listed after the counts (`changes`: each pair's conversation, older and newer turn ids and
-times, subject, relation, values and kind; `older_turn`/`newer_turn` are node ids). `--format json` adds the
+times, subject, relation, values and kind; `older_turn`/`newer_turn` are node ids). `kinds`, how many of its
+turns name a thing of each kind (cues/kinds.py: sport, city, dish, …), most first; the settings' `kinds` say
+which lexicon tagged the turns (null: `cuemem reindex` has yet to tag them). `--format json` adds the
 graph itself: `nodes` (one per turn: `id`, the turn's number in
-this database that edges refer to, `conversation`, `source_id`, `time`, `speaker`, `cues`, its cue count)
+this database that edges refer to, `conversation`, `source_id`, `time`, `speaker`, `cues`, its cue count,
+`kinds`, the kinds of things it names)
 and `edges` (`src`, `dst`: node ids; `kind`: temporal or semantic; `weight`; `rank`).
 """
 
@@ -19,7 +22,8 @@ from ..cues.names import learn
 from ..errors import CuememError
 from ..recall.scope import resolve_one
 from ..records import Turn
-from ..store.base import Store, change_records, maintenance, name_index, names_indexed, turn_vector_text
+from ..store.base import (Store, change_records, kind_index, kinds_built, maintenance, name_index, names_indexed,
+                          turn_vector_text)
 from .reindex import stale
 
 
@@ -43,6 +47,7 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
         found = records.changes(cid) if records is not None and cid is not None else []
         s["changes"] = len(found)
         changes += [asdict(c) for c in found]
+        s["kinds"] = index.kind_counts(cid) if (index := kind_index(store)) is not None and cid is not None else {}
     meta = reads.meta()
     settings = {
         "db": store.path,
@@ -54,6 +59,7 @@ def summary(store: Store, conversation: str | None = None, graph: bool = False) 
         "graph_window": int(meta["graph_window"]) if "graph_window" in meta else None,
         "graph_sem_k": int(meta["graph_sem_k"]) if "graph_sem_k" in meta else None,
         "stale": stale(store),  # derived indexes holding only later turns: `cuemem reindex` rebuilds them
+        "kinds": kinds_built(store),  # the lexicon version that tagged every turn; None: `cuemem reindex` has not
     }
     if not graph:
         return {"settings": settings, "conversations": stats, "changes": changes}
@@ -100,8 +106,10 @@ def turn_detail(store: Store, conversation: str | None, source_id: str) -> dict[
     turns = [turn, *sorted(others.values(), key=lambda t: t.position)]
     records = change_records(store)
     changes = [asdict(c) for c in records.changes_of_turns([turn.id])] if records is not None else []
-    return {"conversation": name, "turn": asdict(turn), "cues": [asdict(c) for c in cues], "neighbours": neighbours,
-            "changes": changes, **graph_json(store, turns, edges)}
+    index = kind_index(store)
+    kinds = list(index.turn_kinds([turn.id]).get(turn.id, ())) if index is not None else []
+    return {"conversation": name, "turn": asdict(turn), "kinds": kinds, "cues": [asdict(c) for c in cues],
+            "neighbours": neighbours, "changes": changes, **graph_json(store, turns, edges)}
 
 
 def neighbourhood(store: Store, conversation: str | None, source_id: str) -> tuple[str, list[Turn], list[tuple]]:
@@ -115,8 +123,11 @@ def neighbourhood(store: Store, conversation: str | None, source_id: str) -> tup
 def graph_json(store: Store, turns: list[Turn], edges: list[tuple]) -> dict[str, list[dict[str, Any]]]:
     """The nodes and edges of `--format json` (their fields are documented in the module docstring)."""
     cues = maintenance(store).cues_of_turns([t.id for t in turns])
+    index = kind_index(store)
+    kinds = index.turn_kinds([t.id for t in turns]) if index is not None and turns else {}
     nodes = [{"id": t.id, "conversation": t.conversation, "source_id": t.source_id, "time": t.time,
-              "speaker": t.speaker, "cues": len(cues.get(t.id, []))} for t in turns]
+              "speaker": t.speaker, "cues": len(cues.get(t.id, [])), "kinds": list(kinds.get(t.id, ()))}
+             for t in turns]
     return {"nodes": nodes, "edges": [{"src": src, "dst": dst, "kind": kind, "weight": weight, "rank": rank}
                                       for src, dst, kind, weight, rank in edges]}
 

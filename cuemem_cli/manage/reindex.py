@@ -15,6 +15,7 @@ from typing import Any
 
 from ..cues.changes import ChangeFinder, Said
 from ..errors import CuememError
+from ..ingest.kinds import retag, retagged
 from ..ingest.names import relearn, store_signs
 from ..store.base import NAMES_INDEXED, Store, change_records, maintenance, name_index
 from ..store.migrations import CHANGES_PENDING
@@ -73,6 +74,7 @@ DERIVED = [
     Derived("names", "who is who: the names each chat calls its people by (cues/names.py)", _names, _names_complete),
     Derived("changes", "the facts that changed: pairs of turns where a newer one states another value "
                        "(cues/changes.py)", _changes, _changes_complete),
+    Derived("kinds", "the kinds of things each turn names (cues/kinds.py: sport, city, dish, …)", retag, retagged),
 ]
 
 

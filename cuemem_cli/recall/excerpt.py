@@ -20,6 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..cues.kinds import kinds_of
 from ..records import Turn
 from ..text import sentences
 from .lines import estimate_tokens, evidence_line, line_cost, shown_cost, turn_cost
@@ -128,9 +129,12 @@ class Excerpts:
     TAIL = 4
     HEADER = 16
     FLOOR = 24
+    KIND_FIRST = 1.0  # added to the similarity of a sentence naming a thing of the kind asked: it is kept first
 
-    def __init__(self, source, vector: np.ndarray, limit: int, ranked: Sequence[Turn]):
-        self.source, self.vector, self.limit = source, vector, limit
+    def __init__(self, source, vector: np.ndarray, limit: int, ranked: Sequence[Turn], kinds: Sequence[str] = ()):
+        """`kinds`: the kinds of thing the question asks for (cues/kinds.py); a long turn's sentence that names
+        one is kept in its excerpt before any other ("What cities did I visit?": the sentence with Lisbon)."""
+        self.source, self.vector, self.limit, self.kinds = source, vector, limit, frozenset(kinds)
         self.long = [t.id for t in ranked if limit and _is_long(t, limit)]
         self.rank = {tid: i for i, tid in enumerate(self.long)}
         self.similarity: dict[int, dict[str, float]] = {}
@@ -148,7 +152,11 @@ class Excerpts:
         if turn.id not in self.similarity:
             after = self.long[self.rank[turn.id] + 1:self.rank[turn.id] + self.CHUNK]
             wanted = [turn.id, *(tid for tid in after if tid not in self.similarity)]
-            self.similarity.update(self.source.sentence_similarities(wanted, self.vector))
+            found = self.source.sentence_similarities(wanted, self.vector)
+            if self.kinds:
+                found = {tid: {sentence: sim + self.KIND_FIRST * bool(kinds_of(sentence) & self.kinds)
+                               for sentence, sim in sims.items()} for tid, sims in found.items()}
+            self.similarity.update(found)
         shown = excerpt_turn(turn, self.similarity[turn.id], limit)
         if shown.text == turn.text:
             return turn

@@ -19,19 +19,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cues.kinds import asked_kind
 from ..errors import CuememError
 from ..models.embedders import embed_questions
 from ..records import ChangeLink, Context, Cue, Evidence, ScoredCue, Turn
-from ..store.base import TURN_ALONE, Store, change_records, check_embedder, has_vectors, turn_vector_text
+from ..store.base import TURN_ALONE, Store, change_records, check_embedder, has_vectors, kind_index, turn_vector_text
 from ..text import without_names
 from .changes import PAIR_RANK, kept_together, links
 from .evidence import chronological, context_tokens, fill_budget
 from .excerpt import Excerpts
+from .kinds import kind_turns
 from .lines import turn_cost
 from .people import Named, named_people
 from .question import Asked, addressed_roles, fts_query, question_periods
 from .scope import Scope, resolve_scope
-from .score import Candidates, best_cues, circle_strength, score, within_circles
+from .score import Candidates, asked_about, best_cues, circle_strength, score, within_circles
 from .settings import Settings
 from .view import Hops, MemoryView, StoreSource, memory_source
 
@@ -68,6 +70,20 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
 
     floor = memory_hits[-1][1] if memory_hits else 0.0  # the memory's m-th similarity
     candidates = _expand(source, hits, lexical, floor, scope, hidden, settings)
+    # Mix the turn before into turn vectors of the turn alone (view.in_context).
+    mix = settings.context_weight if turn_vector_text(store) == TURN_ALONE else 0.0
+    asked = Asked(frozenset(mentioned), frozenset(addressed_roles(question)), tuple(question_periods(question)),
+                  frozenset(involved.values()), named.known_as)
+    wanted = asked_kind(question)
+    kinds = wanted.kinds if settings.kind_weight and len(wanted.kinds) <= settings.kind_max and (
+        wanted.plural or not settings.kind_several) else ()
+    if kinds:
+        about = (lambda turn: asked_about(turn, asked)) if asked.mentioned or asked.roles or asked.known_as else None
+        candidates.kinds = set(kind_turns(store, kinds, scope.ids, hidden.turns, source.turns_by_id,
+                                          lambda ids: source.turn_similarities(ids, vector, mix), about, settings))
+        new = [tid for tid in candidates.kinds if tid not in candidates.turns]
+        candidates.turns.update(source.turns_by_id(new))
+        candidates.ids += [tid for tid in new if tid in candidates.turns]
     lift = np.zeros(len(candidates.ids), dtype=np.float32)
     if settings.circle_weight and scope.held > 1:
         people = source.people()
@@ -76,10 +92,6 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
                                                          candidates.turns, people)
         lift = np.float32(settings.circle_weight) * circle_strength(candidates.ids, candidates.turns, memory_hits,
                                                                     people)
-    # Turn vectors of the turn alone get the turn before them mixed in here instead (view.in_context).
-    mix = settings.context_weight if turn_vector_text(store) == TURN_ALONE else 0.0
-    asked = Asked(frozenset(mentioned), frozenset(addressed_roles(question)), tuple(question_periods(question)),
-                  frozenset(involved.values()), named.known_as)
     scores, via = score(candidates, source.turn_similarities(candidates.ids, vector, mix), lift, asked, settings)
     clock.lap("expand")
 
@@ -91,12 +103,14 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
         changes = [c for c in changes if c.conversation in scope.names]
     ranked, brought = kept_together(ranked, scores, changes, question, source.turns_by_id, hidden.turns)
     via.update(dict.fromkeys(brought, "change"))
-    excerpts = Excerpts(source, vector, settings.excerpt_tokens, ranked)
+    excerpts = Excerpts(source, vector, settings.excerpt_tokens, ranked, kinds)
     chosen = sorted(fill_budget(ranked, settings.budget, excerpts), key=chronological)
     if records is not None and chosen:
         changes = records.changes_of_turns([t.id for t in chosen])
+    index = kind_index(store)
+    stored = index.turn_kinds([t.id for t in chosen]) if index is not None and chosen else {}
     evidence = tuple(_evidence(t, scores[t.id], via[t.id], candidates.best.get(t.id), t.id in excerpts.cut,
-                               links(changes, t.id, hidden.turns))
+                               links(changes, t.id, hidden.turns), stored.get(t.id, ()))
                      for t in chosen)
     source_of = {tid: turn.source_id for tid, turn in turns.items()}
     cues = tuple(
@@ -105,7 +119,7 @@ def reconstruct(store: Store, embedder, question: str, conversations: str | Sequ
     )
     clock.lap("trim")
     return Context(question=question, conversations=scope.names, as_of=as_of, cues=cues, evidence=evidence,
-                   tokens=context_tokens(chosen), timings_ms=clock.total())
+                   tokens=context_tokens(chosen), timings_ms=clock.total(), kinds=wanted.kinds)
 
 
 def _involved(store: Store, source: MemoryView | StoreSource, named: Named, scope: Scope) -> dict[int, str]:
@@ -192,13 +206,14 @@ def _expand(source: MemoryView | StoreSource, hits: list[tuple[Cue, float]], lex
 
 
 def _evidence(turn: Turn, score: float, via: str, best: tuple[Cue, float] | None, excerpt: bool,
-              changed: tuple[tuple[ChangeLink, ...], tuple[ChangeLink, ...]] = ((), ())) -> Evidence:
+              changed: tuple[tuple[ChangeLink, ...], tuple[ChangeLink, ...]] = ((), ()),
+              kinds: tuple[str, ...] = ()) -> Evidence:
     return Evidence(
         source_id=turn.source_id, time=turn.time, speaker=turn.speaker, text=turn.text, via=via,
         session=turn.session, position=turn.position, score=round(score, 4),
         cue=_render_cue(best[0]) if best is not None else None, tokens=turn_cost(turn), excerpt=excerpt,
         conversation=turn.conversation, title=turn.title, role=turn.role, superseded_by=changed[0],
-        supersedes=changed[1],
+        supersedes=changed[1], kinds=kinds,
     )
 
 

@@ -9,6 +9,9 @@ strongly the chats of its people hold the question.
                                name in a user/assistant chat (addressed_roles)
              + date_weight     if the question names a day, month or year and t was said then
                                (or up to a week later: people tell of things in the days after)
+             + kind_weight     if the question asks for a kind of thing ("What sports …") and t, said by
+                               a person it names (by anyone if it names none), names a thing of that
+                               kind ("basketball": recall/kinds.py)
     score(t) = own(t)
              + temporal_weight · max own(u) over temporal neighbours u in the same session
              + semantic_weight · max own(u) · edge weight over semantic neighbours u
@@ -46,7 +49,7 @@ The weights are round values from the middle of a flat plateau (bench/quality_no
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -77,6 +80,7 @@ class Candidates:
     lexical: dict[int, float]
     hops: Hops
     floor: float
+    kinds: set[int] = field(default_factory=set)  # those that name a thing of the kind asked (recall/kinds.py)
 
 
 def score(candidates: Candidates, whole: np.ndarray, lift: np.ndarray, asked: Asked,
@@ -90,11 +94,13 @@ def score(candidates: Candidates, whole: np.ndarray, lift: np.ndarray, asked: As
     for tid, (_, sim) in best.items():
         cue[at[tid]] = sim
     whole = np.where(np.isnan(whole), cue, whole)  # a turn without a vector (older database) counts its cue
-    people = np.array([_named(turns[tid], asked) for tid in ids], dtype=np.float32)
+    people = np.array([asked_about(turns[tid], asked) for tid in ids], dtype=np.float32)
     dated = np.array([said_in(turns[tid].time, asked.periods) for tid in ids], dtype=np.float32) \
         if asked.periods else np.zeros(n, dtype=np.float32)
+    kind = np.array([tid in candidates.kinds for tid in ids], dtype=np.float32) if candidates.kinds \
+        else np.zeros(n, dtype=np.float32)
     own = (settings.cue_weight * cue + (1 - settings.cue_weight) * whole
-           + settings.speaker_weight * people + settings.date_weight * dated)
+           + settings.speaker_weight * people + settings.date_weight * dated + settings.kind_weight * kind)
     pulled = _pulled(candidates, own, settings)
     lex = np.zeros(n, dtype=np.float32)
     top_lexical = max(lexical.values(), default=0.0)
@@ -107,7 +113,8 @@ def score(candidates: Candidates, whole: np.ndarray, lift: np.ndarray, asked: As
         total += settings.participant_weight * np.array([turns[tid].conversation in asked.involved for tid in ids],
                                                         dtype=np.float32)
     scores = dict(zip(ids, total.tolist(), strict=True))
-    via = {tid: "anchor" if tid in best else "lexical" if tid in lexical
+    via = {tid: "anchor" if tid in best else "lexical" if tid in lexical else "kind" if kind[i] and not (
+           pulled["temporal"][i] or pulled["semantic"][i])
            else "temporal" if pulled["temporal"][i] >= pulled["semantic"][i] else "semantic"
            for i, tid in enumerate(ids)}
     return scores, via
@@ -124,7 +131,7 @@ def asks_only(text: str) -> bool:
     return text.rstrip().endswith("?") and not _FIRST_PERSON.search(text)
 
 
-def _named(turn: Turn, asked: Asked) -> bool:
+def asked_about(turn: Turn, asked: Asked) -> bool:
     """Whether the question names the person who said `turn`: by label, by a name its chat calls them, or
     by the role its pronouns name."""
     return (turn.speaker in asked.mentioned or turn.role in asked.roles

@@ -31,3 +31,8 @@ class Settings:
     circle_weight: float = 0.2  # chats of the people who hold the question's best cues (0: off, as one chat)
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
+    kind_weight: float = 0.05  # turns naming a thing of the kind the question asks for (recall/kinds.py); 0: off
+    kind_m: int = 200  # such turns made candidates, the nearest the question first
+    kind_limit: int = 2_000  # such turns read to choose them from
+    kind_several: bool = False  # only a question asking for several (a plural: "What sports …")
+    kind_max: int = 99  # a question asking for more kinds than this (a family: "hobbies", "places") gets no lift

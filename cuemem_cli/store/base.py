@@ -1,5 +1,6 @@
 """The store's interfaces, by who asks: `Store`, the engine's (ingest, recall, answering, `Memory`), and beside
-it what one other user asks: `ExtractionRecords` (the LLM extractor), `Maintenance` (forget, export, inspect),
+it what one other user asks: `KindIndex` (the kinds each turn names), `ExtractionRecords` (the LLM extractor),
+`Maintenance` (forget, export, inspect),
 `BrowseQueries` (`cuemem browse`), `EvalQueries` (`cuemem eval`); with the records and constants their
 methods speak in, and what is derived from them (`conversation_names`, `check_embedder`, ...).
 
@@ -178,6 +179,21 @@ class SavedCueGraph(Protocol):
 
 
 @runtime_checkable
+class KindIndex(Protocol):
+    """The kinds of things each turn names (cues/kinds.py: "basketball" → sport, game), beside the turns: ingest
+    writes them, a question that asks for a kind gathers its turns by them (recall/kinds.py), `cuemem reindex`
+    builds them for an older memory's turns, inspect-graph and browse show them. The meta key KINDS_BUILT says
+    which lexicon tagged every turn (`kinds_built`)."""
+
+    def insert_turn_kinds(self, rows: Sequence[tuple[int, str]]) -> None: ...
+    def turn_kinds(self, turn_ids: Iterable[int]) -> dict[int, tuple[str, ...]]: ...
+    def turns_of_kinds(self, kinds: Sequence[str], conversation_ids: Sequence[int] | None = None,
+                       speakers: Sequence[str] | None = None, limit: int = 1000) -> list[int]: ...
+    def delete_turn_kinds(self, conversation_ids: Sequence[int]) -> int: ...
+    def kind_counts(self, conversation_id: int | None = None) -> dict[str, int]: ...
+
+
+@runtime_checkable
 class ExtractionRecords(Protocol):
     """What the LLM extractor (cues/llm.py) keeps beside the turns: its results by model, prompt version and
     turn content, so that ingesting the same text again costs no call, and which turns it left pending (a
@@ -307,6 +323,26 @@ def names_indexed(store: Store) -> bool:
     """Whether the memory's name index is complete: m017 found no turn to index, or the memory was
     reindexed since (manage/reindex.py); a memory written before m017 is not until then."""
     return name_index(store) is not None and store.get_meta(NAMES_INDEXED) is not None
+
+
+def kind_index(store: Store) -> KindIndex | None:
+    """`store`'s kinds of things, or None for a backend without them (a question is then answered without)."""
+    return store if isinstance(store, KindIndex) else None
+
+
+KINDS_BUILT = "kinds_lexicon"  # meta: the version of the lexicon (cues/kinds.py) every turn was tagged with
+
+
+def kinds_built(store: Store) -> str | None:
+    """The lexicon version every turn of the memory was tagged with, or None: a memory written before kinds
+    were kept (`cuemem reindex` tags its turns), or whose first turns came from another writer."""
+    return store.get_meta(KINDS_BUILT)
+
+
+def kinds_missing(store: Store) -> bool:
+    """Whether the memory holds turns no lexicon tagged as a whole (written before kinds were kept): a question
+    asking for a kind finds them only by their words until `cuemem reindex` tags them."""
+    return kind_index(store) is not None and kinds_built(store) is None and store.turn_count() > 0
 
 
 def _lacks(store: Store, protocol: str, needed_for: str) -> StoreError:

@@ -377,6 +377,15 @@ def _m017_name_index(integer: str) -> str:
     """
 
 
+def sqlite_m019_turn_kinds(conn: Connection) -> None:
+    """The kinds of things each turn names (cues/kinds.py: "basketball" → sport, game), a row per turn and
+    kind: ingest writes them, a question gathers the turns of the kind it asks for (recall), `cuemem reindex`
+    builds them for the turns of an older memory. Gone with the turn (ON DELETE CASCADE)."""
+    _run(conn, "CREATE TABLE turn_kinds (turn_id INTEGER NOT NULL REFERENCES turns(id) ON DELETE CASCADE,"
+               " kind TEXT NOT NULL, PRIMARY KEY (turn_id, kind)) WITHOUT ROWID",
+         "CREATE INDEX turn_kinds_kind ON turn_kinds(kind, turn_id)")
+
+
 # ------------------------------------------------------------- PostgreSQL bodies
 TEXT_SEARCH = "cuemem"  # the text search configuration postgres_m001_initial creates (store/postgres.py searches it)
 # Split on ASCII punctuation before PostgreSQL's parser sees the text, as FTS5's unicode61 tokenizer does:
@@ -564,6 +573,13 @@ def postgres_m018_changes(conn: Connection) -> None:
     _changes_pending(conn, "%s")
 
 
+POSTGRES_M019_TURN_KINDS = """
+CREATE TABLE turn_kinds (turn_id bigint NOT NULL REFERENCES turns(id) ON DELETE CASCADE, kind text NOT NULL,
+                         PRIMARY KEY (turn_id, kind));
+CREATE INDEX turn_kinds_kind ON turn_kinds(kind, turn_id)
+"""
+
+
 def already(why: str) -> Callable[..., None]:
     """The body of a migration whose change this backend's schema already had: nothing to do but be recorded."""
 
@@ -629,6 +645,7 @@ MIGRATIONS: list[Migration] = [
               "CREATE TABLE IF NOT EXISTS cue_graph (part text PRIMARY KEY, data bytea NOT NULL)"),
     Migration("m017_name_index", _m017_name_index("INTEGER"), _m017_name_index("bigint")),
     Migration("m018_changes", sqlite_m018_changes, postgres_m018_changes),
+    Migration("m019_turn_kinds", sqlite_m019_turn_kinds, POSTGRES_M019_TURN_KINDS),
 ]
 
 

@@ -6,6 +6,7 @@ part per protocol of store/base.py, each of them a class of this folder:
 - `cues.py`: `CueRows`, cues, cue and turn vectors, the memory as arrays (`Store`).
 - `graph.py`: `GraphRows`, edges (`Store`).
 - `changes.py`: `ChangeRows`, the facts that changed (`ChangeRecords`).
+- `kinds.py`: `KindRows`, the kinds of things each turn names (`KindIndex`).
 - `extraction.py`: `ExtractionRows`, the LLM extractor's cache and pending turns (`ExtractionRecords`).
 - `maintenance.py`: `MaintenanceRows`, forget, export, statistics, turn-by-turn reads (`Maintenance`).
 - `names.py`: `NameRows`, who is who: the signs of a name each turn holds, each conversation's learned names
@@ -39,13 +40,14 @@ from .cues import CueRows
 from .evaluation import EvalRows
 from .extraction import ExtractionRows
 from .graph import GraphRows
+from .kinds import KindRows
 from .maintenance import MaintenanceRows
 from .names import NameRows
 from .turns import TurnRows
 
 
-class SQLStore(TurnRows, CueRows, GraphRows, ChangeRows, ExtractionRows, MaintenanceRows, NameRows, BrowseRows,
-               EvalRows):
+class SQLStore(TurnRows, CueRows, GraphRows, KindRows, ChangeRows, ExtractionRows, MaintenanceRows, NameRows,
+               BrowseRows, EvalRows):
     """Every protocol of store/base.py over one connection; a backend subclass supplies the abstract methods
     and a Dialect."""
 
