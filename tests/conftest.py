@@ -135,8 +135,9 @@ def pytest_sessionstart(session):
 
 # ------------------------------------------------------------------ processes
 # No test installs software on the machine it runs on: no package manager, no sudo, no .ci/browser-up or
-# .ci/wordnet-up (which install Chromium and WordNet as root), no `playwright install`. What the tests need beyond `pip install` is installed by
-# .ci/run, in the open, or by whoever runs them; a test without it skips saying how to get it (fails under CI).
+# .ci/wordnet-up (which install Chromium and WordNet as root), no `playwright install`. What the tests need
+# beyond `pip install` is installed by .ci/run, in the open, or by whoever runs them; a test without it skips
+# saying how to get it (fails under CI).
 INSTALLS = re.compile(r"(?:^|[\s;&|/(])(?:sudo\b|(?:apt-get|apt|aptitude|dpkg|dnf|yum|zypper|pacman|apk|brew|snap)"
                       r"\s+(?:-\S+\s+)*(?:install|-i|-S)\b|playwright\s+install\b|browser-up\b|wordnet-up\b)")
 _started: list[subprocess.Popen] = []  # the processes started in this session and maybe still running

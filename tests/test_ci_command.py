@@ -37,8 +37,9 @@ def _started_commands(path) -> list[str]:
 
 
 def test_no_test_installs_software_on_the_machine():
-    """Read: no test file starts a package manager, sudo, `playwright install`, .ci/browser-up or .ci/wordnet-up
-    (which install Chromium and WordNet as root). Run: conftest refuses such a process whatever builds its command line."""
+    """Read: no test file starts a package manager, sudo, `playwright install`, .ci/browser-up or
+    .ci/wordnet-up (which install Chromium and WordNet as root). Run: conftest refuses such a process whatever
+    builds its command line."""
     offenders = {f"{path.relative_to(REPO)}: {command}" for path in sorted((REPO / "tests").rglob("*.py"))
                  for command in _started_commands(path) if INSTALLS.search(command)}
     assert not offenders, f"tests that install software: {sorted(offenders)}"
