@@ -53,7 +53,9 @@ OTHER_PENALTY = 0.2
 PHRASE_SENTENCES = 8  # what-questions parse only this many of the best sentences
 KIND_STRENGTH = 3  # a what-span that is a thing of the kind the question asks for ("Which city …" → a city)
 KIND_LIST = True  # a question asking for several things of a kind is answered by those the evidence names
-KIND_SPAN = True  # a what-question asking for one thing of a kind is answered by a thing of that kind
+# A what-question asking for one thing of a kind answered by a thing of that kind: off, it did not carry to the
+# check half (LoCoMo single-hop line 0.392 -> 0.375; bench/quality_notes.md, "What transfers").
+KIND_SPAN = False
 KIND_SURE = True  # … the thing alone (else the sentence naming it is quoted)
 
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|we've|us|our)\b", re.I)
