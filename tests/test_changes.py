@@ -265,8 +265,8 @@ def test_an_older_memory_finds_its_changes_with_reindex(cli, trip_db):
         assert result.exit_code == 0 and orjson.loads(result.stdout)["changes"]["turns"] == len(DIALOGUE)
         graph = orjson.loads(cli("--db", str(trip_db), "inspect-graph", "--json").stdout)
         assert len(graph["changes"]) == 1 and graph["settings"]["stale"] == []
-    result = cli("--db", str(trip_db), "reindex", "--only", "kinds")
-    assert result.exit_code == 1 and "no derived index 'kinds'" in result.stderr
+    result = cli("--db", str(trip_db), "reindex", "--only", "colours")
+    assert result.exit_code == 1 and "no derived index 'colours'" in result.stderr
 
 
 def test_forgetting_either_turn_forgets_the_change(cli, trip_db):
