@@ -443,7 +443,8 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
     """One row per conversation, narrow enough for 80 columns: its title (cut to fit) when any conversation
     has one, edges as temporal/semantic, degree as min/mean/max, "no cue" counting turns without a cue, the
     span in months, "names" (the names its people go by in it, beside their labels) when a chat has any, and
-    "pending" only when a turn's extraction failed (`--format json` has every count,
+    "pending" only when a turn's extraction failed; under the table, each chat's kinds of things (a line
+    each: a column would not fit) (`--format json` has every count,
     the whole title and the exact times). In a pipe: the rows as tab-separated values, every value whole,
     then a blank line and the settings as name, value lines."""
     pending = any(s["pending_turns"] for s in stats)
@@ -464,14 +465,18 @@ def render_graph_summary(stats: list[dict[str, Any]], settings: dict[str, Any]) 
         _write_tsv(None, [[k, str(v)] for k, v in settings.items()])
         return
     table = _compact_table("Memory")
-    for col in columns:
-        if col in ("title", "names", "kinds"):
+    shown = columns[:-1] if kinded else columns  # the kinds are listed under the table: a column would not fit
+    for col in shown:
+        if col in ("title", "names"):
             table.add_column(col, no_wrap=True, overflow="ellipsis", max_width=24)
         else:
             table.add_column(col, no_wrap=True, justify="left" if col in ("conversation", "span") else "right")
     for row in rows:
-        table.add_row(*map(escape, row))
+        table.add_row(*map(escape, row[:len(shown)]))
     out.print(table)
+    for s, row in zip(stats, rows, strict=True) if kinded else ():
+        if s.get("kinds"):
+            out.print(f"kinds · {escape(s['conversation'])}: {escape(row[-1])}")
     out.print(" · ".join(f"{k} {escape(str(v))}" for k, v in settings.items()))
 
 
