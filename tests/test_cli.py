@@ -100,7 +100,8 @@ def test_the_text_view_says_whether_the_line_is_an_answer_or_a_quote(cli, maya_d
 
 
 @pytest.mark.parametrize(("question", "place", "turn"), [
-    ("Where does Maya live now?", "Denver", "s4:1"),  # the latest statement: "Greetings from Denver!"
+    # the latest: the move to Denver, with the city she left beside it (issue 57's change line)
+    ("Where does Maya live now?", "Denver (said 22 July 2023; before: Portland, said 14 May 2023)", "s3:6"),
     ("Where did Maya live in March 2023?", "Portland", "s1:8"),  # one said in the period asked about
 ])
 def test_offline_where_answers_name_the_place_of_the_right_time(cli, maya_db, question, place, turn):
