@@ -169,18 +169,29 @@ def tiny_export(path: Path) -> Path:
 
 def smoke(folder: str) -> None:
     """The suite, the whole-history benchmarks, quality.py and evidence.py on the sample dialogues, recorded
-    and rendered inside `folder`."""
-    import evidence
-    import quality
+    and rendered inside `folder`. quality.py and evidence.py (eval processes, with a cache of their own) run
+    beside the suite rather than after it: the smoke run's figures mean nothing, and on two idle cores the
+    suite's processes, one at a time and mostly on one core, leave the other free for them."""
+    from concurrent.futures import ThreadPoolExecutor
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     locomo = str(tiny_locomo(out / "tiny_locomo.json"))
-    run(locomo, out / "results", SMOKE, str(tiny_export(out / "tiny_export.json")), browse=True)
+    with ThreadPoolExecutor(1, thread_name_prefix="smoke-evals") as aside:
+        evals = aside.submit(_smoke_evals, locomo, out)
+        run(locomo, out / "results", SMOKE, str(tiny_export(out / "tiny_export.json")), browse=True)
+        evals.result()
+    report.render(out / "results", out / "RESULTS.md")
+
+
+def _smoke_evals(locomo: str, out: Path) -> None:
+    """quality.py and evidence.py on the smoke run's tiny LoCoMo, one after the other (they share a cache)."""
+    import evidence
+    import quality
+
     quality.run(locomo, out / "results", ["--cache-dir", str(out / "eval-cache")])
     evidence.run(out, out / "results", ["--cache-dir", str(out / "eval-cache")],
                  {name: Path(locomo) for name in ("realtalk-dev.json", "locomo10.json")})
-    report.render(out / "results", out / "RESULTS.md")
 
 
 if __name__ == "__main__":
