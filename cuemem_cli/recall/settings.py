@@ -31,7 +31,10 @@ class Settings:
     circle_weight: float = 0.2  # chats of the people who hold the question's best cues (0: off, as one chat)
     lexical_m: int = 50
     excerpt_tokens: int = DEFAULT_EXCERPT_TOKENS  # 0: every turn whole
-    kind_weight: float = 0.05  # turns naming a thing of the kind the question asks for (recall/kinds.py); 0: off
+    # Turns naming a thing of the kind the question asks for (recall/kinds.py): off, as on main after 66144ec it
+    # lost an inference question of realtalk's check half (0.500 -> 0.455) while it gained several-facts ones
+    # (0.475 -> 0.525); bench/quality_notes.md, "What transfers". 0.05 is the value tuned.
+    kind_weight: float = 0.0
     kind_m: int = 200  # such turns made candidates, the nearest the question first
     kind_limit: int = 2_000  # such turns read to choose them from
     kind_several: bool = False  # only a question asking for several (a plural: "What sports …")
