@@ -101,7 +101,7 @@ def cue_sources(db: Path) -> dict[str, Any]:
 
 
 def _help_of(code: Path) -> str:
-    done = subprocess.run([sys.executable, "-m", "cuemem_cli", "ingest", "--help"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-P", "-m", "cuemem_cli", "ingest", "--help"], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(code)})
     return done.stdout
 
@@ -179,8 +179,11 @@ def measure(export: Path, db: Path, extra: list[str], code: Path | None = None, 
     sampler = LoadSampler()
     sampler.start()
     runner = ["-m", "cProfile", "-o", str(profile)] if profile else []
-    command = ["/usr/bin/time", "-v", sys.executable, *runner, "-m", "cuemem_cli", "--db", str(db), "ingest",
-               "--from", "chatgpt", str(export), "--json", "--quiet", *extra]
+    # -P with another code: `python -m` would put the working directory (this checkout) before PYTHONPATH,
+    # and the "base" run would time this code again
+    isolated = ["-P"] if code else []
+    command = ["/usr/bin/time", "-v", sys.executable, *isolated, *runner, "-m", "cuemem_cli", "--db", str(db),
+               "ingest", "--from", "chatgpt", str(export), "--json", "--quiet", *extra]
     env = {**os.environ, "PYTHONPATH": str(code)} if code else None
     if code and "--quiet" not in _help_of(code):  # the reference code may predate --quiet
         command.remove("--quiet")
