@@ -101,8 +101,8 @@ def cue_sources(db: Path) -> dict[str, Any]:
 
 
 def _help_of(code: Path) -> str:
-    done = subprocess.run([sys.executable, "-P", "-m", "cuemem_cli", "ingest", "--help"], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(code)})
+    done = subprocess.run([sys.executable, "-P", "-m", "cuemem_cli", "ingest", "--help"], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(code)})
     return done.stdout
 
 
